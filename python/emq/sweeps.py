@@ -1,0 +1,51 @@
+"""The two sweeps (SPEC §5, §6), on the plan backend (in-process, under a narrow
+WATCH guard) or the Lua backend (the reference scripts, by EVALSHA)."""
+
+from __future__ import annotations
+
+from typing import Literal, Union
+
+from ._core import Client
+
+Backend = Literal["plan", "lua"]
+ClientLike = Union[Client, str]
+
+
+def _client(client: ClientLike) -> Client:
+    if isinstance(client, Client):
+        return client
+    if isinstance(client, str):
+        from . import connect
+
+        return connect(client)
+    from .errors import ArgumentError
+
+    raise ArgumentError(f"emq: client must be an emq.Client or a URL, not {type(client).__name__}")
+
+
+def promote(client: ClientLike, queue: str, *, batch: int = 100, backend: Backend = "plan") -> int:
+    """Moves up to `batch` due jobs from `schedule` to `pending` or their lanes.
+
+    Returns how many ids left `schedule`, ghosts (ids whose row is gone) included.
+    """
+    return _client(client).promote(queue, batch, backend)
+
+
+def stalled_check(
+    client: ClientLike,
+    queue: str,
+    *,
+    max_stalled: int | None = 1,
+    batch: int = 100,
+    backend: Backend = "plan",
+) -> tuple[list[str], list[str]]:
+    """Sends up to `batch` jobs whose lease expired back to `pending` (or their
+    lane), or to `dead` once they stalled more than `max_stalled` times
+    (`None`: never). Returns `(recovered ids, dead ids)`."""
+    return _client(client).stalled_check(queue, max_stalled, batch, backend)
+
+
+def wire(client: ClientLike, *args: str | bytes, backend: Backend = "plan"):
+    """The wire form, e.g. `wire(c, "EMQ.PROMOTE", "2", "emq:{q}:schedule",
+    "emq:{q}:pending", "emq:{q}:", "100")`: checked as the module checks it."""
+    return _client(client).wire(*args, backend=backend)

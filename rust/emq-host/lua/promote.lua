@@ -1,0 +1,71 @@
+-- emq PROMOTE (SPEC §5), the reference the in-process plan is tested against.
+-- KEYS: P schedule, P pending. ARGV: P, batch (checked by the caller).
+-- Every type is checked before the first write: a script's writes are not undone.
+local p, batch = ARGV[1], tonumber(ARGV[2])
+local schedule, pending = KEYS[1], KEYS[2]
+local function layout(what) return redis.error_reply('EMQLAYOUT EMQ.PROMOTE: layout: ' .. what) end
+local function typ(k) return redis.call('TYPE', k).ok end
+local function int(v)
+  if v and string.match(v, '^%-?%d+$') and #string.gsub(v, '^%-', '') <= 18 then return tonumber(v) end
+  return 0
+end
+local function push(cmd, key, items) -- one call per 1000 items: unpack has a stack limit
+  for i = 1, #items, 1000 do
+    redis.call(cmd, key, unpack(items, i, math.min(i + 999, #items)))
+  end
+end
+
+local st = typ(schedule)
+if st ~= 'zset' and st ~= 'none' then return layout(schedule .. ' has the wrong type') end
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local due = redis.call('ZRANGEBYSCORE', schedule, '-inf', now, 'LIMIT', 0, batch)
+if #due == 0 then return 0 end
+
+local live, flat, lanes, by_lane = {}, {}, {}, {}
+for _, id in ipairs(due) do
+  local jk = p .. 'job:' .. id
+  local ty = typ(jk)
+  if ty == 'hash' then
+    live[#live + 1] = jk
+    local lane = redis.call('HGET', jk, 'lane')
+    if lane then
+      if not by_lane[lane] then by_lane[lane] = {}; lanes[#lanes + 1] = lane end
+      local ids = by_lane[lane]
+      ids[#ids + 1] = id
+    else
+      flat[#flat + 1] = id
+    end
+  elseif ty ~= 'none' then
+    return layout(jk .. ' has the wrong type')
+  end
+end
+
+local ring, tokens = {}, {}
+for _, lane in ipairs(lanes) do
+  local ctl, lk = p .. 'lanectl:' .. lane, p .. 'lane:' .. lane
+  local ct, lt = typ(ctl), typ(lk)
+  if (ct ~= 'hash' and ct ~= 'none') or (lt ~= 'list' and lt ~= 'none') then
+    return layout(lk .. ' or its control has the wrong type')
+  end
+  local f = redis.call('HMGET', ctl, 'paused', 'limit', 'active', 'ring')
+  local limit, active = int(f[2]), int(f[3])
+  local serve = f[1] ~= '1' and (limit <= 0 or active < limit)
+  if serve and f[4] ~= '1' then ring[#ring + 1] = lane; tokens[#tokens + 1] = lane end
+end
+if #flat > 0 then tokens[#tokens + 1] = '' end
+local pt, rt, wt = typ(pending), typ(p .. 'ring'), typ(p .. 'wake')
+if (#flat > 0 and pt ~= 'list' and pt ~= 'none') or (#ring > 0 and rt ~= 'list' and rt ~= 'none')
+    or (wt ~= 'list' and wt ~= 'none') then
+  return layout('pending, ring or wake has the wrong type')
+end
+
+push('ZREM', schedule, due)
+push('RPUSH', pending, flat)
+for _, lane in ipairs(lanes) do push('RPUSH', p .. 'lane:' .. lane, by_lane[lane]) end
+for _, jk in ipairs(live) do redis.call('HSET', jk, 'state', 'pending') end
+for _, lane in ipairs(ring) do redis.call('HSET', p .. 'lanectl:' .. lane, 'ring', '1') end
+push('RPUSH', p .. 'ring', ring)
+push('RPUSH', p .. 'wake', tokens)
+redis.call('LTRIM', p .. 'wake', -64, -1)
+return #due

@@ -1,0 +1,93 @@
+-- emq STALLED CHECK (SPEC §6), the reference the in-process plan is tested against.
+-- KEYS: P active, P pending, P dead. ARGV: P, max_stalled ('' for no limit), batch.
+-- Every type is checked before the first write: a script's writes are not undone.
+local p, batch = ARGV[1], tonumber(ARGV[3])
+local max_stalled = ARGV[2] ~= '' and tonumber(ARGV[2]) or nil
+local active, pending, dead = KEYS[1], KEYS[2], KEYS[3]
+local function layout(what) return redis.error_reply('EMQLAYOUT EMQ.STALLED.CHECK: layout: ' .. what) end
+local function typ(k) return redis.call('TYPE', k).ok end
+local function int(v)
+  if v and string.match(v, '^%-?%d+$') and #string.gsub(v, '^%-', '') <= 18 then return tonumber(v) end
+  return 0
+end
+local function push(cmd, key, items) -- one call per 1000 items: unpack has a stack limit
+  for i = 1, #items, 1000 do
+    redis.call(cmd, key, unpack(items, i, math.min(i + 999, #items)))
+  end
+end
+
+local at = typ(active)
+if at ~= 'zset' and at ~= 'none' then return layout(active .. ' has the wrong type') end
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local expired = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, batch)
+if #expired == 0 then return {{}, {}} end
+
+-- rows: {key, id, dies, stalls}; per lane: recovered ids and rows that left active
+local rows, recovered, died, flat, lanes, by_lane = {}, {}, {}, {}, {}, {}
+for _, id in ipairs(expired) do
+  local jk = p .. 'job:' .. id
+  local ty = typ(jk)
+  if ty == 'hash' then
+    local f = redis.call('HMGET', jk, 'lane', 'stalls')
+    local stalls = int(f[2]) + 1
+    local dies = max_stalled ~= nil and stalls > max_stalled
+    rows[#rows + 1] = {jk, dies, stalls}
+    if dies then died[#died + 1] = id else recovered[#recovered + 1] = id end
+    local lane = f[1]
+    if lane then
+      if not by_lane[lane] then by_lane[lane] = {ids = {}, left = 0}; lanes[#lanes + 1] = lane end
+      local l = by_lane[lane]
+      l.left = l.left + 1
+      if not dies then l.ids[#l.ids + 1] = id end
+    elseif not dies then
+      flat[#flat + 1] = id
+    end
+  elseif ty ~= 'none' then
+    return layout(jk .. ' has the wrong type')
+  end
+end
+
+local ring, tokens = {}, {}
+for _, lane in ipairs(lanes) do
+  local ctl, lk, l = p .. 'lanectl:' .. lane, p .. 'lane:' .. lane, by_lane[lane]
+  local ct, lt = typ(ctl), typ(lk)
+  if (ct ~= 'hash' and ct ~= 'none') or (lt ~= 'list' and lt ~= 'none') then
+    return layout(lk .. ' or its control has the wrong type')
+  end
+  local f = redis.call('HMGET', ctl, 'paused', 'limit', 'active', 'ring')
+  local limit = int(f[2])
+  l.active = math.max(0, int(f[3]) - l.left)
+  local serve = f[1] ~= '1' and (limit <= 0 or l.active < limit)
+  if redis.call('LLEN', lk) + #l.ids > 0 and serve and f[4] ~= '1' then
+    ring[#ring + 1] = lane; tokens[#tokens + 1] = lane
+  end
+end
+if #flat > 0 then tokens[#tokens + 1] = '' end
+local pt, dt, rt, wt = typ(pending), typ(dead), typ(p .. 'ring'), typ(p .. 'wake')
+if (#flat > 0 and pt ~= 'list' and pt ~= 'none') or (#died > 0 and dt ~= 'zset' and dt ~= 'none')
+    or (#ring > 0 and rt ~= 'list' and rt ~= 'none') or (wt ~= 'list' and wt ~= 'none') then
+  return layout('pending, dead, ring or wake has the wrong type')
+end
+
+push('ZREM', active, expired)
+for _, id in ipairs(died) do redis.call('ZADD', dead, now, id) end
+for _, r in ipairs(rows) do
+  if r[2] then
+    redis.call('HSET', r[1], 'state', 'dead', 'stalls', r[3], 'error', 'stalled')
+  else
+    redis.call('HSET', r[1], 'state', 'pending', 'stalls', r[3])
+  end
+  redis.call('HDEL', r[1], 'token', 'lease')
+end
+push('RPUSH', pending, flat)
+for _, lane in ipairs(lanes) do
+  local l = by_lane[lane]
+  push('RPUSH', p .. 'lane:' .. lane, l.ids)
+  redis.call('HSET', p .. 'lanectl:' .. lane, 'active', l.active)
+end
+for _, lane in ipairs(ring) do redis.call('HSET', p .. 'lanectl:' .. lane, 'ring', '1') end
+push('RPUSH', p .. 'ring', ring)
+push('RPUSH', p .. 'wake', tokens)
+redis.call('LTRIM', p .. 'wake', -64, -1)
+return {recovered, died}

@@ -1,0 +1,111 @@
+//! Lane control (SPEC §2) and offer(L), the one rule that puts a lane in the ring.
+
+use crate::names::{field_int, Keys};
+use crate::{Cmd, WAKE_MAX};
+
+/// The fields of `P lanectl:L` that decide whether a lane can be served.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LaneCtl {
+    pub paused: bool,
+    /// `0` (or absent, or not a number): no limit.
+    pub limit: i64,
+    pub active: i64,
+    pub in_ring: bool,
+}
+
+/// The fields a plan reads with `HMGET P lanectl:L`, in this order.
+pub const CTL_FIELDS: [&str; 4] = ["paused", "limit", "active", "ring"];
+
+impl LaneCtl {
+    /// From the `HMGET` reply values (absent fields are `None`).
+    pub fn from_fields(f: &[Option<&[u8]>]) -> Self {
+        let flag = |v: Option<&[u8]>| v == Some(b"1".as_slice());
+        let int = |v: Option<&[u8]>| v.and_then(field_int).unwrap_or(0);
+        LaneCtl {
+            paused: flag(f.first().copied().flatten()),
+            limit: int(f.get(1).copied().flatten()),
+            active: int(f.get(2).copied().flatten()),
+            in_ring: flag(f.get(3).copied().flatten()),
+        }
+    }
+
+    /// Not paused, and no limit or fewer active than the limit.
+    pub fn can_serve(&self) -> bool {
+        !self.paused && (self.limit <= 0 || self.active < self.limit)
+    }
+}
+
+/// The tail every ready-making write shares: lanes offered to the ring, wake
+/// tokens, and the trim of `P wake`. Tokens are pushed in the order they were
+/// offered, in one `RPUSH` each for the ring and for `wake`.
+#[derive(Default)]
+pub struct Offers {
+    ring: Vec<Vec<u8>>,
+    tokens: Vec<Vec<u8>>,
+}
+
+impl Offers {
+    /// offer(L): `len` is the lane list's length after this plan's pushes.
+    /// Returns whether the lane joined the ring.
+    pub fn offer(&mut self, lane: &[u8], len: i64, ctl: &LaneCtl) -> bool {
+        if len > 0 && ctl.can_serve() && !ctl.in_ring && !self.ring.iter().any(|l| l == lane) {
+            self.ring.push(lane.to_vec());
+            self.tokens.push(lane.to_vec());
+            return true;
+        }
+        false
+    }
+
+    /// The flat wake token, `""`.
+    pub fn wake_flat(&mut self) {
+        self.tokens.push(Vec::new());
+    }
+
+    pub fn offered_any(&self) -> bool {
+        !self.ring.is_empty()
+    }
+
+    /// The writes: `ring = 1` for each offered lane, the ring and wake pushes, and
+    /// the trim of `P wake` (always: the plans trim whenever they write).
+    pub fn writes(self, keys: &Keys, out: &mut Vec<Cmd>) {
+        for lane in &self.ring {
+            out.push(Cmd::new("HSET").arg(keys.lanectl(lane)).arg("ring").arg("1"));
+        }
+        if !self.ring.is_empty() {
+            out.push(Cmd::new("RPUSH").arg(keys.ring()).args(&self.ring));
+        }
+        if !self.tokens.is_empty() {
+            out.push(Cmd::new("RPUSH").arg(keys.wake()).args(&self.tokens));
+        }
+        out.push(Cmd::new("LTRIM").arg(keys.wake()).arg((-WAKE_MAX).to_string()).arg("-1"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serving_rules() {
+        let c = |p: &[u8], l: &[u8], a: &[u8]| LaneCtl::from_fields(&[Some(p), Some(l), Some(a), None]);
+        assert!(LaneCtl::default().can_serve());
+        assert!(!c(b"1", b"0", b"0").can_serve());
+        assert!(c(b"0", b"2", b"1").can_serve());
+        assert!(!c(b"0", b"2", b"2").can_serve());
+        assert!(c(b"0", b"x", b"9").can_serve(), "a limit that is not a number is no limit");
+    }
+
+    #[test]
+    fn offer_once_per_plan_and_never_when_in_ring() {
+        let mut o = Offers::default();
+        assert!(o.offer(b"a", 1, &LaneCtl::default()));
+        assert!(!o.offer(b"a", 2, &LaneCtl::default()));
+        assert!(!o.offer(b"b", 0, &LaneCtl::default()));
+        assert!(!o.offer(b"c", 1, &LaneCtl { in_ring: true, ..Default::default() }));
+        o.wake_flat();
+        let mut out = vec![];
+        o.writes(&Keys::new(b"q"), &mut out);
+        assert_eq!(out.len(), 4);
+        assert_eq!(out[2], Cmd::new("RPUSH").arg("emq:{q}:wake").arg("a").arg(""));
+    }
+}

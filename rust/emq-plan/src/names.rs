@@ -1,0 +1,159 @@
+//! Queue names, prefixes and keys (SPEC §1, §2).
+
+/// Why a queue name is refused, or `None` when it is good: 1 to 128 bytes of
+/// UTF-8, no `{`, `}`, control characters or whitespace.
+pub fn queue_name_problem(q: &[u8]) -> Option<&'static str> {
+    if q.is_empty() || q.len() > 128 {
+        return Some("must be 1 to 128 bytes");
+    }
+    let Ok(s) = std::str::from_utf8(q) else {
+        return Some("must be UTF-8");
+    };
+    if s.chars().any(|c| c == '{' || c == '}' || c.is_control() || c.is_whitespace()) {
+        return Some("must have no '{', '}', control characters or whitespace");
+    }
+    None
+}
+
+/// Why a job id or lane name is refused, or `None`: 1 to 256 bytes of UTF-8 with
+/// no control characters.
+pub fn id_problem(id: &[u8]) -> Option<&'static str> {
+    if id.is_empty() || id.len() > 256 {
+        return Some("must be 1 to 256 bytes");
+    }
+    let Ok(s) = std::str::from_utf8(id) else {
+        return Some("must be UTF-8");
+    };
+    if s.chars().any(char::is_control) {
+        return Some("must have no control characters");
+    }
+    None
+}
+
+/// The queue name inside a prefix `emq:{q}:`, if the prefix has that form.
+pub fn queue_of_prefix(prefix: &[u8]) -> Option<&[u8]> {
+    let q = prefix.strip_prefix(b"emq:{")?.strip_suffix(b"}:")?;
+    queue_name_problem(q).is_none().then_some(q)
+}
+
+/// The keys of one queue. `P` is `emq:{q}:`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Keys {
+    pub prefix: Vec<u8>,
+}
+
+impl Keys {
+    /// Keys for a queue name that has already been checked.
+    pub fn new(queue: &[u8]) -> Self {
+        let mut prefix = Vec::with_capacity(queue.len() + 7);
+        prefix.extend_from_slice(b"emq:{");
+        prefix.extend_from_slice(queue);
+        prefix.extend_from_slice(b"}:");
+        Keys { prefix }
+    }
+
+    pub fn key(&self, suffix: &[u8]) -> Vec<u8> {
+        let mut k = Vec::with_capacity(self.prefix.len() + suffix.len());
+        k.extend_from_slice(&self.prefix);
+        k.extend_from_slice(suffix);
+        k
+    }
+
+    fn key2(&self, kind: &[u8], name: &[u8]) -> Vec<u8> {
+        let mut k = Vec::with_capacity(self.prefix.len() + kind.len() + name.len());
+        k.extend_from_slice(&self.prefix);
+        k.extend_from_slice(kind);
+        k.extend_from_slice(name);
+        k
+    }
+
+    pub fn schedule(&self) -> Vec<u8> {
+        self.key(b"schedule")
+    }
+    pub fn pending(&self) -> Vec<u8> {
+        self.key(b"pending")
+    }
+    pub fn active(&self) -> Vec<u8> {
+        self.key(b"active")
+    }
+    pub fn dead(&self) -> Vec<u8> {
+        self.key(b"dead")
+    }
+    pub fn ring(&self) -> Vec<u8> {
+        self.key(b"ring")
+    }
+    pub fn wake(&self) -> Vec<u8> {
+        self.key(b"wake")
+    }
+    pub fn job(&self, id: &[u8]) -> Vec<u8> {
+        self.key2(b"job:", id)
+    }
+    pub fn lane(&self, lane: &[u8]) -> Vec<u8> {
+        self.key2(b"lane:", lane)
+    }
+    pub fn lanectl(&self, lane: &[u8]) -> Vec<u8> {
+        self.key2(b"lanectl:", lane)
+    }
+}
+
+/// A decimal integer as the plans and the Lua scripts both read a stored field:
+/// an optional `-` and 1 to 18 digits; anything else counts as absent.
+pub fn field_int(v: &[u8]) -> Option<i64> {
+    let digits = v.strip_prefix(b"-").unwrap_or(v);
+    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+/// A positive (or, with `zero_ok`, non-negative) integer argument in decimal:
+/// digits only, at most 18 of them.
+pub fn count_arg(v: &[u8], zero_ok: bool) -> Option<u64> {
+    if v.is_empty() || v.len() > 18 || !v.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n: u64 = std::str::from_utf8(v).ok()?.parse().ok()?;
+    (n > 0 || zero_ok).then_some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_names() {
+        assert!(queue_name_problem(b"orders").is_none());
+        assert!(queue_name_problem("заказы:eu".as_bytes()).is_none());
+        assert!(queue_name_problem(b"").is_some());
+        assert!(queue_name_problem(&[b'a'; 129]).is_some());
+        assert!(queue_name_problem(&[b'a'; 128]).is_none());
+        assert!(queue_name_problem(b"a{b").is_some());
+        assert!(queue_name_problem(b"a b").is_some());
+        assert!(queue_name_problem(b"a\x01").is_some());
+        assert!(queue_name_problem(b"\xff").is_some());
+    }
+
+    #[test]
+    fn prefixes() {
+        assert_eq!(queue_of_prefix(b"emq:{orders}:"), Some(&b"orders"[..]));
+        assert_eq!(queue_of_prefix(b"emq:{}:"), None);
+        assert_eq!(queue_of_prefix(b"emq:{a}b}:"), None);
+        assert_eq!(queue_of_prefix(b"emq:orders:"), None);
+        assert_eq!(Keys::new(b"q").lanectl(b"a:b"), b"emq:{q}:lanectl:a:b".to_vec());
+    }
+
+    #[test]
+    fn numbers() {
+        assert_eq!(field_int(b"12"), Some(12));
+        assert_eq!(field_int(b"-3"), Some(-3));
+        assert_eq!(field_int(b"+3"), None);
+        assert_eq!(field_int(b"1.5"), None);
+        assert_eq!(field_int(b""), None);
+        assert_eq!(count_arg(b"100", false), Some(100));
+        assert_eq!(count_arg(b"0", false), None);
+        assert_eq!(count_arg(b"0", true), Some(0));
+        assert_eq!(count_arg(b"-1", true), None);
+        assert_eq!(count_arg(b"1e3", true), None);
+        assert_eq!(count_arg(b"9999999999999999999", true), None);
+    }
+}

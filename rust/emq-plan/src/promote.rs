@@ -1,0 +1,50 @@
+//! PROMOTE's write plan (SPEC §5 step 5 to 7).
+
+use crate::error::{Error, Result};
+use crate::lanes::Offers;
+use crate::names::Keys;
+use crate::sweep::{Outcome, Plan, Read, Row, PROMOTE};
+use crate::Cmd;
+
+/// Every due id leaves `schedule`; flat rows join `pending`, lane rows their lane,
+/// in due order; live rows become `pending`; then offers, the flat wake, the trim.
+pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
+    let mut flat: Vec<&[u8]> = vec![];
+    let mut by_lane: Vec<(&[u8], Vec<&[u8]>)> = vec![];
+    for (id, row) in read.ids.iter().zip(&read.rows) {
+        match row {
+            Row::Ghost => {}
+            Row::Live { lane: None, .. } => flat.push(id),
+            Row::Live { lane: Some(l), .. } => match by_lane.iter_mut().find(|(name, _)| name == l) {
+                Some((_, ids)) => ids.push(id),
+                None => by_lane.push((l, vec![id])),
+            },
+        }
+    }
+
+    let mut offers = Offers::default();
+    for (name, ids) in &by_lane {
+        let lane = read.lane(name);
+        offers.offer(name, lane.len + ids.len() as i64, &lane.ctl);
+    }
+    let t = read.types;
+    if (!flat.is_empty() && !t.pending) || (offers.offered_any() && !t.ring) || !t.wake {
+        return Err(Error::layout(PROMOTE, "pending, ring or wake has the wrong type"));
+    }
+
+    let mut w = vec![Cmd::new("ZREM").arg(keys.schedule()).args(&read.ids)];
+    if !flat.is_empty() {
+        w.push(Cmd::new("RPUSH").arg(keys.pending()).args(&flat));
+        offers.wake_flat();
+    }
+    for (name, ids) in &by_lane {
+        w.push(Cmd::new("RPUSH").arg(keys.lane(name)).args(ids));
+    }
+    for (id, row) in read.ids.iter().zip(&read.rows) {
+        if let Row::Live { .. } = row {
+            w.push(Cmd::new("HSET").arg(keys.job(id)).arg("state").arg("pending"));
+        }
+    }
+    offers.writes(keys, &mut w);
+    Ok(Plan { writes: w, outcome: Outcome::Promoted(read.ids.len() as i64) })
+}

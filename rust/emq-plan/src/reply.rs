@@ -1,0 +1,42 @@
+//! The server's replies, as the plans see them: a host converts its client's
+//! values into these, so the plans stay independent of any client crate.
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    Nil,
+    Int(i64),
+    Bulk(Vec<u8>),
+    Status(String),
+    Array(Vec<Reply>),
+    /// An error reply: its code (`WRONGTYPE`, `NOPERM`, …) and the whole message.
+    Error { code: String, message: String },
+}
+
+impl Reply {
+    pub fn is_wrongtype(&self) -> bool {
+        matches!(self, Reply::Error { code, .. } if code == "WRONGTYPE")
+    }
+
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Reply::Int(n) => Some(*n),
+            Reply::Bulk(b) => std::str::from_utf8(b).ok()?.parse().ok(),
+            _ => None,
+        }
+    }
+
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Reply::Bulk(b) => Some(b),
+            Reply::Status(s) => Some(s.as_bytes()),
+            _ => None,
+        }
+    }
+
+    pub fn as_array(&self) -> Option<&[Reply]> {
+        match self {
+            Reply::Array(items) => Some(items),
+            _ => None,
+        }
+    }
+}

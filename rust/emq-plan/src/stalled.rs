@@ -1,0 +1,90 @@
+//! STALLED CHECK's write plan (SPEC §6 steps 4 to 7).
+
+use crate::error::{Error, Result};
+use crate::lanes::Offers;
+use crate::names::Keys;
+use crate::sweep::{Outcome, Plan, Read, Row, STALLED};
+use crate::Cmd;
+
+/// Every expired id leaves `active`. A live row counts a stall; past
+/// `max_stalled` it dies, else it goes back to `pending` or its lane. Lane rows
+/// give back their lane's slot; then offers, the flat wake, the trim.
+pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> {
+    let now = read.now.to_string();
+    let mut recovered: Vec<Vec<u8>> = vec![];
+    let mut dead: Vec<Vec<u8>> = vec![];
+    let mut flat: Vec<&[u8]> = vec![];
+    // Per lane, in the order of its first live row: (name, recovered ids, rows that left active).
+    let mut by_lane: Vec<(&[u8], Vec<&[u8]>, i64)> = vec![];
+    let mut rows = vec![];
+
+    for (id, row) in read.ids.iter().zip(&read.rows) {
+        let Row::Live { lane, stalls } = row else { continue };
+        let stalls = stalls.saturating_add(1);
+        let dies = max_stalled.is_some_and(|m| stalls > m as i64);
+        let mut set = Cmd::new("HSET").arg(keys.job(id)).arg("state").arg(if dies { "dead" } else { "pending" });
+        set = set.arg("stalls").arg(stalls.to_string());
+        if dies {
+            set = set.arg("error").arg("stalled");
+            dead.push(id.clone());
+        } else {
+            recovered.push(id.clone());
+        }
+        rows.push(set);
+        rows.push(Cmd::new("HDEL").arg(keys.job(id)).arg("token").arg("lease"));
+        match lane {
+            None if !dies => flat.push(id),
+            None => {}
+            Some(l) => {
+                let i = match by_lane.iter().position(|(name, ..)| name == l) {
+                    Some(i) => i,
+                    None => {
+                        by_lane.push((l, vec![], 0));
+                        by_lane.len() - 1
+                    }
+                };
+                by_lane[i].2 += 1;
+                if !dies {
+                    by_lane[i].1.push(id);
+                }
+            }
+        }
+    }
+
+    let mut offers = Offers::default();
+    let mut actives = vec![];
+    for (name, ids, left) in &by_lane {
+        let lane = read.lane(name);
+        let mut ctl = lane.ctl.clone();
+        ctl.active = (ctl.active - left).max(0);
+        actives.push(ctl.active);
+        offers.offer(name, lane.len + ids.len() as i64, &ctl);
+    }
+    let t = read.types;
+    if (!flat.is_empty() && !t.pending) || (!dead.is_empty() && !t.dead) || (offers.offered_any() && !t.ring) || !t.wake
+    {
+        return Err(Error::layout(STALLED, "pending, dead, ring or wake has the wrong type"));
+    }
+
+    let mut w = vec![Cmd::new("ZREM").arg(keys.active()).args(&read.ids)];
+    if !dead.is_empty() {
+        let mut add = Cmd::new("ZADD").arg(keys.dead());
+        for id in &dead {
+            add = add.arg(&now).arg(id);
+        }
+        w.push(add);
+    }
+    w.extend(rows);
+    if !flat.is_empty() {
+        w.push(Cmd::new("RPUSH").arg(keys.pending()).args(&flat));
+        offers.wake_flat();
+    }
+    for ((name, ids, _), active) in by_lane.iter().zip(actives) {
+        if !ids.is_empty() {
+            w.push(Cmd::new("RPUSH").arg(keys.lane(name)).args(ids));
+        }
+        w.push(Cmd::new("HSET").arg(keys.lanectl(name)).arg("active").arg(active.to_string()));
+    }
+    offers.writes(keys, &mut w);
+    Ok(Plan { writes: w, outcome: Outcome::Stalled { recovered, dead } })
+}

@@ -1,0 +1,361 @@
+//! A sweep as a conversation: the host asks for [`Step`]s and feeds back replies.
+//!
+//! 1. select: `TIME` and the first `batch` members of the zset, pipelined. The
+//!    clock is read before the selection; members with a score above it are cut.
+//! 2. rows: `WATCH` every selected row, then re-read the members' scores (the
+//!    selection was read before the watch: any difference is a conflict), each
+//!    row's `lane` (and `stalls`), one `EXISTS` over all rows, and the types of the
+//!    queue's lists.
+//! 3. (only when ghosts and flat rows cannot be told apart by the count) `EXISTS`
+//!    of each row that had no `lane`.
+//! 4. (only when lane rows were selected) `WATCH` each lane's control hash, read
+//!    it and the lane's length.
+//! 5. `MULTI`, the write plan, `EXEC`.
+//!
+//! Nothing watches `schedule`, `active`, `pending`, the lane lists or the ring, so
+//! producers, claims of other ids and ring rotation never abort a sweep (SPEC §9).
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::lanes::{LaneCtl, CTL_FIELDS};
+use crate::names::{field_int, Keys};
+use crate::{promote, stalled, Cmd, Reply};
+
+pub const PROMOTE: &str = "EMQ.PROMOTE";
+pub const STALLED: &str = "EMQ.STALLED.CHECK";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Promote,
+    /// `max_stalled: None`: nothing dies (the worker's `reap`).
+    Stalled { max_stalled: Option<u64> },
+}
+
+/// What the host does next.
+#[derive(Debug, PartialEq)]
+pub enum Step {
+    /// `WATCH watch` (when non-empty), then `cmds`, pipelined. Feed back the
+    /// replies of `cmds` only.
+    Read { watch: Vec<Vec<u8>>, cmds: Vec<Cmd> },
+    /// `MULTI`, `cmds`, `EXEC`. Feed back `EXEC`'s replies, or `None` when it
+    /// aborted (then the call starts again).
+    Exec(Vec<Cmd>),
+    Done(Outcome),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Ids taken out of `schedule`, ghosts included.
+    Promoted(i64),
+    Stalled { recovered: Vec<Vec<u8>>, dead: Vec<Vec<u8>> },
+}
+
+/// One selected row.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Row {
+    Ghost,
+    /// `lane: None`: a flat row.
+    Live { lane: Option<Vec<u8>>, stalls: i64 },
+}
+
+/// What a plan knows about one lane it touches.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Lane {
+    pub name: Vec<u8>,
+    pub ctl: LaneCtl,
+    /// The lane list's length as read.
+    pub len: i64,
+}
+
+/// Whether each of the queue's lists has its type of SPEC §2 (or is absent).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Types {
+    pub pending: bool,
+    pub ring: bool,
+    pub wake: bool,
+    pub dead: bool,
+}
+
+/// Everything a plan is built from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Read {
+    pub now: i64,
+    pub ids: Vec<Vec<u8>>,
+    pub rows: Vec<Row>,
+    /// Lanes of live rows, in the order of their first row.
+    pub lanes: Vec<Lane>,
+    pub types: Types,
+}
+
+impl Read {
+    pub fn lane(&self, name: &[u8]) -> &Lane {
+        self.lanes.iter().find(|l| l.name == name).expect("every live lane row's lane was read")
+    }
+}
+
+/// The write plan and the reply it gives once `EXEC` has run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plan {
+    pub writes: Vec<Cmd>,
+    pub outcome: Outcome,
+}
+
+enum Stage {
+    Select,
+    Rows,
+    Exists { unsure: Vec<usize> },
+    Lanes,
+    Exec,
+}
+
+pub struct Sweep {
+    kind: Kind,
+    keys: Keys,
+    batch: u64,
+    stage: Stage,
+    read: Read,
+    scores: Vec<f64>,
+    plan: Option<Plan>,
+}
+
+impl Sweep {
+    pub fn new(kind: Kind, keys: Keys, batch: u64) -> Self {
+        Sweep { kind, keys, batch, stage: Stage::Select, read: Read::default(), scores: vec![], plan: None }
+    }
+
+    pub fn verb(&self) -> &'static str {
+        match self.kind {
+            Kind::Promote => PROMOTE,
+            Kind::Stalled { .. } => STALLED,
+        }
+    }
+
+    fn zset(&self) -> Vec<u8> {
+        match self.kind {
+            Kind::Promote => self.keys.schedule(),
+            Kind::Stalled { .. } => self.keys.active(),
+        }
+    }
+
+    fn fields(&self) -> &'static [&'static str] {
+        match self.kind {
+            Kind::Promote => &["lane"],
+            Kind::Stalled { .. } => &["lane", "stalls"],
+        }
+    }
+
+    /// The first step: the clock and the selection.
+    pub fn start(&mut self) -> Step {
+        self.stage = Stage::Select;
+        let cmds = vec![
+            Cmd::new("TIME"),
+            Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg((self.batch - 1).to_string()).arg("WITHSCORES"),
+        ];
+        Step::Read { watch: vec![], cmds }
+    }
+
+    /// Feeds the replies of a `Read` step.
+    pub fn feed(&mut self, replies: &[Reply]) -> Result<Step> {
+        match std::mem::replace(&mut self.stage, Stage::Exec) {
+            Stage::Select => self.selected(replies),
+            Stage::Rows => self.rows_read(replies),
+            Stage::Exists { unsure } => self.exists_read(&unsure, replies),
+            Stage::Lanes => self.lanes_read(replies),
+            Stage::Exec => Err(self.host_error("a read was fed after the plan was built")),
+        }
+    }
+
+    /// Feeds `EXEC`'s replies; the outcome counts from them.
+    pub fn finish(&mut self, exec: &[Reply]) -> Result<Outcome> {
+        let plan = self.plan.take().ok_or_else(|| self.host_error("EXEC's replies were fed before a plan"))?;
+        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
+            return Err(Error::server(self.verb(), message));
+        }
+        Ok(match plan.outcome {
+            // ZREM comes first in the plan: its count is the reply.
+            Outcome::Promoted(_) => Outcome::Promoted(exec.first().and_then(Reply::as_int).unwrap_or(0)),
+            other => other,
+        })
+    }
+
+    fn host_error(&self, what: &str) -> Error {
+        Error::server(self.verb(), what)
+    }
+
+    fn check(&self, r: &Reply, key: &[u8]) -> Result<()> {
+        match r {
+            r if r.is_wrongtype() => Err(Error::layout(
+                self.verb(),
+                format!("{} has the wrong type", String::from_utf8_lossy(key)),
+            )),
+            Reply::Error { message, .. } => Err(Error::server(self.verb(), message)),
+            _ => Ok(()),
+        }
+    }
+
+    fn selected(&mut self, replies: &[Reply]) -> Result<Step> {
+        let [time, members] = replies else { return Err(self.host_error("select: two replies expected")) };
+        self.check(members, &self.zset())?;
+        self.read.now = parse_time(time).ok_or_else(|| self.host_error("TIME gave no clock"))?;
+        let items = members.as_array().ok_or_else(|| self.host_error("ZRANGE gave no array"))?;
+        for pair in items.chunks_exact(2) {
+            let score = pair[1].as_bytes().and_then(|s| std::str::from_utf8(s).ok()?.parse::<f64>().ok());
+            let (Some(id), Some(score)) = (pair[0].as_bytes(), score) else {
+                return Err(self.host_error("ZRANGE gave no member and score"));
+            };
+            if score > self.read.now as f64 {
+                break;
+            }
+            self.read.ids.push(id.to_vec());
+            self.scores.push(score);
+        }
+        if self.read.ids.is_empty() {
+            return Ok(Step::Done(self.empty()));
+        }
+        let rows: Vec<Vec<u8>> = self.read.ids.iter().map(|id| self.keys.job(id)).collect();
+        let mut cmds = Vec::with_capacity(rows.len() + 6);
+        cmds.push(Cmd::new("ZMSCORE").arg(self.zset()).args(&self.read.ids));
+        for row in &rows {
+            cmds.push(Cmd::new("HMGET").arg(row).args(self.fields()));
+        }
+        cmds.push(Cmd::new("EXISTS").args(&rows));
+        cmds.push(Cmd::new("LLEN").arg(self.keys.pending()));
+        cmds.push(Cmd::new("LLEN").arg(self.keys.ring()));
+        cmds.push(Cmd::new("LLEN").arg(self.keys.wake()));
+        if matches!(self.kind, Kind::Stalled { .. }) {
+            cmds.push(Cmd::new("ZCARD").arg(self.keys.dead()));
+        }
+        self.stage = Stage::Rows;
+        Ok(Step::Read { watch: rows, cmds })
+    }
+
+    fn empty(&self) -> Outcome {
+        match self.kind {
+            Kind::Promote => Outcome::Promoted(0),
+            Kind::Stalled { .. } => Outcome::Stalled { recovered: vec![], dead: vec![] },
+        }
+    }
+
+    fn rows_read(&mut self, replies: &[Reply]) -> Result<Step> {
+        let n = self.read.ids.len();
+        let stalled = matches!(self.kind, Kind::Stalled { .. });
+        if replies.len() != n + 5 + stalled as usize {
+            return Err(self.host_error("rows: wrong number of replies"));
+        }
+        // The selection again, under the watch.
+        let scores = replies[0].as_array().filter(|a| a.len() == n);
+        let same = scores.is_some_and(|a| {
+            a.iter().zip(&self.scores).all(|(r, s)| {
+                r.as_bytes().and_then(|b| std::str::from_utf8(b).ok()?.parse::<f64>().ok()) == Some(*s)
+            })
+        });
+        if !same {
+            return Err(Error::conflict(self.verb(), "the selection changed before the watch"));
+        }
+        let mut unsure = vec![];
+        let mut known_live = 0;
+        for (i, r) in replies[1..=n].iter().enumerate() {
+            self.check(r, &self.keys.job(&self.read.ids[i]))?;
+            let f: Vec<Option<&[u8]>> = r.as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
+            let lane = f.first().copied().flatten().map(<[u8]>::to_vec);
+            let stalls = f.get(1).copied().flatten();
+            if lane.is_none() && stalls.is_none() {
+                unsure.push(i);
+            } else {
+                known_live += 1;
+            }
+            let stalls = stalls.and_then(field_int).unwrap_or(0);
+            self.read.rows.push(Row::Live { lane, stalls });
+        }
+        let existing = replies[n + 1].as_int().ok_or_else(|| self.host_error("EXISTS gave no count"))?;
+        let t = &replies[n + 2..];
+        self.read.types = Types {
+            pending: !t[0].is_wrongtype(),
+            ring: !t[1].is_wrongtype(),
+            wake: !t[2].is_wrongtype(),
+            dead: !t.get(3).is_some_and(Reply::is_wrongtype),
+        };
+        // A hash always has a field, so a row with neither field read is a flat
+        // row or a ghost; the count settles it unless some of each are here.
+        match existing - known_live {
+            0 => unsure.iter().for_each(|&i| self.read.rows[i] = Row::Ghost),
+            k if k == unsure.len() as i64 => {}
+            _ => {
+                let cmds = unsure.iter().map(|&i| Cmd::new("EXISTS").arg(self.keys.job(&self.read.ids[i]))).collect();
+                self.stage = Stage::Exists { unsure };
+                return Ok(Step::Read { watch: vec![], cmds });
+            }
+        }
+        self.lanes_step()
+    }
+
+    fn exists_read(&mut self, unsure: &[usize], replies: &[Reply]) -> Result<Step> {
+        if replies.len() != unsure.len() {
+            return Err(self.host_error("exists: wrong number of replies"));
+        }
+        for (&i, r) in unsure.iter().zip(replies) {
+            if r.as_int() == Some(0) {
+                self.read.rows[i] = Row::Ghost;
+            }
+        }
+        self.lanes_step()
+    }
+
+    fn lanes_step(&mut self) -> Result<Step> {
+        for row in &self.read.rows {
+            if let Row::Live { lane: Some(l), .. } = row {
+                if !self.read.lanes.iter().any(|x| &x.name == l) {
+                    self.read.lanes.push(Lane { name: l.clone(), ..Default::default() });
+                }
+            }
+        }
+        if self.read.lanes.is_empty() {
+            return self.build();
+        }
+        let watch = self.read.lanes.iter().map(|l| self.keys.lanectl(&l.name)).collect();
+        let mut cmds = Vec::with_capacity(2 * self.read.lanes.len());
+        for l in &self.read.lanes {
+            cmds.push(Cmd::new("HMGET").arg(self.keys.lanectl(&l.name)).args(CTL_FIELDS));
+            cmds.push(Cmd::new("LLEN").arg(self.keys.lane(&l.name)));
+        }
+        self.stage = Stage::Lanes;
+        Ok(Step::Read { watch, cmds })
+    }
+
+    fn lanes_read(&mut self, replies: &[Reply]) -> Result<Step> {
+        if replies.len() != 2 * self.read.lanes.len() {
+            return Err(self.host_error("lanes: wrong number of replies"));
+        }
+        for (i, pair) in replies.chunks_exact(2).enumerate() {
+            let name = self.read.lanes[i].name.clone();
+            self.check(&pair[0], &self.keys.lanectl(&name))?;
+            self.check(&pair[1], &self.keys.lane(&name))?;
+            let f: Vec<Option<&[u8]>> = pair[0].as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
+            self.read.lanes[i].ctl = LaneCtl::from_fields(&f);
+            self.read.lanes[i].len = pair[1].as_int().unwrap_or(0);
+        }
+        self.build()
+    }
+
+    fn build(&mut self) -> Result<Step> {
+        let plan = match self.kind {
+            Kind::Promote => promote::plan(&self.keys, &self.read)?,
+            Kind::Stalled { max_stalled } => stalled::plan(&self.keys, &self.read, max_stalled)?,
+        };
+        let writes = plan.writes.clone();
+        self.plan = Some(plan);
+        self.stage = Stage::Exec;
+        Ok(Step::Exec(writes))
+    }
+}
+
+/// `TIME` as milliseconds: `sec * 1000 + floor(usec / 1000)` (SPEC §4).
+pub fn parse_time(r: &Reply) -> Option<i64> {
+    let a = r.as_array()?;
+    let (sec, usec) = (a.first()?.as_int()?, a.get(1)?.as_int()?);
+    Some(sec * 1000 + usec / 1000)
+}
+
+/// Whether an error is worth starting the call again for.
+pub fn is_conflict(e: &Error) -> bool {
+    e.kind == ErrorKind::Conflict
+}
