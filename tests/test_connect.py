@@ -1,0 +1,134 @@
+"""Issue 2: the connection owned by the core, the embedded default, errors."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+import emq
+from emq.embedded import free_port
+
+
+def test_ping_and_server_clock(client, r):
+    assert client.ping() is True
+    sec, usec = r.time()
+    before = sec * 1000 + usec // 1000
+    now = client.time_ms()
+    sec, usec = r.time()
+    after = sec * 1000 + usec // 1000
+    assert before <= now <= after
+
+
+def test_info_names_the_server(client, server):
+    info = client.info("server")
+    assert "redis_version" in info
+    if "valkey" in server.binary:
+        assert info["server_name"] == "valkey"
+        assert info["valkey_version"].startswith("9.")
+    else:
+        assert info["redis_version"].startswith("7.0")
+
+
+def test_url_options_db_and_password(server, r):
+    r.execute_command("ACL", "SETUSER", "app", "on", ">s3cret", "~*", "+@all")
+    c = emq.connect(f"redis://app:s3cret@127.0.0.1:{server.port}/3")
+    c.command("SET", "k", "in-db-3")
+    import redis
+
+    assert redis.Redis.from_url(server.url + "/3").get("k") == b"in-db-3"
+    assert redis.Redis.from_url(server.url + "/0").get("k") is None
+    with pytest.raises(emq.ConnectionError):
+        emq.connect(f"redis://app:wrong@127.0.0.1:{server.port}/0")
+
+
+def test_the_gil_is_released_while_the_core_waits(client):
+    """A blocking pop holds the server for 1 s; a Python thread keeps counting.
+    A core that held the GIL would leave the counter near zero."""
+    ticks = 0
+    stop = threading.Event()
+
+    def count():
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            time.sleep(0.001)
+
+    t = threading.Thread(target=count)
+    t.start()
+    time.sleep(0.05)
+    start = ticks
+    reply = client.command("BLPOP", "emq:{gil}:nothing", "1")
+    waited = ticks - start
+    stop.set()
+    t.join()
+    assert reply is None
+    assert waited > 100, f"the counting thread ran only {waited} times during a 1 s blocking call"
+
+
+def test_refused_connection_names_the_address():
+    port = free_port()
+    with pytest.raises(emq.ConnectionError) as e:
+        emq.connect(f"redis://127.0.0.1:{port}", connect_timeout=1.0)
+    assert isinstance(e.value, ConnectionError)
+    assert f"127.0.0.1:{port}" in str(e.value)
+
+
+def test_password_is_not_in_messages():
+    port = free_port()
+    with pytest.raises(emq.ConnectionError) as e:
+        emq.connect(f"redis://u:topsecret@127.0.0.1:{port}", connect_timeout=1.0)
+    assert "topsecret" not in str(e.value)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:6379", "not a url", "redis://127.0.0.1:notaport", ""])
+def test_malformed_url_is_an_argument_error(url):
+    with pytest.raises(emq.ArgumentError) as e:
+        emq.connect(url)
+    assert isinstance(e.value, ValueError)
+    assert "url" in str(e.value)
+
+
+@pytest.mark.parametrize("kw", [{"connect_timeout": 0}, {"connect_timeout": -1.0}, {"read_timeout": 0}])
+def test_bad_timeouts_are_argument_errors(server, kw):
+    with pytest.raises(emq.ArgumentError) as e:
+        emq.connect(server.url, **kw)
+    assert next(iter(kw)) in str(e.value)
+
+
+def test_read_timeout_bounds_a_blocking_call(client, server):
+    c = emq.connect(server.url, read_timeout=0.3)
+    t0 = time.monotonic()
+    with pytest.raises(emq.TimeoutError):
+        c.command("BLPOP", "emq:{t}:nothing", "5")
+    assert time.monotonic() - t0 < 4
+    assert c.ping(), "the connection comes back after a timeout"
+
+
+def test_reconnects_after_the_connection_is_killed(client, r):
+    client.ping()
+    r.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+    with pytest.raises(emq.ConnectionError):
+        client.ping()
+    assert client.ping()
+
+
+def test_server_errors_raise(client):
+    client.command("SET", "s", "x")
+    with pytest.raises(emq.ServerError) as e:
+        client.command("LPUSH", "s", "y")
+    assert "WRONGTYPE" in str(e.value)
+
+
+def test_connect_without_url_uses_emq_url(server, monkeypatch):
+    monkeypatch.setenv("EMQ_URL", server.url)
+    assert emq.connect().address == server.url
+
+
+def test_connect_without_url_starts_the_embedded_server(monkeypatch):
+    monkeypatch.delenv("EMQ_URL", raising=False)
+    c = emq.connect()
+    assert c.ping()
+    assert c.info()["server_name"] == "valkey"
+    assert c.address.startswith("redis://127.0.0.1:")
