@@ -17,6 +17,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use conn::Conn;
+
+// Sweeps allocate many small buffers (commands out, replies in); mimalloc keeps
+// that off the system allocator's slow paths.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use error::{HostError, HostResult};
 use sweeps::Backend;
 

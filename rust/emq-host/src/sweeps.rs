@@ -36,14 +36,75 @@ pub fn run(conn: &mut Conn, backend: Backend, kind: Kind, queue: &[u8], batch: u
     }
 }
 
-/// The plan backend: every attempt is a new call with its own clock reading.
+/// The plan backend. On servers whose `WATCH` cost grows with the keys already
+/// watched (Redis, Valkey before 9: SPEC §9), a call's work is split into
+/// transactions of at most `conn.watch_chunk` rows, all with the call's one
+/// clock reading; each transaction is atomic and the reply adds them up.
 fn run_plan(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<Outcome> {
     let keys = Keys::new(queue);
+    let chunk = conn.watch_chunk.unwrap_or(batch).min(batch);
+    let split = chunk < batch;
+    let (mut now, mut left, mut total, mut flat) = (None, batch, None::<Outcome>, false);
+    loop {
+        let part = left.min(chunk);
+        let (outcome, used_now, selected, part_flat) = run_transaction(conn, kind, &keys, part, now, split)?;
+        flat |= part_flat;
+        total = Some(match total {
+            None => outcome,
+            Some(t) => merge(t, outcome),
+        });
+        now = Some(used_now);
+        left -= selected;
+        if selected < part || left == 0 {
+            if split && flat {
+                // The flat wake token, last, as one transaction would have pushed it.
+                let wake = keys.wake();
+                conn.pipeline(&[
+                    Cmd::new("MULTI"),
+                    Cmd::new("RPUSH").arg(&wake).arg(""),
+                    Cmd::new("LTRIM").arg(&wake).arg((-emq_plan::WAKE_MAX).to_string()).arg("-1"),
+                    Cmd::new("EXEC"),
+                ])?;
+            }
+            return Ok(total.expect("one transaction ran"));
+        }
+    }
+}
+
+fn merge(a: Outcome, b: Outcome) -> Outcome {
+    match (a, b) {
+        (Outcome::Promoted(x), Outcome::Promoted(y)) => Outcome::Promoted(x + y),
+        (Outcome::Stalled { mut recovered, mut dead }, Outcome::Stalled { recovered: r, dead: d }) => {
+            recovered.extend(r);
+            dead.extend(d);
+            Outcome::Stalled { recovered, dead }
+        }
+        (a, _) => a,
+    }
+}
+
+/// One guarded transaction, started again (a new clock reading unless the call
+/// already has one) while its `EXEC` aborts. Gives the outcome, the clock
+/// reading, how many members it selected, and whether it appended flat rows.
+fn run_transaction(
+    conn: &mut Conn,
+    kind: Kind,
+    keys: &Keys,
+    batch: u64,
+    now: Option<i64>,
+    defer_flat_wake: bool,
+) -> HostResult<(Outcome, i64, u64, bool)> {
     let mut rng = Jitter::new();
     for attempt in 0..MAX_ATTEMPTS {
         let mut sweep = Sweep::new(kind, keys.clone(), batch);
+        if let Some(now) = now {
+            sweep = sweep.at(now);
+        }
+        if defer_flat_wake {
+            sweep = sweep.defer_flat_wake();
+        }
         match attempt_once(conn, &mut sweep)? {
-            Some(outcome) => return Ok(outcome),
+            Some(outcome) => return Ok((outcome, sweep.now(), sweep.selected_count() as u64, sweep.flat())),
             None => std::thread::sleep(rng.backoff(attempt)),
         }
     }

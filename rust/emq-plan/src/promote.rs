@@ -35,7 +35,9 @@ pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
     let mut w = vec![Cmd::new("ZREM").arg(keys.schedule()).args(&read.ids)];
     if !flat.is_empty() {
         w.push(Cmd::new("RPUSH").arg(keys.pending()).args(&flat));
-        offers.wake_flat();
+        if !read.defer_flat_wake {
+            offers.wake_flat();
+        }
     }
     for (name, ids) in &by_lane {
         w.push(Cmd::new("RPUSH").arg(keys.lane(name)).args(ids));
@@ -46,5 +48,5 @@ pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
         }
     }
     offers.writes(keys, &mut w);
-    Ok(Plan { writes: w, outcome: Outcome::Promoted(read.ids.len() as i64) })
+    Ok(Plan { writes: w, outcome: Outcome::Promoted(read.ids.len() as i64), flat: !flat.is_empty() })
 }

@@ -84,6 +84,9 @@ pub struct Read {
     /// Lanes of live rows, in the order of their first row.
     pub lanes: Vec<Lane>,
     pub types: Types,
+    /// Leave the flat wake token out: the host pushes it after the call's last
+    /// transaction (when it splits a call), so `wake` ends as one call leaves it.
+    pub defer_flat_wake: bool,
 }
 
 impl Read {
@@ -97,12 +100,14 @@ impl Read {
 pub struct Plan {
     pub writes: Vec<Cmd>,
     pub outcome: Outcome,
+    /// Whether flat rows were appended to `pending` (and so a flat wake is owed).
+    pub flat: bool,
 }
 
 enum Stage {
     Select,
     Rows,
-    Exists { unsure: Vec<usize> },
+    Types { unsure: Vec<usize> },
     Lanes,
     Exec,
 }
@@ -113,13 +118,43 @@ pub struct Sweep {
     batch: u64,
     stage: Stage,
     read: Read,
+    /// A clock reading given by the host: the next part of a call already read it.
+    fixed_now: Option<i64>,
     scores: Vec<f64>,
     plan: Option<Plan>,
 }
 
 impl Sweep {
     pub fn new(kind: Kind, keys: Keys, batch: u64) -> Self {
-        Sweep { kind, keys, batch, stage: Stage::Select, read: Read::default(), scores: vec![], plan: None }
+        Sweep { kind, keys, batch, stage: Stage::Select, read: Read::default(), fixed_now: None, scores: vec![], plan: None }
+    }
+
+    /// A sweep that uses `now` instead of reading the clock: for a call whose
+    /// work the host splits over several transactions (one clock reading per call).
+    pub fn at(mut self, now: i64) -> Self {
+        self.fixed_now = Some(now);
+        self
+    }
+
+    /// Leaves the flat wake token to the host (see `Read::defer_flat_wake`).
+    pub fn defer_flat_wake(mut self) -> Self {
+        self.read.defer_flat_wake = true;
+        self
+    }
+
+    /// Whether the built plan appended flat rows to `pending`.
+    pub fn flat(&self) -> bool {
+        self.plan.as_ref().is_some_and(|p| p.flat)
+    }
+
+    /// The clock reading this sweep used (once it has selected).
+    pub fn now(&self) -> i64 {
+        self.read.now
+    }
+
+    /// How many members it selected (ghosts included).
+    pub fn selected_count(&self) -> usize {
+        self.read.ids.len()
     }
 
     pub fn verb(&self) -> &'static str {
@@ -136,20 +171,22 @@ impl Sweep {
         }
     }
 
+    /// The row fields a sweep reads; `state` only tells a row from a ghost.
     fn fields(&self) -> &'static [&'static str] {
         match self.kind {
-            Kind::Promote => &["lane"],
-            Kind::Stalled { .. } => &["lane", "stalls"],
+            Kind::Promote => &["lane", "state"],
+            Kind::Stalled { .. } => &["lane", "stalls", "state"],
         }
     }
 
     /// The first step: the clock and the selection.
     pub fn start(&mut self) -> Step {
         self.stage = Stage::Select;
-        let cmds = vec![
-            Cmd::new("TIME"),
-            Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg((self.batch - 1).to_string()).arg("WITHSCORES"),
-        ];
+        let range = Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg((self.batch - 1).to_string()).arg("WITHSCORES");
+        let cmds = match self.fixed_now {
+            None => vec![Cmd::new("TIME"), range],
+            Some(_) => vec![range],
+        };
         Step::Read { watch: vec![], cmds }
     }
 
@@ -158,7 +195,7 @@ impl Sweep {
         match std::mem::replace(&mut self.stage, Stage::Exec) {
             Stage::Select => self.selected(replies),
             Stage::Rows => self.rows_read(replies),
-            Stage::Exists { unsure } => self.exists_read(&unsure, replies),
+            Stage::Types { unsure } => self.types_read(&unsure, replies),
             Stage::Lanes => self.lanes_read(replies),
             Stage::Exec => Err(self.host_error("a read was fed after the plan was built")),
         }
@@ -166,7 +203,7 @@ impl Sweep {
 
     /// Feeds `EXEC`'s replies; the outcome counts from them.
     pub fn finish(&mut self, exec: &[Reply]) -> Result<Outcome> {
-        let plan = self.plan.take().ok_or_else(|| self.host_error("EXEC's replies were fed before a plan"))?;
+        let plan = self.plan.clone().ok_or_else(|| self.host_error("EXEC's replies were fed before a plan"))?;
         if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
             return Err(Error::server(self.verb(), message));
         }
@@ -193,9 +230,13 @@ impl Sweep {
     }
 
     fn selected(&mut self, replies: &[Reply]) -> Result<Step> {
-        let [time, members] = replies else { return Err(self.host_error("select: two replies expected")) };
+        let (now, members) = match (self.fixed_now, replies) {
+            (Some(now), [members]) => (Some(now), members),
+            (None, [time, members]) => (parse_time(time), members),
+            _ => return Err(self.host_error("select: wrong number of replies")),
+        };
         self.check(members, &self.zset())?;
-        self.read.now = parse_time(time).ok_or_else(|| self.host_error("TIME gave no clock"))?;
+        self.read.now = now.ok_or_else(|| self.host_error("TIME gave no clock"))?;
         let items = members.as_array().ok_or_else(|| self.host_error("ZRANGE gave no array"))?;
         for pair in items.chunks_exact(2) {
             let score = pair[1].as_bytes().and_then(|s| std::str::from_utf8(s).ok()?.parse::<f64>().ok());
@@ -237,8 +278,8 @@ impl Sweep {
 
     fn rows_read(&mut self, replies: &[Reply]) -> Result<Step> {
         let n = self.read.ids.len();
-        let stalled = matches!(self.kind, Kind::Stalled { .. });
-        if replies.len() != n + 5 + stalled as usize {
+        let extra = 4 + matches!(self.kind, Kind::Stalled { .. }) as usize;
+        if replies.len() != 1 + n + extra {
             return Err(self.host_error("rows: wrong number of replies"));
         }
         // The selection again, under the watch.
@@ -251,50 +292,67 @@ impl Sweep {
         if !same {
             return Err(Error::conflict(self.verb(), "the selection changed before the watch"));
         }
-        let mut unsure = vec![];
-        let mut known_live = 0;
-        for (i, r) in replies[1..=n].iter().enumerate() {
-            self.check(r, &self.keys.job(&self.read.ids[i]))?;
-            let f: Vec<Option<&[u8]>> = r.as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
-            let lane = f.first().copied().flatten().map(<[u8]>::to_vec);
-            let stalls = f.get(1).copied().flatten();
-            if lane.is_none() && stalls.is_none() {
+        let fields = self.row_fields(&replies[1..=n])?;
+        let (mut unsure, mut known_live) = (vec![], 0);
+        for (i, f) in fields.into_iter().enumerate() {
+            // Any field read means a hash; none: a ghost, a row of another
+            // type, or a hash with none of these fields.
+            if f.iter().all(Option::is_none) {
                 unsure.push(i);
             } else {
                 known_live += 1;
             }
-            let stalls = stalls.and_then(field_int).unwrap_or(0);
+            let lane = f[0].clone();
+            let stalls = if f.len() == 3 { f[1].as_deref().and_then(field_int).unwrap_or(0) } else { 0 };
             self.read.rows.push(Row::Live { lane, stalls });
         }
-        let existing = replies[n + 1].as_int().ok_or_else(|| self.host_error("EXISTS gave no count"))?;
-        let t = &replies[n + 2..];
+        let existing = replies[1 + n].as_int().ok_or_else(|| self.host_error("EXISTS gave no count"))?;
+        let t = &replies[2 + n..];
         self.read.types = Types {
             pending: !t[0].is_wrongtype(),
             ring: !t[1].is_wrongtype(),
             wake: !t[2].is_wrongtype(),
             dead: !t.get(3).is_some_and(Reply::is_wrongtype),
         };
-        // A hash always has a field, so a row with neither field read is a flat
-        // row or a ghost; the count settles it unless some of each are here.
-        match existing - known_live {
-            0 => unsure.iter().for_each(|&i| self.read.rows[i] = Row::Ghost),
-            k if k == unsure.len() as i64 => {}
-            _ => {
-                let cmds = unsure.iter().map(|&i| Cmd::new("EXISTS").arg(self.keys.job(&self.read.ids[i]))).collect();
-                self.stage = Stage::Exists { unsure };
-                return Ok(Step::Read { watch: vec![], cmds });
-            }
+        // The count settles the unsure rows when none of them exists, or when
+        // all of them do (HMGET already refused rows of other types).
+        let unsure_existing = existing - known_live;
+        if unsure_existing == 0 {
+            unsure.iter().for_each(|&i| self.read.rows[i] = Row::Ghost);
+        } else if unsure_existing != unsure.len() as i64 {
+            let cmds = unsure.iter().map(|&i| Cmd::new("TYPE").arg(self.keys.job(&self.read.ids[i]))).collect();
+            self.stage = Stage::Types { unsure };
+            return Ok(Step::Read { watch: vec![], cmds });
         }
         self.lanes_step()
     }
 
-    fn exists_read(&mut self, unsure: &[usize], replies: &[Reply]) -> Result<Step> {
+    /// Each row's fields, in `fields()` order, from its `HMGET`.
+    fn row_fields(&self, replies: &[Reply]) -> Result<Vec<Vec<Option<Vec<u8>>>>> {
+        let width = self.fields().len();
+        replies
+            .iter()
+            .zip(&self.read.ids)
+            .map(|(r, id)| {
+                self.check(r, &self.keys.job(id))?;
+                let values = r.as_array().filter(|a| a.len() == width).ok_or_else(|| self.host_error("HMGET gave no fields"))?;
+                Ok(values.iter().map(|v| v.as_bytes().map(<[u8]>::to_vec)).collect())
+            })
+            .collect()
+    }
+
+    fn types_read(&mut self, unsure: &[usize], replies: &[Reply]) -> Result<Step> {
         if replies.len() != unsure.len() {
-            return Err(self.host_error("exists: wrong number of replies"));
+            return Err(self.host_error("types: wrong number of replies"));
         }
         for (&i, r) in unsure.iter().zip(replies) {
-            if r.as_int() == Some(0) {
-                self.read.rows[i] = Row::Ghost;
+            match r.as_bytes() {
+                Some(b"none") => self.read.rows[i] = Row::Ghost,
+                Some(b"hash") => {}
+                _ => {
+                    let key = self.keys.job(&self.read.ids[i]);
+                    return Err(Error::layout(self.verb(), format!("{} has the wrong type", String::from_utf8_lossy(&key))));
+                }
             }
         }
         self.lanes_step()
