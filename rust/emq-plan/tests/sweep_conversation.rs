@@ -1,0 +1,217 @@
+//! The sweep conversation driven with made-up replies: what it asks for, what it
+//! plans, and what it refuses. No server.
+
+use emq_plan::sweep::{Kind, Outcome, Step, Sweep};
+use emq_plan::{Cmd, ErrorKind, Keys, Reply};
+
+const NOW: i64 = 1_700_000_000_123;
+
+fn bulk(s: &str) -> Reply {
+    Reply::Bulk(s.as_bytes().to_vec())
+}
+
+fn time() -> Reply {
+    Reply::Array(vec![bulk("1700000000"), bulk("123456")])
+}
+
+/// `ZRANGE … WITHSCORES` of `(member, score)`.
+fn members(items: &[(&str, i64)]) -> Reply {
+    Reply::Array(items.iter().flat_map(|(m, s)| [bulk(m), bulk(&s.to_string())]).collect())
+}
+
+fn wrongtype() -> Reply {
+    Reply::Error { code: "WRONGTYPE".into(), message: "WRONGTYPE Operation against a key".into() }
+}
+
+/// An `HMGET` reply of optional values.
+fn fields(values: &[Option<&str>]) -> Reply {
+    Reply::Array(values.iter().map(|v| v.map(bulk).unwrap_or(Reply::Nil)).collect())
+}
+
+fn cmd(parts: &[&str]) -> Cmd {
+    Cmd(parts.iter().map(|p| p.as_bytes().to_vec()).collect())
+}
+
+fn read(step: Step) -> (Vec<Vec<u8>>, Vec<Cmd>) {
+    match step {
+        Step::Read { watch, cmds } => (watch, cmds),
+        other => panic!("expected a read, got {other:?}"),
+    }
+}
+
+fn writes(step: Step) -> Vec<Cmd> {
+    match step {
+        Step::Exec(w) => w,
+        other => panic!("expected the plan, got {other:?}"),
+    }
+}
+
+fn promote() -> Sweep {
+    Sweep::new(Kind::Promote, Keys::new(b"q"), 10)
+}
+
+#[test]
+fn promote_reads_the_clock_then_the_first_batch_members() {
+    let mut s = promote();
+    let (watch, cmds) = read(s.start());
+    assert!(watch.is_empty(), "nothing is watched before the selection is known");
+    assert_eq!(cmds, vec![cmd(&["TIME"]), cmd(&["ZRANGE", "emq:{q}:schedule", "0", "9", "WITHSCORES"])]);
+}
+
+#[test]
+fn nothing_due_replies_zero_and_plans_nothing() {
+    let mut s = promote();
+    s.start();
+    let step = s.feed(&[time(), members(&[("later", NOW + 1)])]).unwrap();
+    assert_eq!(step, Step::Done(Outcome::Promoted(0)));
+}
+
+/// Selects `a` (flat), `g` (ghost), `b` (lane L), `c` (lane L) and `later` (not due).
+fn promote_to_plan(lanectl: Reply, lane_len: i64) -> Vec<Cmd> {
+    let mut s = promote();
+    s.start();
+    let sel = members(&[("a", NOW - 5), ("g", NOW - 4), ("b", NOW - 3), ("c", NOW), ("later", NOW + 1)]);
+    let (watch, cmds) = read(s.feed(&[time(), sel]).unwrap());
+    assert_eq!(watch, ["a", "g", "b", "c"].map(|id| format!("emq:{{q}}:job:{id}").into_bytes()).to_vec());
+    assert_eq!(cmds[0], cmd(&["ZMSCORE", "emq:{q}:schedule", "a", "g", "b", "c"]));
+    assert_eq!(cmds[1], cmd(&["HMGET", "emq:{q}:job:a", "lane", "state"]));
+    let scores = Reply::Array([NOW - 5, NOW - 4, NOW - 3, NOW].iter().map(|s| bulk(&s.to_string())).collect());
+    let rows = [
+        fields(&[None, Some("scheduled")]),
+        fields(&[None, None]),
+        fields(&[Some("L"), Some("scheduled")]),
+        fields(&[Some("L"), Some("scheduled")]),
+    ];
+    let mut replies = vec![scores];
+    replies.extend(rows);
+    replies.extend([Reply::Int(3), Reply::Int(0), Reply::Int(0), Reply::Int(2)]);
+    let (watch, cmds) = read(s.feed(&replies).unwrap());
+    assert_eq!(watch, vec![b"emq:{q}:lanectl:L".to_vec()], "the lanes it decides on are watched");
+    assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:lanectl:L", "paused", "limit", "active", "ring"]));
+    writes(s.feed(&[lanectl, Reply::Int(lane_len)]).unwrap())
+}
+
+#[test]
+fn promote_plans_flat_lane_and_ghost_rows_with_offer_and_wake() {
+    let w = promote_to_plan(fields(&[None, None, None, None]), 0);
+    assert_eq!(
+        w,
+        vec![
+            cmd(&["ZREM", "emq:{q}:schedule", "a", "g", "b", "c"]),
+            cmd(&["RPUSH", "emq:{q}:pending", "a"]),
+            cmd(&["RPUSH", "emq:{q}:lane:L", "b", "c"]),
+            cmd(&["HSET", "emq:{q}:job:a", "state", "pending"]),
+            cmd(&["HSET", "emq:{q}:job:b", "state", "pending"]),
+            cmd(&["HSET", "emq:{q}:job:c", "state", "pending"]),
+            cmd(&["HSET", "emq:{q}:lanectl:L", "ring", "1"]),
+            cmd(&["RPUSH", "emq:{q}:ring", "L"]),
+            cmd(&["RPUSH", "emq:{q}:wake", "L", ""]),
+            cmd(&["LTRIM", "emq:{q}:wake", "-64", "-1"]),
+        ]
+    );
+}
+
+#[test]
+fn a_lane_in_the_ring_paused_or_full_is_not_offered() {
+    for ctl in [
+        fields(&[None, None, None, Some("1")]),
+        fields(&[Some("1"), None, None, None]),
+        fields(&[None, Some("2"), Some("2"), None]),
+    ] {
+        let w = promote_to_plan(ctl, 5);
+        assert!(!w.iter().any(|c| c.0[1] == b"emq:{q}:ring".to_vec()), "{w:?}");
+        assert!(w.contains(&cmd(&["RPUSH", "emq:{q}:wake", ""])), "the flat wake still goes out");
+    }
+}
+
+#[test]
+fn a_changed_selection_is_a_conflict() {
+    let mut s = promote();
+    s.start();
+    read(s.feed(&[time(), members(&[("a", NOW - 5)])]).unwrap());
+    // `a` left schedule between the selection and the watch.
+    let e = s.feed(&[Reply::Array(vec![Reply::Nil]), fields(&[None, None]), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]);
+    assert_eq!(e.unwrap_err().kind, ErrorKind::Conflict);
+}
+
+#[test]
+fn a_row_of_the_wrong_type_is_a_layout_error() {
+    let mut s = promote();
+    s.start();
+    read(s.feed(&[time(), members(&[("a", NOW - 5)])]).unwrap());
+    let e = s
+        .feed(&[Reply::Array(vec![bulk(&(NOW - 5).to_string())]), wrongtype(), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)])
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Layout);
+    assert!(e.message.starts_with("EMQ.PROMOTE: layout:"), "{e}");
+    assert!(e.message.contains("emq:{q}:job:a"), "{e}");
+}
+
+#[test]
+fn pending_of_the_wrong_type_refuses_only_when_flat_rows_would_go_there() {
+    let mut s = promote();
+    s.start();
+    read(s.feed(&[time(), members(&[("a", NOW - 5)])]).unwrap());
+    let score = Reply::Array(vec![bulk(&(NOW - 5).to_string())]);
+    let e = s.feed(&[score, fields(&[None, Some("scheduled")]), Reply::Int(1), wrongtype(), Reply::Int(0), Reply::Int(0)]);
+    assert_eq!(e.unwrap_err().kind, ErrorKind::Layout);
+}
+
+#[test]
+fn unsure_rows_are_typed_when_the_count_cannot_tell() {
+    // Two rows with no fields read; one of them exists: which one needs TYPE.
+    let mut s = promote();
+    s.start();
+    read(s.feed(&[time(), members(&[("a", NOW - 5), ("b", NOW - 4)])]).unwrap());
+    let scores = Reply::Array(vec![bulk(&(NOW - 5).to_string()), bulk(&(NOW - 4).to_string())]);
+    let none = fields(&[None, None]);
+    let (watch, cmds) =
+        read(s.feed(&[scores, none.clone(), none, Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
+    assert!(watch.is_empty());
+    assert_eq!(cmds, vec![cmd(&["TYPE", "emq:{q}:job:a"]), cmd(&["TYPE", "emq:{q}:job:b"])]);
+    let w = writes(s.feed(&[Reply::Status("none".into()), Reply::Status("hash".into())]).unwrap());
+    assert_eq!(w[1], cmd(&["RPUSH", "emq:{q}:pending", "b"]));
+    assert_eq!(w[2], cmd(&["HSET", "emq:{q}:job:b", "state", "pending"]));
+}
+
+#[test]
+fn stalled_check_counts_stalls_recovers_and_kills() {
+    let mut s = Sweep::new(Kind::Stalled { max_stalled: Some(1) }, Keys::new(b"q"), 100);
+    let (_, cmds) = read(s.start());
+    assert_eq!(cmds[1], cmd(&["ZRANGE", "emq:{q}:active", "0", "99", "WITHSCORES"]));
+    read(s.feed(&[time(), members(&[("x", NOW - 2), ("y", NOW - 1)])]).unwrap());
+    let scores = Reply::Array(vec![bulk(&(NOW - 2).to_string()), bulk(&(NOW - 1).to_string())]);
+    let x = fields(&[None, None, Some("active")]);
+    let y = fields(&[Some("L"), Some("1"), Some("active")]);
+    let (_, _) = read(
+        s.feed(&[scores, x, y, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap(),
+    );
+    let w = writes(s.feed(&[fields(&[None, Some("1"), Some("1"), None]), Reply::Int(3)]).unwrap());
+    let now = NOW.to_string();
+    assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:active", "x", "y"]));
+    assert_eq!(w[1], cmd(&["ZADD", "emq:{q}:dead", &now, "y"]));
+    assert!(w.contains(&cmd(&["HSET", "emq:{q}:job:x", "state", "pending", "stalls", "1"])));
+    assert!(w.contains(&cmd(&["HSET", "emq:{q}:job:y", "state", "dead", "stalls", "2", "error", "stalled"])));
+    assert!(w.contains(&cmd(&["HDEL", "emq:{q}:job:y", "token", "lease"])));
+    assert!(w.contains(&cmd(&["RPUSH", "emq:{q}:pending", "x"])));
+    assert!(w.contains(&cmd(&["HSET", "emq:{q}:lanectl:L", "active", "0"])), "the dead lane row gives back its slot");
+    // The lane had work waiting and now has a free slot: offered.
+    assert!(w.contains(&cmd(&["RPUSH", "emq:{q}:wake", "L", ""])));
+    assert_eq!(s.finish(&vec![Reply::Int(2); w.len()]).unwrap(), Outcome::Stalled {
+        recovered: vec![b"x".to_vec()],
+        dead: vec![b"y".to_vec()],
+    });
+}
+
+#[test]
+fn a_given_clock_reading_skips_time_and_the_flat_wake_can_be_deferred() {
+    let mut s = promote().at(NOW).defer_flat_wake();
+    let (_, cmds) = read(s.start());
+    assert_eq!(cmds.len(), 1, "no TIME: the call already read the clock");
+    read(s.feed(&[members(&[("a", NOW)])]).unwrap());
+    let score = Reply::Array(vec![bulk(&NOW.to_string())]);
+    let w = writes(s.feed(&[score, fields(&[None, Some("s")]), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
+    assert!(!w.iter().any(|c| c.0[0] == b"RPUSH" && c.0[1] == b"emq:{q}:wake"), "{w:?}");
+    assert!(s.flat());
+    assert_eq!(s.finish(&[Reply::Int(1)]).unwrap(), Outcome::Promoted(1), "the reply counts from EXEC's ZREM");
+}
