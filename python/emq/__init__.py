@@ -14,12 +14,14 @@ from .errors import (
     ArgumentError,
     ConnectionError,
     ContentionError,
+    DuplicateJobError,
     EmqError,
     LayoutError,
     ScriptingError,
     ServerError,
     TimeoutError,
 )
+from .queue import Job, Queue
 from .sweeps import promote, stalled_check, wire
 
 __version__ = "0.1.0"
@@ -52,7 +54,10 @@ __all__ = [
     "Client",
     "ConnectionError",
     "ContentionError",
+    "DuplicateJobError",
     "EmqError",
+    "Job",
+    "Queue",
     "LayoutError",
     "ScriptingError",
     "ServerError",

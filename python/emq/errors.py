@@ -31,6 +31,10 @@ class ScriptingError(EmqError):
     """The Lua backend cannot run: scripting is not allowed for this user."""
 
 
+class DuplicateJobError(EmqError):
+    """An add named a job id that exists; nothing was written."""
+
+
 class ServerError(EmqError):
     """Any other error reply from the server."""
 
@@ -39,6 +43,7 @@ __all__ = [
     "ArgumentError",
     "ConnectionError",
     "ContentionError",
+    "DuplicateJobError",
     "EmqError",
     "LayoutError",
     "ScriptingError",

@@ -12,6 +12,7 @@ pub enum HostError {
     Connection(String),
     Timeout(String),
     Scripting(String),
+    Duplicate(String),
     Server(String),
 }
 
@@ -21,6 +22,7 @@ impl From<PlanError> for HostError {
             ErrorKind::Layout => HostError::Layout(e.message),
             ErrorKind::Argument => HostError::Argument(e.message),
             ErrorKind::Conflict => HostError::Contention(e.message),
+            ErrorKind::Duplicate => HostError::Duplicate(e.message),
             ErrorKind::Server => HostError::Server(e.message),
         }
     }
@@ -35,6 +37,7 @@ impl From<HostError> for PyErr {
             HostError::Connection(m) => ("ConnectionError", m),
             HostError::Timeout(m) => ("TimeoutError", m),
             HostError::Scripting(m) => ("ScriptingError", m),
+            HostError::Duplicate(m) => ("DuplicateJobError", m),
             HostError::Server(m) => ("ServerError", m),
         };
         Python::attach(|py| {

@@ -4,13 +4,18 @@
 //! Python threads run while this one waits.
 
 mod conn;
+mod drive;
 mod error;
+mod jobs;
 mod sweeps;
 
 use std::sync::Mutex;
 use std::time::Duration;
 
 use emq_plan::sweep::{Kind, Outcome, PROMOTE, STALLED};
+use emq_plan::add::{NewJob, When};
+use emq_plan::lane_ops::LaneOp;
+use emq_plan::settle::{Action, Settled};
 use emq_plan::{names, wire, Cmd, Reply};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -151,6 +156,90 @@ impl Client {
         }
     }
 
+    /// ADD (SPEC §7) for the facade's `Queue.add` / `add_many`: `jobs` are
+    /// `(id or None, data, delay_ms or None, at_ms or None, lane or None,
+    /// max_attempts)`, checked by the facade for types and signs. All are added
+    /// in one guarded transaction; an id that exists refuses the whole call.
+    fn _add(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, jobs: Vec<(Option<String>, Vec<u8>, Option<u64>, Option<i64>, Option<String>, u32)>) -> PyResult<Vec<String>> {
+        let q = queue_arg(emq_plan::add::ADD, queue)?;
+        let jobs: Vec<NewJob> = jobs
+            .into_iter()
+            .map(|(id, data, delay, at, lane, max_attempts)| NewJob {
+                id: id.map(String::into_bytes),
+                data,
+                when: match at {
+                    Some(t) => When::At(t),
+                    None => When::Delay(delay.unwrap_or(0)),
+                },
+                lane: lane.map(String::into_bytes),
+                max_attempts,
+            })
+            .collect();
+        let ids = self.with(py, |c| jobs::add(c, &q, jobs))?;
+        Ok(ids.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect())
+    }
+
+    /// CLAIM (SPEC §7): `(id, data, lane, attempts, max_attempts, token, lease deadline ms)` each.
+    #[allow(clippy::type_complexity)]
+    fn _claim(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, n: u64, lease_ms: u64) -> PyResult<Vec<(String, Py<PyBytes>, Option<String>, i64, i64, String, i64)>> {
+        let q = queue_arg(emq_plan::claim::CLAIM, queue)?;
+        let claimed = self.with(py, |c| jobs::claim(c, &q, n, lease_ms))?;
+        let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+        Ok(claimed
+            .into_iter()
+            .map(|j| (text(j.id), PyBytes::new(py, &j.data).unbind(), j.lane.map(text), j.attempts, j.max_attempts, text(j.token), j.deadline))
+            .collect())
+    }
+
+    /// EXTEND / COMPLETE / FAIL (SPEC §7): `action` is `"extend"`, `"complete"`
+    /// or `"fail"`. Gives `"refused"`, `"extended"`, `"completed"`, `"scheduled"`
+    /// or `"dead"`.
+    #[pyo3(signature = (queue, id, token, lane, action, lease_ms=0, error=None, retry_in_ms=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn _settle(
+        &self,
+        py: Python<'_>,
+        queue: &Bound<'_, PyAny>,
+        id: &str,
+        token: &str,
+        lane: Option<&str>,
+        action: &str,
+        lease_ms: u64,
+        error: Option<Vec<u8>>,
+        retry_in_ms: Option<u64>,
+    ) -> PyResult<&'static str> {
+        let action = match action {
+            "extend" => Action::Extend { lease_ms },
+            "complete" => Action::Complete,
+            "fail" => Action::Fail { error: error.unwrap_or_default(), retry_in_ms },
+            other => return Err(HostError::Argument(format!("settle: unknown action {other:?}")).into()),
+        };
+        let q = queue_arg("EMQ.SETTLE", queue)?;
+        let (id, token, lane) = (id.as_bytes().to_vec(), token.as_bytes().to_vec(), lane.map(|l| l.as_bytes().to_vec()));
+        let out = self.with(py, |c| jobs::settle(c, &q, &id, &token, lane.as_deref(), action))?;
+        Ok(match out {
+            Settled::Refused => "refused",
+            Settled::Extended => "extended",
+            Settled::Completed => "completed",
+            Settled::Retrying => "scheduled",
+            Settled::Dead => "dead",
+        })
+    }
+
+    /// Lane control: `op` is `"pause"`, `"resume"` or `"limit"` (with `limit`).
+    #[pyo3(signature = (queue, lane, op, limit=0))]
+    fn _lane(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, lane: &str, op: &str, limit: u64) -> PyResult<()> {
+        let op = match op {
+            "pause" => LaneOp::Pause,
+            "resume" => LaneOp::Resume,
+            "limit" => LaneOp::Limit(limit),
+            other => return Err(HostError::Argument(format!("lane: unknown op {other:?}")).into()),
+        };
+        let q = queue_arg(emq_plan::lane_ops::LANE, queue)?;
+        let lane = lane.as_bytes().to_vec();
+        self.with(py, |c| jobs::lane(c, &q, &lane, op))
+    }
+
     /// `INFO section` as a dict of str (`server_name`, `redis_version`, …).
     #[pyo3(signature = (section="server"))]
     fn info<'py>(&self, py: Python<'py>, section: &str) -> PyResult<Bound<'py, PyDict>> {
@@ -263,6 +352,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("PROMOTE_LUA", sweeps::PROMOTE_LUA)?;
     m.add("STALLED_LUA", sweeps::STALLED_LUA)?;
     m.add("WAKE_MAX", emq_plan::WAKE_MAX)?;
-    m.add("MAX_ATTEMPTS", sweeps::MAX_ATTEMPTS)?;
+    m.add("MAX_ATTEMPTS", drive::MAX_ATTEMPTS)?;
     Ok(())
 }

@@ -1,20 +1,15 @@
 //! Running a sweep: the plan backend (reads, guard, one MULTI/EXEC, retries) and
 //! the Lua backend (the reference scripts, by EVALSHA).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-use emq_plan::sweep::{is_conflict, Kind, Outcome, Step, Sweep, PROMOTE, STALLED};
+use emq_plan::sweep::{Kind, Outcome, Sweep, PROMOTE, STALLED};
 use emq_plan::{Cmd, Keys, Reply};
 
 use crate::conn::Conn;
+use crate::drive::drive;
 use crate::error::{HostError, HostResult};
 
 pub const PROMOTE_LUA: &str = include_str!("../lua/promote.lua");
 pub const STALLED_LUA: &str = include_str!("../lua/stalled.lua");
-
-/// How many times a call starts again after its `EXEC` was aborted (or what it
-/// read changed under its watch) before it gives up with a contention error.
-pub const MAX_ATTEMPTS: u32 = 32;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
@@ -94,8 +89,8 @@ fn run_transaction(
     now: Option<i64>,
     defer_flat_wake: bool,
 ) -> HostResult<(Outcome, i64, u64, bool)> {
-    let mut rng = Jitter::new();
-    for attempt in 0..MAX_ATTEMPTS {
+    let mut selected = (0, 0, false);
+    let outcome = drive(conn, || {
         let mut sweep = Sweep::new(kind, keys.clone(), batch);
         if let Some(now) = now {
             sweep = sweep.at(now);
@@ -103,65 +98,9 @@ fn run_transaction(
         if defer_flat_wake {
             sweep = sweep.defer_flat_wake();
         }
-        match attempt_once(conn, &mut sweep)? {
-            Some(outcome) => return Ok((outcome, sweep.now(), sweep.selected_count() as u64, sweep.flat())),
-            None => std::thread::sleep(rng.backoff(attempt)),
-        }
-    }
-    Err(HostError::Contention(format!(
-        "{}: gave up after {MAX_ATTEMPTS} attempts: other clients kept changing the rows it selected; nothing was written",
-        verb(kind)
-    )))
-}
-
-/// One call: `Some(outcome)`, or `None` when it must start again.
-fn attempt_once(conn: &mut Conn, sweep: &mut Sweep) -> HostResult<Option<Outcome>> {
-    let mut step = sweep.start();
-    let mut watching = false;
-    loop {
-        let result = match step {
-            Step::Done(outcome) => return Ok(Some(outcome)),
-            Step::Read { watch, cmds } => {
-                let mut all = Vec::with_capacity(cmds.len() + 1);
-                if !watch.is_empty() {
-                    all.push(Cmd::new("WATCH").args(&watch));
-                    watching = true;
-                }
-                let skip = all.len();
-                all.extend(cmds);
-                let replies = conn.pipeline(&all)?;
-                if let Some(Reply::Error { message, .. }) = replies[..skip].first() {
-                    Err(emq_plan::Error::server(sweep.verb(), message))
-                } else {
-                    sweep.feed(&replies[skip..])
-                }
-            }
-            Step::Exec(writes) => {
-                let mut all = Vec::with_capacity(writes.len() + 2);
-                all.push(Cmd::new("MULTI"));
-                all.extend(writes);
-                all.push(Cmd::new("EXEC"));
-                let replies = conn.pipeline(&all)?;
-                return match replies.last() {
-                    Some(Reply::Nil) => Ok(None),
-                    Some(Reply::Array(exec)) => Ok(Some(sweep.finish(exec)?)),
-                    Some(Reply::Error { message, .. }) => {
-                        Err(HostError::Server(format!("{}: EXEC refused: {message}", sweep.verb())))
-                    }
-                    _ => Err(HostError::Server(format!("{}: EXEC gave no reply", sweep.verb()))),
-                };
-            }
-        };
-        match result {
-            Ok(next) => step = next,
-            Err(e) => {
-                if watching {
-                    conn.one(Cmd::new("UNWATCH"))?;
-                }
-                return if is_conflict(&e) { Ok(None) } else { Err(e.into()) };
-            }
-        }
-    }
+        Ok(sweep)
+    }, |sweep| selected = (sweep.now(), sweep.selected_count() as u64, sweep.flat()))?;
+    Ok((outcome, selected.0, selected.1, selected.2))
 }
 
 /// The Lua backend: `EVALSHA`, loading the script when the server lacks it.
@@ -206,30 +145,6 @@ fn run_lua(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<
             Ok(Outcome::Stalled { recovered: ids(&lists[0]), dead: ids(&lists[1]) })
         }
         other => Err(HostError::Server(format!("{verb}: unexpected script reply {other:?}"))),
-    }
-}
-
-/// Full jitter: a random pause up to a cap that doubles with each attempt.
-struct Jitter(u64);
-
-impl Jitter {
-    fn new() -> Self {
-        let t = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
-        let addr = &t as *const u64 as u64;
-        Jitter(t ^ addr.rotate_left(32) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn backoff(&mut self, attempt: u32) -> Duration {
-        let cap_us = (100u64 << attempt.min(8)).min(20_000);
-        Duration::from_micros(self.next() % (cap_us + 1))
     }
 }
 

@@ -11,6 +11,8 @@ pub enum ErrorKind {
     Argument,
     /// What was read before the guard changed under it: the call starts again.
     Conflict,
+    /// A job id that is already taken.
+    Duplicate,
     /// Any other error reply from the server (permissions, OOM, …).
     Server,
 }
@@ -32,6 +34,10 @@ impl Error {
 
     pub fn conflict(verb: &str, what: impl fmt::Display) -> Self {
         Error { kind: ErrorKind::Conflict, message: format!("{verb}: conflict: {what}") }
+    }
+
+    pub fn duplicate(verb: &str, what: impl fmt::Display) -> Self {
+        Error { kind: ErrorKind::Duplicate, message: format!("{verb}: {what}") }
     }
 
     pub fn server(verb: &str, what: impl fmt::Display) -> Self {

@@ -7,12 +7,18 @@
 //! rows, lane control, what to write, what to answer) lives here, so it can be
 //! unit-tested and fuzzed without a server.
 
+pub mod add;
+pub mod claim;
 pub mod cmd;
+pub mod conversation;
 pub mod error;
+pub mod lane_ops;
 pub mod lanes;
 pub mod names;
 pub mod promote;
 pub mod reply;
+pub mod rows;
+pub mod settle;
 pub mod stalled;
 pub mod sweep;
 pub mod wire;

@@ -18,7 +18,8 @@
 use crate::error::{Error, ErrorKind, Result};
 use crate::lanes::{LaneCtl, CTL_FIELDS};
 use crate::names::{field_int, Keys};
-use crate::{promote, stalled, Cmd, Reply};
+use crate::conversation::Conversation;
+use crate::{promote, rows, stalled, Cmd, Reply};
 
 pub const PROMOTE: &str = "EMQ.PROMOTE";
 pub const STALLED: &str = "EMQ.STALLED.CHECK";
@@ -30,17 +31,8 @@ pub enum Kind {
     Stalled { max_stalled: Option<u64> },
 }
 
-/// What the host does next.
-#[derive(Debug, PartialEq)]
-pub enum Step {
-    /// `WATCH watch` (when non-empty), then `cmds`, pipelined. Feed back the
-    /// replies of `cmds` only.
-    Read { watch: Vec<Vec<u8>>, cmds: Vec<Cmd> },
-    /// `MULTI`, `cmds`, `EXEC`. Feed back `EXEC`'s replies, or `None` when it
-    /// aborted (then the call starts again).
-    Exec(Vec<Cmd>),
-    Done(Outcome),
-}
+/// What the host does next in a sweep.
+pub type Step = crate::conversation::Step<Outcome>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -253,12 +245,8 @@ impl Sweep {
             return Ok(Step::Done(self.empty()));
         }
         let rows: Vec<Vec<u8>> = self.read.ids.iter().map(|id| self.keys.job(id)).collect();
-        let mut cmds = Vec::with_capacity(rows.len() + 6);
-        cmds.push(Cmd::new("ZMSCORE").arg(self.zset()).args(&self.read.ids));
-        for row in &rows {
-            cmds.push(Cmd::new("HMGET").arg(row).args(self.fields()));
-        }
-        cmds.push(Cmd::new("EXISTS").args(&rows));
+        let mut cmds = vec![Cmd::new("ZMSCORE").arg(self.zset()).args(&self.read.ids)];
+        cmds.extend(rows::reads(&self.keys, &self.read.ids, self.fields()));
         cmds.push(Cmd::new("LLEN").arg(self.keys.pending()));
         cmds.push(Cmd::new("LLEN").arg(self.keys.ring()));
         cmds.push(Cmd::new("LLEN").arg(self.keys.wake()));
@@ -292,21 +280,8 @@ impl Sweep {
         if !same {
             return Err(Error::conflict(self.verb(), "the selection changed before the watch"));
         }
-        let fields = self.row_fields(&replies[1..=n])?;
-        let (mut unsure, mut known_live) = (vec![], 0);
-        for (i, f) in fields.into_iter().enumerate() {
-            // Any field read means a hash; none: a ghost, a row of another
-            // type, or a hash with none of these fields.
-            if f.iter().all(Option::is_none) {
-                unsure.push(i);
-            } else {
-                known_live += 1;
-            }
-            let lane = f[0].clone();
-            let stalls = if f.len() == 3 { f[1].as_deref().and_then(field_int).unwrap_or(0) } else { 0 };
-            self.read.rows.push(Row::Live { lane, stalls });
-        }
-        let existing = replies[1 + n].as_int().ok_or_else(|| self.host_error("EXISTS gave no count"))?;
+        let (fields, unsure) = rows::parse(self.verb(), &self.keys, &self.read.ids, &replies[1..=n + 1], self.fields().len())?;
+        self.read.rows = fields.into_iter().map(|f| self.row(f)).collect();
         let t = &replies[2 + n..];
         self.read.types = Types {
             pending: !t[0].is_wrongtype(),
@@ -314,45 +289,39 @@ impl Sweep {
             wake: !t[2].is_wrongtype(),
             dead: !t.get(3).is_some_and(Reply::is_wrongtype),
         };
-        // The count settles the unsure rows when none of them exists, or when
-        // all of them do (HMGET already refused rows of other types).
-        let unsure_existing = existing - known_live;
-        if unsure_existing == 0 {
-            unsure.iter().for_each(|&i| self.read.rows[i] = Row::Ghost);
-        } else if unsure_existing != unsure.len() as i64 {
-            let cmds = unsure.iter().map(|&i| Cmd::new("TYPE").arg(self.keys.job(&self.read.ids[i]))).collect();
+        if !unsure.is_empty() {
+            let cmds = rows::type_reads(&self.keys, &self.read.ids, &unsure);
             self.stage = Stage::Types { unsure };
             return Ok(Step::Read { watch: vec![], cmds });
         }
         self.lanes_step()
     }
 
-    /// Each row's fields, in `fields()` order, from its `HMGET`.
-    fn row_fields(&self, replies: &[Reply]) -> Result<Vec<Vec<Option<Vec<u8>>>>> {
-        let width = self.fields().len();
-        replies
-            .iter()
-            .zip(&self.read.ids)
-            .map(|(r, id)| {
-                self.check(r, &self.keys.job(id))?;
-                let values = r.as_array().filter(|a| a.len() == width).ok_or_else(|| self.host_error("HMGET gave no fields"))?;
-                Ok(values.iter().map(|v| v.as_bytes().map(<[u8]>::to_vec)).collect())
-            })
-            .collect()
+    /// A row from its fields (`lane`, then `stalls` for a stalled check).
+    fn row(&self, fields: Option<rows::Fields>) -> Row {
+        match fields {
+            None => Row::Ghost,
+            Some(f) => {
+                let stalls = if f.len() == 3 { f[1].as_deref().and_then(field_int).unwrap_or(0) } else { 0 };
+                Row::Live { lane: f[0].clone(), stalls }
+            }
+        }
     }
 
     fn types_read(&mut self, unsure: &[usize], replies: &[Reply]) -> Result<Step> {
-        if replies.len() != unsure.len() {
-            return Err(self.host_error("types: wrong number of replies"));
-        }
-        for (&i, r) in unsure.iter().zip(replies) {
-            match r.as_bytes() {
-                Some(b"none") => self.read.rows[i] = Row::Ghost,
-                Some(b"hash") => {}
-                _ => {
-                    let key = self.keys.job(&self.read.ids[i]);
-                    return Err(Error::layout(self.verb(), format!("{} has the wrong type", String::from_utf8_lossy(&key))));
-                }
+        let mut fields: Vec<Option<rows::Fields>> = self
+            .read
+            .rows
+            .iter()
+            .map(|r| match r {
+                Row::Ghost => None,
+                Row::Live { .. } => Some(vec![]),
+            })
+            .collect();
+        rows::resolve(self.verb(), &self.keys, &self.read.ids, &mut fields, unsure, replies)?;
+        for (row, f) in self.read.rows.iter_mut().zip(fields) {
+            if f.is_none() {
+                *row = Row::Ghost;
             }
         }
         self.lanes_step()
@@ -416,4 +385,24 @@ pub fn parse_time(r: &Reply) -> Option<i64> {
 /// Whether an error is worth starting the call again for.
 pub fn is_conflict(e: &Error) -> bool {
     e.kind == ErrorKind::Conflict
+}
+
+impl Conversation for Sweep {
+    type Out = Outcome;
+
+    fn verb(&self) -> &'static str {
+        Sweep::verb(self)
+    }
+
+    fn start(&mut self) -> Step {
+        Sweep::start(self)
+    }
+
+    fn feed(&mut self, replies: &[Reply]) -> Result<Step> {
+        Sweep::feed(self, replies)
+    }
+
+    fn finish(&mut self, exec: &[Reply]) -> Result<Outcome> {
+        Sweep::finish(self, exec)
+    }
 }

@@ -1,0 +1,237 @@
+"""A queue's jobs: add, claim, extend, complete, fail, lanes (SPEC §7).
+
+Every call reads the server's clock once, runs under the same narrow WATCH
+guard as the sweeps, keeps the invariants I1 to I5, and writes nothing when it
+refuses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Literal, Mapping
+
+from ._core import Client
+from .errors import ArgumentError
+from .sweeps import ClientLike, _client, promote, stalled_check
+
+# Row fields that are numbers.
+_INT_FIELDS = ("due", "attempts", "max_attempts", "stalls", "lease", "created", "claimed", "finished")
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job as a worker holds it. `token` and `lease_deadline_ms` are set while
+    it is claimed; the token proves the lease to `extend`, `complete` and `fail`."""
+
+    id: str
+    data: bytes
+    lane: str | None = None
+    attempts: int = 0
+    max_attempts: int = 0
+    token: str | None = None
+    lease_deadline_ms: int | None = None
+    state: str | None = None
+    due_ms: int | None = None
+    stalls: int = 0
+    error: str | None = None
+
+
+def _int(verb: str, name: str, value: Any, *, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentError(f"{verb}: {name} must be an int, not {type(value).__name__}")
+    if value < minimum:
+        raise ArgumentError(f"{verb}: {name} must be >= {minimum}, not {value}")
+    return value
+
+
+def _text(verb: str, name: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise ArgumentError(f"{verb}: {name} must be a str, not {type(value).__name__}")
+    return value
+
+
+def _data(verb: str, data: Any) -> bytes:
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    if isinstance(data, str):
+        return data.encode()
+    raise ArgumentError(f"{verb}: data must be bytes or str, not {type(data).__name__}")
+
+
+class Queue:
+    """The jobs of one queue: `Queue(client, "orders")`."""
+
+    def __init__(self, client: ClientLike, name: str):
+        self.client: Client = _client(client)
+        self.name = _text("emq.Queue", "name", name)
+        self.prefix = "emq:{" + name + "}:"
+
+    def __repr__(self) -> str:
+        return f"<emq.Queue {self.name!r} on {self.client.address}>"
+
+    # -- adding ---------------------------------------------------------------
+
+    def _job_args(self, verb: str, data, id=None, delay_ms=0, at_ms=None, lane=None, max_attempts=3):
+        if id is not None:
+            _text(verb, "id", id)
+        if lane is not None:
+            _text(verb, "lane", lane)
+        if at_ms is not None:
+            _int(verb, "at_ms", at_ms, minimum=0)
+            if delay_ms:
+                raise ArgumentError(f"{verb}: give delay_ms or at_ms, not both")
+        delay_ms = _int(verb, "delay_ms", delay_ms, minimum=0)
+        max_attempts = _int(verb, "max_attempts", max_attempts, minimum=1)
+        return (id, _data(verb, data), delay_ms, at_ms, lane, max_attempts)
+
+    def add(
+        self,
+        data: bytes | str,
+        *,
+        id: str | None = None,
+        delay_ms: int = 0,
+        at_ms: int | None = None,
+        lane: str | None = None,
+        max_attempts: int = 3,
+    ) -> str:
+        """Adds a job; returns its id (generated ids are unique and sort by
+        creation). Due now: ready at once; else it waits in `schedule`. An id
+        that exists raises `emq.DuplicateJobError`."""
+        args = self._job_args("EMQ.ADD", data, id, delay_ms, at_ms, lane, max_attempts)
+        return self.client._add(self.name, [args])[0]
+
+    def add_many(self, jobs: Iterable[Mapping[str, Any] | bytes | str]) -> list[str]:
+        """Adds many jobs in one guarded transaction (all or none). Each item is
+        the data, or a dict of `add`'s arguments (`{"data": …, "lane": …}`)."""
+        args = []
+        for j in jobs:
+            if isinstance(j, Mapping):
+                j = dict(j)
+                if "data" not in j:
+                    raise ArgumentError("EMQ.ADD: each job needs data")
+                unknown = set(j) - {"data", "id", "delay_ms", "at_ms", "lane", "max_attempts"}
+                if unknown:
+                    raise ArgumentError(f"EMQ.ADD: unknown job fields {sorted(unknown)}")
+                args.append(self._job_args("EMQ.ADD", **j))
+            else:
+                args.append(self._job_args("EMQ.ADD", j))
+        return self.client._add(self.name, args) if args else []
+
+    # -- working --------------------------------------------------------------
+
+    def claim(self, n: int = 1, *, lease_ms: int = 30000) -> list[Job]:
+        """Takes up to `n` ready jobs: flat ones first, then lanes round-robin."""
+        n = _int("EMQ.CLAIM", "n", n, minimum=1)
+        lease_ms = _int("EMQ.CLAIM", "lease_ms", lease_ms, minimum=1)
+        return [
+            Job(id=i, data=d, lane=l, attempts=a, max_attempts=m, token=t, lease_deadline_ms=dl, state="active")
+            for (i, d, l, a, m, t, dl) in self.client._claim(self.name, n, lease_ms)
+        ]
+
+    def _held(self, verb: str, job: Job) -> Job:
+        if not isinstance(job, Job):
+            raise ArgumentError(f"{verb}: job must be an emq.Job, not {type(job).__name__}")
+        if not job.token:
+            raise ArgumentError(f"{verb}: job holds no lease (it has no token)")
+        return job
+
+    def extend(self, job: Job, lease_ms: int) -> bool:
+        """Moves the lease deadline to now + `lease_ms`; False if the lease is lost."""
+        job = self._held("EMQ.EXTEND", job)
+        lease_ms = _int("EMQ.EXTEND", "lease_ms", lease_ms, minimum=1)
+        return self.client._settle(self.name, job.id, job.token, job.lane, "extend", lease_ms=lease_ms) == "extended"
+
+    def complete(self, job: Job) -> bool:
+        """Marks the job done; False (and nothing changes) if the lease is lost."""
+        job = self._held("EMQ.COMPLETE", job)
+        return self.client._settle(self.name, job.id, job.token, job.lane, "complete") == "completed"
+
+    def fail(self, job: Job, error: str | bytes, *, retry_in_ms: int | None = None) -> Literal["scheduled", "dead", "refused"]:
+        """Records a failure: `"scheduled"` (retried after `retry_in_ms`, or an
+        exponential backoff with jitter; ready at once with 0) while attempts are
+        left, else `"dead"`; `"refused"` if the lease is lost (nothing changes)."""
+        job = self._held("EMQ.FAIL", job)
+        if retry_in_ms is not None:
+            retry_in_ms = _int("EMQ.FAIL", "retry_in_ms", retry_in_ms, minimum=0)
+        if isinstance(error, BaseException):
+            error = f"{type(error).__name__}: {error}"
+        err = _data("EMQ.FAIL", error)
+        return self.client._settle(self.name, job.id, job.token, job.lane, "fail", error=err, retry_in_ms=retry_in_ms)
+
+    # -- lanes ----------------------------------------------------------------
+
+    def pause_lane(self, lane: str) -> None:
+        self.client._lane(self.name, _text("EMQ.LANE", "lane", lane), "pause")
+
+    def resume_lane(self, lane: str) -> None:
+        self.client._lane(self.name, _text("EMQ.LANE", "lane", lane), "resume")
+
+    def set_lane_limit(self, lane: str, n: int) -> None:
+        """At most `n` of the lane's jobs active at once (0: no limit)."""
+        n = _int("EMQ.LANE", "n", n, minimum=0)
+        self.client._lane(self.name, _text("EMQ.LANE", "lane", lane), "limit", n)
+
+    # -- looking --------------------------------------------------------------
+
+    def get(self, id: str) -> Job | None:
+        """The job's row, or None."""
+        row = self.client.command("HGETALL", self.prefix + "job:" + _text("EMQ.GET", "id", id))
+        if not row:
+            return None
+        f = {row[i].decode(): row[i + 1] for i in range(0, len(row), 2)}
+        num = {k: int(f[k]) for k in _INT_FIELDS if k in f and f[k].lstrip(b"-").isdigit()}
+        text = lambda k: f[k].decode("utf-8", "replace") if k in f else None  # noqa: E731
+        return Job(
+            id=id,
+            data=f.get("data", b""),
+            lane=text("lane"),
+            attempts=num.get("attempts", 0),
+            max_attempts=num.get("max_attempts", 0),
+            token=text("token"),
+            lease_deadline_ms=num.get("lease"),
+            state=text("state"),
+            due_ms=num.get("due"),
+            stalls=num.get("stalls", 0),
+            error=text("error"),
+        )
+
+    def lanes(self) -> list[str]:
+        """The lanes that have a list or a control hash."""
+        names: set[str] = set()
+        for kind in ("lane:", "lanectl:"):
+            cursor = b"0"
+            pattern = self._glob(self.prefix + kind) + "*"
+            while True:
+                cursor, keys = self.client.command("SCAN", cursor, "MATCH", pattern, "COUNT", 1000)
+                names.update(k.decode()[len(self.prefix) + len(kind):] for k in keys)
+                if cursor in (b"0", 0):
+                    break
+        return sorted(names)
+
+    @staticmethod
+    def _glob(s: str) -> str:
+        return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in s)
+
+    def counts(self) -> dict[str, Any]:
+        """`{"schedule", "pending", "lanes": {lane: n}, "active", "dead", "ring"}`."""
+        p = self.prefix
+        lanes = self.lanes()
+        cmds = [["ZCARD", p + "schedule"], ["LLEN", p + "pending"], ["ZCARD", p + "active"], ["ZCARD", p + "dead"], ["LLEN", p + "ring"]]
+        cmds += [["LLEN", p + "lane:" + lane] for lane in lanes]
+        r = self.client.pipeline(cmds)
+        return {
+            "schedule": r[0],
+            "pending": r[1],
+            "lanes": {lane: n for lane, n in zip(lanes, r[5:])},
+            "active": r[2],
+            "dead": r[3],
+            "ring": r[4],
+        }
+
+    # -- sweeps ---------------------------------------------------------------
+
+    def promote(self, *, batch: int = 100, backend: str = "plan") -> int:
+        return promote(self.client, self.name, batch=batch, backend=backend)
+
+    def stalled_check(self, *, max_stalled: int | None = 1, batch: int = 100, backend: str = "plan"):
+        return stalled_check(self.client, self.name, max_stalled=max_stalled, batch=batch, backend=backend)

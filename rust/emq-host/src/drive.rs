@@ -1,0 +1,120 @@
+//! Driving a conversation (emq_plan::conversation): reads pipelined, `WATCH`
+//! before the guarded reads, the plan in one `MULTI`/`EXEC`, and a new call
+//! (jittered backoff) when `EXEC` aborts or the reads changed under the watch.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use emq_plan::conversation::{Conversation, Step};
+use emq_plan::{Cmd, ErrorKind, Reply};
+
+use crate::conn::Conn;
+use crate::error::{HostError, HostResult};
+
+/// How many times a call starts again before it gives up with a contention error.
+pub const MAX_ATTEMPTS: u32 = 32;
+
+/// Runs the conversations `make` gives until one commits (each attempt a new
+/// call, with its own clock reading). `done` sees the one that committed.
+pub fn drive<C: Conversation>(
+    conn: &mut Conn,
+    mut make: impl FnMut() -> HostResult<C>,
+    mut done: impl FnMut(&C),
+) -> HostResult<C::Out> {
+    let mut rng = Jitter::new();
+    let mut verb = "emq";
+    for attempt in 0..MAX_ATTEMPTS {
+        let mut c = make()?;
+        verb = c.verb();
+        if let Some(out) = attempt_once(conn, &mut c)? {
+            done(&c);
+            return Ok(out);
+        }
+        std::thread::sleep(rng.backoff(attempt));
+    }
+    Err(HostError::Contention(format!(
+        "{verb}: gave up after {MAX_ATTEMPTS} attempts: other clients kept changing what it read; nothing was written"
+    )))
+}
+
+/// One call: `Some(out)`, or `None` when it must start again.
+fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Option<C::Out>> {
+    let mut step = c.start();
+    let mut watching = false;
+    loop {
+        let result = match step {
+            Step::Done(out) => {
+                if watching {
+                    conn.one(Cmd::new("UNWATCH"))?;
+                }
+                return Ok(Some(out));
+            }
+            Step::Read { watch, cmds } => {
+                let mut all = Vec::with_capacity(cmds.len() + 1);
+                if !watch.is_empty() {
+                    all.push(Cmd::new("WATCH").args(&watch));
+                    watching = true;
+                }
+                let skip = all.len();
+                all.extend(cmds);
+                let replies = conn.pipeline(&all)?;
+                match replies[..skip].first() {
+                    Some(Reply::Error { message, .. }) => Err(emq_plan::Error::server(c.verb(), message)),
+                    _ => c.feed(&replies[skip..]),
+                }
+            }
+            Step::Exec(writes) => {
+                let mut all = Vec::with_capacity(writes.len() + 2);
+                all.push(Cmd::new("MULTI"));
+                all.extend(writes);
+                all.push(Cmd::new("EXEC"));
+                let replies = conn.pipeline(&all)?;
+                return match replies.last() {
+                    Some(Reply::Nil) => Ok(None),
+                    Some(Reply::Array(exec)) => Ok(Some(c.finish(exec)?)),
+                    Some(Reply::Error { message, .. }) => {
+                        Err(HostError::Server(format!("{}: EXEC refused: {message}", c.verb())))
+                    }
+                    _ => Err(HostError::Server(format!("{}: EXEC gave no reply", c.verb()))),
+                };
+            }
+        };
+        match result {
+            Ok(next) => step = next,
+            Err(e) => {
+                if watching {
+                    conn.one(Cmd::new("UNWATCH"))?;
+                }
+                return if e.kind == ErrorKind::Conflict { Ok(None) } else { Err(e.into()) };
+            }
+        }
+    }
+}
+
+/// Full jitter: a random pause up to a cap that doubles with each attempt.
+pub struct Jitter(u64);
+
+impl Jitter {
+    pub fn new() -> Self {
+        let t = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
+        let local = 0u8;
+        Jitter((t ^ (&local as *const u8 as u64).rotate_left(29)) | 1)
+    }
+
+    /// xorshift64*: not for secrets, only to spread retries.
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// In [0, 1).
+    pub fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn backoff(&mut self, attempt: u32) -> Duration {
+        let cap_us = (100u64 << attempt.min(8)).min(20_000);
+        Duration::from_micros(self.next() % (cap_us + 1))
+    }
+}

@@ -1,0 +1,59 @@
+//! The job's life on the host: add, claim, extend/complete/fail, lane control,
+//! each one guarded conversation (emq_plan) driven by `drive`.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use emq_plan::add::{Add, NewJob};
+use emq_plan::claim::{Claim, Claimed};
+use emq_plan::lane_ops::{LaneControl, LaneOp};
+use emq_plan::settle::{Action, Settle, Settled};
+use emq_plan::Keys;
+
+use crate::conn::Conn;
+use crate::drive::{drive, Jitter};
+use crate::error::HostResult;
+
+/// This process's tag for generated ids, and their sequence.
+fn id_gen(count: usize) -> (u32, u64) {
+    static TAG: OnceLock<u32> = OnceLock::new();
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let tag = *TAG.get_or_init(|| (Jitter::new().next() as u32) ^ std::process::id().rotate_left(16));
+    (tag, SEQ.fetch_add(count as u64, Ordering::Relaxed))
+}
+
+pub fn add(conn: &mut Conn, queue: &[u8], jobs: Vec<NewJob>) -> HostResult<Vec<Vec<u8>>> {
+    // One id sequence for the call: a retry keeps the ids it generates.
+    let gen = id_gen(jobs.len());
+    drive(conn, || Ok(Add::new(Keys::new(queue), jobs.clone(), gen)?), |_| {})
+}
+
+/// A fresh claim token: 128 random bits in hex.
+fn token(rng: &mut Jitter) -> Vec<u8> {
+    format!("{:016x}{:016x}", rng.next(), rng.next()).into_bytes()
+}
+
+pub fn claim(conn: &mut Conn, queue: &[u8], n: u64, lease_ms: u64) -> HostResult<Vec<Claimed>> {
+    let mut rng = Jitter::new();
+    drive(
+        conn,
+        || {
+            let tokens = (0..n.min(100_000)).map(|_| token(&mut rng)).collect();
+            Ok(Claim::new(Keys::new(queue), n, lease_ms, tokens)?)
+        },
+        |_| {},
+    )
+}
+
+pub fn settle(conn: &mut Conn, queue: &[u8], id: &[u8], token: &[u8], lane: Option<&[u8]>, action: Action) -> HostResult<Settled> {
+    let mut rng = Jitter::new();
+    drive(
+        conn,
+        || Ok(Settle::new(Keys::new(queue), id.to_vec(), token.to_vec(), lane.map(<[u8]>::to_vec), action.clone(), rng.unit())?),
+        |_| {},
+    )
+}
+
+pub fn lane(conn: &mut Conn, queue: &[u8], lane: &[u8], op: LaneOp) -> HostResult<()> {
+    drive(conn, || Ok(LaneControl::new(Keys::new(queue), lane.to_vec(), op)?), |_| {})
+}

@@ -1,0 +1,201 @@
+//! ADD (SPEC §7): write the row; ready at once (pending or its lane, offer,
+//! wake) when due, else into `schedule`.
+
+use crate::conversation::{Conversation, Step};
+use crate::error::{Error, Result};
+use crate::lanes::{LaneCtl, Offers, CTL_FIELDS};
+use crate::names::{id_problem, Keys};
+use crate::sweep::parse_time;
+use crate::{Cmd, Reply};
+
+pub const ADD: &str = "EMQ.ADD";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    /// Milliseconds after the call's clock reading (`0`: ready at once).
+    Delay(u64),
+    /// A due time, ms since the epoch on the server's clock.
+    At(i64),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewJob {
+    pub id: Option<Vec<u8>>,
+    pub data: Vec<u8>,
+    pub when: When,
+    pub lane: Option<Vec<u8>>,
+    pub max_attempts: u32,
+}
+
+pub struct Add {
+    keys: Keys,
+    jobs: Vec<NewJob>,
+    /// For generated ids: this process's tag and the first sequence number.
+    gen: (u32, u64),
+    /// Lanes of jobs that may be ready at once, in order of first job.
+    lanes: Vec<Vec<u8>>,
+    ids: Vec<Vec<u8>>,
+    started: bool,
+}
+
+impl Add {
+    /// Checks every job before anything is read: ids and lanes (SPEC §1),
+    /// `max_attempts`, and ids given twice.
+    pub fn new(keys: Keys, jobs: Vec<NewJob>, gen: (u32, u64)) -> Result<Self> {
+        for (i, j) in jobs.iter().enumerate() {
+            if let Some(id) = &j.id {
+                if let Some(why) = id_problem(id) {
+                    return Err(Error::argument(ADD, "id", why));
+                }
+                if jobs[..i].iter().any(|o| o.id.as_ref() == Some(id)) {
+                    return Err(Error::argument(ADD, "id", format!("{:?} is given twice", String::from_utf8_lossy(id))));
+                }
+            }
+            if let Some(why) = j.lane.as_deref().and_then(id_problem) {
+                return Err(Error::argument(ADD, "lane", why));
+            }
+            if j.max_attempts == 0 {
+                return Err(Error::argument(ADD, "max_attempts", "must be a positive integer"));
+            }
+        }
+        let mut lanes: Vec<Vec<u8>> = vec![];
+        for j in &jobs {
+            if let (Some(l), false) = (&j.lane, matches!(j.when, When::Delay(d) if d > 0)) {
+                if !lanes.contains(l) {
+                    lanes.push(l.clone());
+                }
+            }
+        }
+        Ok(Add { keys, jobs, gen, lanes, ids: vec![], started: false })
+    }
+
+    fn given_ids(&self) -> impl Iterator<Item = &Vec<u8>> {
+        self.jobs.iter().filter_map(|j| j.id.as_ref())
+    }
+}
+
+/// A generated id: the server's clock in ms, this process's tag and a sequence
+/// number, in fixed-width hex, so ids are unique and sort by creation.
+pub fn generated_id(now: i64, tag: u32, seq: u64) -> Vec<u8> {
+    format!("{:012x}{tag:08x}{seq:012x}", now.max(0)).into_bytes()
+}
+
+impl Conversation for Add {
+    type Out = Vec<Vec<u8>>;
+
+    fn verb(&self) -> &'static str {
+        ADD
+    }
+
+    fn start(&mut self) -> Step<Self::Out> {
+        self.started = true;
+        let k = &self.keys;
+        let mut watch: Vec<Vec<u8>> = self.given_ids().map(|id| k.job(id)).collect();
+        watch.extend(self.lanes.iter().map(|l| k.lanectl(l)));
+        let mut cmds = vec![Cmd::new("TIME")];
+        cmds.extend(self.given_ids().map(|id| Cmd::new("EXISTS").arg(k.job(id))));
+        for l in &self.lanes {
+            cmds.push(Cmd::new("HMGET").arg(k.lanectl(l)).args(CTL_FIELDS));
+            cmds.push(Cmd::new("LLEN").arg(k.lane(l)));
+        }
+        cmds.push(Cmd::new("LLEN").arg(k.pending()));
+        cmds.push(Cmd::new("ZCARD").arg(k.schedule()));
+        cmds.push(Cmd::new("LLEN").arg(k.ring()));
+        cmds.push(Cmd::new("LLEN").arg(k.wake()));
+        Step::Read { watch, cmds }
+    }
+
+    fn feed(&mut self, replies: &[Reply]) -> Result<Step<Self::Out>> {
+        let given = self.given_ids().count();
+        if replies.len() != 1 + given + 2 * self.lanes.len() + 4 {
+            return Err(Error::server(ADD, "wrong number of replies"));
+        }
+        let now = parse_time(&replies[0]).ok_or_else(|| Error::server(ADD, "TIME gave no clock"))?;
+        for (id, r) in self.given_ids().zip(&replies[1..=given]) {
+            if r.as_int() != Some(0) {
+                return Err(Error::duplicate(ADD, format!("job {:?} exists", String::from_utf8_lossy(id))));
+            }
+        }
+        let k = &self.keys;
+        let mut ctls = Vec::with_capacity(self.lanes.len());
+        for (l, pair) in self.lanes.iter().zip(replies[1 + given..].chunks_exact(2)) {
+            if pair[0].is_wrongtype() || pair[1].is_wrongtype() {
+                return Err(Error::layout(ADD, format!("{} or its control has the wrong type", String::from_utf8_lossy(&k.lane(l)))));
+            }
+            let f: Vec<Option<&[u8]>> = pair[0].as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
+            ctls.push((LaneCtl::from_fields(&f), pair[1].as_int().unwrap_or(0)));
+        }
+        let t = &replies[1 + given + 2 * self.lanes.len()..];
+        let (pending_ok, schedule_ok, ring_ok, wake_ok) = (!t[0].is_wrongtype(), !t[1].is_wrongtype(), !t[2].is_wrongtype(), !t[3].is_wrongtype());
+
+        let (tag, seq) = self.gen;
+        self.ids = self
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| j.id.clone().unwrap_or_else(|| generated_id(now, tag, seq + i as u64)))
+            .collect();
+
+        let mut w = vec![];
+        let (mut flat, mut scheduled) = (vec![], vec![]);
+        let mut by_lane: Vec<(Vec<u8>, Vec<Vec<u8>>)> = vec![];
+        for (j, id) in self.jobs.iter().zip(&self.ids) {
+            let due = match j.when {
+                When::Delay(d) => now.saturating_add(d.min(i64::MAX as u64) as i64),
+                When::At(t) => t,
+            };
+            let ready = due <= now;
+            let mut row = Cmd::new("HSET").arg(k.job(id)).arg("state").arg(if ready { "pending" } else { "scheduled" });
+            row = row.arg("data").arg(&j.data).arg("due").arg(due.to_string()).arg("attempts").arg("0");
+            row = row.arg("max_attempts").arg(j.max_attempts.to_string()).arg("created").arg(now.to_string());
+            if let Some(l) = &j.lane {
+                row = row.arg("lane").arg(l);
+            }
+            w.push(row);
+            match (&j.lane, ready) {
+                (_, false) => scheduled.push((due, id.clone())),
+                (None, true) => flat.push(id.clone()),
+                (Some(l), true) => match by_lane.iter_mut().find(|(name, _)| name == l) {
+                    Some((_, ids)) => ids.push(id.clone()),
+                    None => by_lane.push((l.clone(), vec![id.clone()])),
+                },
+            }
+        }
+        let mut offers = Offers::default();
+        for (l, ids) in &by_lane {
+            let (ctl, len) = &ctls[self.lanes.iter().position(|x| x == l).expect("ready lanes were read")];
+            offers.offer(l, len + ids.len() as i64, ctl);
+        }
+        let ready = !flat.is_empty() || !by_lane.is_empty();
+        if (!flat.is_empty() && !pending_ok) || (!scheduled.is_empty() && !schedule_ok) || (offers.offered_any() && !ring_ok) || (ready && !wake_ok) {
+            return Err(Error::layout(ADD, "pending, schedule, ring or wake has the wrong type"));
+        }
+        if !scheduled.is_empty() {
+            let mut z = Cmd::new("ZADD").arg(k.schedule());
+            for (due, id) in &scheduled {
+                z = z.arg(due.to_string()).arg(id);
+            }
+            w.push(z);
+        }
+        if !flat.is_empty() {
+            w.push(Cmd::new("RPUSH").arg(k.pending()).args(&flat));
+        }
+        for (l, ids) in &by_lane {
+            w.push(Cmd::new("RPUSH").arg(k.lane(l)).args(ids));
+        }
+        if !flat.is_empty() {
+            offers.wake_flat();
+        }
+        if ready {
+            offers.writes(k, &mut w);
+        }
+        Ok(Step::Exec(w))
+    }
+
+    fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out> {
+        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
+            return Err(Error::server(ADD, message));
+        }
+        Ok(std::mem::take(&mut self.ids))
+    }
+}

@@ -1,0 +1,415 @@
+//! CLAIM (SPEC §7): up to `n` ready ids, flat ones first from the head of
+//! `pending`, then lanes round-robin from the head of the ring.
+//!
+//! The guard: the rows of the ids it takes, and, when it serves lanes, the ring
+//! and the control hash of each lane it visits. Producers appending to `pending`
+//! or to lanes never abort a claim: nothing else takes from a head without
+//! writing the rows it takes.
+
+use crate::conversation::{Conversation, Step};
+use crate::error::{Error, Result};
+use crate::lanes::{LaneCtl, CTL_FIELDS};
+use crate::names::{field_int, Keys};
+use crate::rows::{self, Fields};
+use crate::sweep::parse_time;
+use crate::{Cmd, Reply};
+
+pub const CLAIM: &str = "EMQ.CLAIM";
+/// Most ring entries one claim reads.
+const RING_READ: usize = 1024;
+/// The row fields a claim reads.
+const FIELDS: [&str; 4] = ["state", "attempts", "max_attempts", "data"];
+
+/// A job handed to a worker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Claimed {
+    pub id: Vec<u8>,
+    pub data: Vec<u8>,
+    pub lane: Option<Vec<u8>>,
+    pub attempts: i64,
+    pub max_attempts: i64,
+    pub token: Vec<u8>,
+    pub deadline: i64,
+}
+
+#[derive(Clone, Debug)]
+struct LaneRead {
+    name: Vec<u8>,
+    ctl: LaneCtl,
+    len: i64,
+    head: Vec<Vec<u8>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Visit {
+    /// Took the lane's head id (ghost or live) and rotated the lane to the back.
+    Serve(usize),
+    /// The lane was empty or could not be served: it left the ring.
+    Drop(usize),
+}
+
+enum Stage {
+    Heads,
+    Rows,
+    FlatTypes(Vec<usize>),
+    LaneRows,
+    LaneTypes(Vec<usize>),
+    Exec,
+}
+
+pub struct Claim {
+    keys: Keys,
+    n: usize,
+    lease_ms: u64,
+    /// One fresh token per id it may claim, made by the host.
+    tokens: Vec<Vec<u8>>,
+    stage: Stage,
+    now: i64,
+    flat: Vec<Vec<u8>>,
+    pending_len: i64,
+    ring: Vec<Vec<u8>>,
+    ring_len: i64,
+    flat_rows: Vec<Option<Fields>>,
+    lanes: Vec<LaneRead>,
+    visits: Vec<Visit>,
+    /// (lane index, id) of each `Serve`, in visit order.
+    lane_ids: Vec<(usize, Vec<u8>)>,
+    lane_rows: Vec<Option<Fields>>,
+    wake_ok: bool,
+    active_ok: bool,
+    out: Vec<Claimed>,
+}
+
+impl Claim {
+    pub fn new(keys: Keys, n: u64, lease_ms: u64, tokens: Vec<Vec<u8>>) -> Result<Self> {
+        if n == 0 {
+            return Err(Error::argument(CLAIM, "n", "must be a positive integer"));
+        }
+        if lease_ms == 0 {
+            return Err(Error::argument(CLAIM, "lease_ms", "must be a positive integer"));
+        }
+        let n = n as usize;
+        if tokens.len() < n {
+            return Err(Error::server(CLAIM, "fewer tokens than n"));
+        }
+        Ok(Claim {
+            keys,
+            n,
+            lease_ms,
+            tokens,
+            stage: Stage::Heads,
+            now: 0,
+            flat: vec![],
+            pending_len: 0,
+            ring: vec![],
+            ring_len: 0,
+            flat_rows: vec![],
+            lanes: vec![],
+            visits: vec![],
+            lane_ids: vec![],
+            lane_rows: vec![],
+            wake_ok: true,
+            active_ok: true,
+            out: vec![],
+        })
+    }
+
+    fn slots(&self) -> usize {
+        self.n - self.flat.len()
+    }
+
+    /// Lanes it reads: enough for every slot to be served or dropped.
+    fn considered(&self) -> usize {
+        if self.slots() == 0 {
+            0
+        } else {
+            self.ring.len().min(2 * self.slots() + 16)
+        }
+    }
+
+    fn layout(&self, key: &[u8]) -> Error {
+        Error::layout(CLAIM, format!("{} has the wrong type", String::from_utf8_lossy(key)))
+    }
+
+    fn list(&self, r: &Reply, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        match r {
+            r if r.is_wrongtype() => Err(self.layout(key)),
+            Reply::Error { message, .. } => Err(Error::server(CLAIM, message)),
+            Reply::Array(items) => Ok(items.iter().filter_map(|i| i.as_bytes().map(<[u8]>::to_vec)).collect()),
+            _ => Ok(vec![]),
+        }
+    }
+
+    fn heads_read(&mut self, replies: &[Reply]) -> Result<Step<Vec<Claimed>>> {
+        let k = self.keys.clone();
+        let [time, pending, pending_len, ring, ring_len] = replies else {
+            return Err(Error::server(CLAIM, "wrong number of replies"));
+        };
+        self.now = parse_time(time).ok_or_else(|| Error::server(CLAIM, "TIME gave no clock"))?;
+        self.flat = self.list(pending, &k.pending())?;
+        self.pending_len = pending_len.as_int().unwrap_or(0);
+        self.ring = self.list(ring, &k.ring())?;
+        self.ring_len = ring_len.as_int().unwrap_or(0);
+        let lanes = self.considered();
+        if self.flat.is_empty() && lanes == 0 {
+            return Ok(Step::Done(vec![]));
+        }
+        let mut watch: Vec<Vec<u8>> = self.flat.iter().map(|id| k.job(id)).collect();
+        let mut cmds = vec![Cmd::new("LRANGE").arg(k.pending()).arg("0").arg((self.n - 1).to_string())];
+        cmds.extend(rows::reads(&k, &self.flat, &FIELDS));
+        if lanes > 0 {
+            watch.push(k.ring());
+            cmds.push(Cmd::new("LRANGE").arg(k.ring()).arg("0").arg((RING_READ - 1).to_string()));
+            for l in &self.ring[..lanes] {
+                watch.push(k.lanectl(l));
+                cmds.push(Cmd::new("HMGET").arg(k.lanectl(l)).args(CTL_FIELDS));
+                cmds.push(Cmd::new("LLEN").arg(k.lane(l)));
+                cmds.push(Cmd::new("LRANGE").arg(k.lane(l)).arg("0").arg((self.slots() - 1).to_string()));
+            }
+        }
+        cmds.push(Cmd::new("LLEN").arg(k.wake()));
+        cmds.push(Cmd::new("ZCARD").arg(k.active()));
+        self.stage = Stage::Rows;
+        Ok(Step::Read { watch, cmds })
+    }
+
+    fn rows_read(&mut self, replies: &[Reply]) -> Result<Step<Vec<Claimed>>> {
+        let k = self.keys.clone();
+        let lanes = self.considered();
+        let nf = self.flat.len();
+        let row_replies = if nf == 0 { 0 } else { nf + 1 };
+        let expected = 1 + row_replies + if lanes > 0 { 1 + 3 * lanes } else { 0 } + 2;
+        if replies.len() != expected {
+            return Err(Error::server(CLAIM, "wrong number of replies"));
+        }
+        // What was read before the watch, again under it. Producers may have
+        // appended to `pending` since: only the ids it read must still lead it.
+        let again = self.list(&replies[0], &k.pending())?;
+        if again.len() < nf || again[..nf] != self.flat[..] {
+            return Err(Error::conflict(CLAIM, "pending changed before the watch"));
+        }
+        let (rows, unsure) = rows::parse(CLAIM, &k, &self.flat, &replies[1..1 + row_replies], FIELDS.len())?;
+        self.flat_rows = rows;
+        let mut at = 1 + row_replies;
+        if lanes > 0 {
+            let ring = self.list(&replies[at], &k.ring())?;
+            if ring[..] != self.ring[..] {
+                return Err(Error::conflict(CLAIM, "the ring changed before the watch"));
+            }
+            at += 1;
+            for (i, chunk) in replies[at..at + 3 * lanes].chunks_exact(3).enumerate() {
+                let name = self.ring[i].clone();
+                if chunk[0].is_wrongtype() || chunk[1].is_wrongtype() {
+                    return Err(self.layout(&k.lane(&name)));
+                }
+                let f: Vec<Option<&[u8]>> = chunk[0].as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
+                let head = self.list(&chunk[2], &k.lane(&name))?;
+                self.lanes.push(LaneRead { name, ctl: LaneCtl::from_fields(&f), len: chunk[1].as_int().unwrap_or(0), head });
+            }
+            at += 3 * lanes;
+        }
+        self.wake_ok = !replies[at].is_wrongtype();
+        self.active_ok = !replies[at + 1].is_wrongtype();
+        if !unsure.is_empty() {
+            let cmds = rows::type_reads(&k, &self.flat, &unsure);
+            self.stage = Stage::FlatTypes(unsure);
+            return Ok(Step::Read { watch: vec![], cmds });
+        }
+        self.lanes_step()
+    }
+
+    /// Round-robin over the lanes read: one id per lane per turn. When the
+    /// whole ring was read, turns wrap around it; otherwise each lane read is
+    /// visited once.
+    fn simulate(&mut self) {
+        let whole = self.lanes.len() as i64 == self.ring_len && self.lanes.len() == self.ring.len();
+        let mut order: std::collections::VecDeque<usize> = (0..self.lanes.len()).collect();
+        let mut taken = vec![0usize; self.lanes.len()];
+        let mut active: Vec<i64> = self.lanes.iter().map(|l| l.ctl.active).collect();
+        let mut slots = self.slots();
+        let mut visits_left = if whole { usize::MAX } else { self.lanes.len() };
+        while slots > 0 && visits_left > 0 {
+            let Some(i) = order.pop_front() else { break };
+            visits_left -= 1;
+            let l = &self.lanes[i];
+            let ctl = LaneCtl { active: active[i], ..l.ctl.clone() };
+            let left = (l.len - taken[i] as i64).min((l.head.len() - taken[i]) as i64);
+            if left <= 0 || !ctl.can_serve() {
+                self.visits.push(Visit::Drop(i));
+                continue;
+            }
+            self.lane_ids.push((i, l.head[taken[i]].clone()));
+            self.visits.push(Visit::Serve(i));
+            taken[i] += 1;
+            active[i] += 1;
+            slots -= 1;
+            if whole {
+                order.push_back(i);
+            }
+        }
+    }
+
+    fn lanes_step(&mut self) -> Result<Step<Vec<Claimed>>> {
+        self.simulate();
+        if self.lane_ids.is_empty() {
+            return self.build();
+        }
+        let k = self.keys.clone();
+        let ids: Vec<Vec<u8>> = self.lane_ids.iter().map(|(_, id)| id.clone()).collect();
+        let watch = ids.iter().map(|id| k.job(id)).collect();
+        self.stage = Stage::LaneRows;
+        Ok(Step::Read { watch, cmds: rows::reads(&k, &ids, &FIELDS) })
+    }
+
+    fn lane_rows_read(&mut self, replies: &[Reply]) -> Result<Step<Vec<Claimed>>> {
+        let ids: Vec<Vec<u8>> = self.lane_ids.iter().map(|(_, id)| id.clone()).collect();
+        let (rows, unsure) = rows::parse(CLAIM, &self.keys, &ids, replies, FIELDS.len())?;
+        self.lane_rows = rows;
+        if !unsure.is_empty() {
+            let cmds = rows::type_reads(&self.keys, &ids, &unsure);
+            self.stage = Stage::LaneTypes(unsure);
+            return Ok(Step::Read { watch: vec![], cmds });
+        }
+        self.build()
+    }
+
+    fn claimed(&mut self, id: &[u8], f: &Fields, lane: Option<Vec<u8>>, w: &mut Vec<Cmd>) {
+        let k = &self.keys;
+        let attempts = f[1].as_deref().and_then(field_int).unwrap_or(0) + 1;
+        let max_attempts = f[2].as_deref().and_then(field_int).unwrap_or(0);
+        let token = self.tokens[self.out.len()].clone();
+        let deadline = self.now.saturating_add(self.lease_ms.min(i64::MAX as u64) as i64);
+        let mut set = Cmd::new("HSET").arg(k.job(id)).arg("state").arg("active").arg("attempts").arg(attempts.to_string());
+        set = set.arg("lease").arg(deadline.to_string()).arg("token").arg(&token).arg("claimed").arg(self.now.to_string());
+        w.push(set);
+        self.out.push(Claimed {
+            id: id.to_vec(),
+            data: f[3].clone().unwrap_or_default(),
+            lane,
+            attempts,
+            max_attempts,
+            token,
+            deadline,
+        });
+    }
+
+    fn build(&mut self) -> Result<Step<Vec<Claimed>>> {
+        let k = self.keys.clone();
+        if !self.wake_ok || !self.active_ok {
+            return Err(Error::layout(CLAIM, "wake or active has the wrong type"));
+        }
+        let mut w = vec![];
+        if !self.flat.is_empty() {
+            w.push(Cmd::new("LPOP").arg(k.pending()).arg(self.flat.len().to_string()));
+        }
+        let flat = std::mem::take(&mut self.flat);
+        let flat_rows = std::mem::take(&mut self.flat_rows);
+        for (id, row) in flat.iter().zip(&flat_rows) {
+            if let Some(f) = row {
+                self.claimed(id, f, None, &mut w);
+            }
+        }
+        // Lane visits, in order: the visited lane is always at the ring's head.
+        let mut served = self.lane_ids.clone().into_iter().zip(std::mem::take(&mut self.lane_rows));
+        let mut active: Vec<i64> = self.lanes.iter().map(|l| l.ctl.active).collect();
+        let mut dropped = vec![false; self.lanes.len()];
+        for v in self.visits.clone() {
+            match v {
+                Visit::Serve(i) => {
+                    let name = self.lanes[i].name.clone();
+                    w.push(Cmd::new("LPOP").arg(k.lane(&name)));
+                    w.push(Cmd::new("LMOVE").arg(k.ring()).arg(k.ring()).arg("LEFT").arg("RIGHT"));
+                    let ((_, id), row) = served.next().expect("one id per serve");
+                    if let Some(f) = row {
+                        active[i] += 1;
+                        self.claimed(&id, &f, Some(name), &mut w);
+                    }
+                }
+                Visit::Drop(i) => {
+                    w.push(Cmd::new("LPOP").arg(k.ring()));
+                    dropped[i] = true;
+                }
+            }
+        }
+        for (i, l) in self.lanes.iter().enumerate() {
+            let mut set = Cmd::new("HSET").arg(k.lanectl(&l.name));
+            let mut any = false;
+            if active[i] != l.ctl.active {
+                set = set.arg("active").arg(active[i].to_string());
+                any = true;
+            }
+            if dropped[i] {
+                set = set.arg("ring").arg("0");
+                any = true;
+            }
+            if any {
+                w.push(set);
+            }
+        }
+        if !self.out.is_empty() {
+            let mut z = Cmd::new("ZADD").arg(k.active());
+            for c in &self.out {
+                z = z.arg(c.deadline.to_string()).arg(&c.id);
+            }
+            w.push(z);
+        }
+        let drops = dropped.iter().filter(|d| **d).count() as i64;
+        let work_left = self.pending_len > flat.len() as i64 || self.ring_len > drops;
+        if work_left {
+            // Parked workers wake one another in a chain.
+            w.push(Cmd::new("RPUSH").arg(k.wake()).arg(""));
+            w.push(Cmd::new("LTRIM").arg(k.wake()).arg((-crate::WAKE_MAX).to_string()).arg("-1"));
+        }
+        self.stage = Stage::Exec;
+        Ok(Step::Exec(w))
+    }
+}
+
+impl Conversation for Claim {
+    type Out = Vec<Claimed>;
+
+    fn verb(&self) -> &'static str {
+        CLAIM
+    }
+
+    fn start(&mut self) -> Step<Self::Out> {
+        let k = &self.keys;
+        self.stage = Stage::Heads;
+        Step::Read {
+            watch: vec![],
+            cmds: vec![
+                Cmd::new("TIME"),
+                Cmd::new("LRANGE").arg(k.pending()).arg("0").arg((self.n - 1).to_string()),
+                Cmd::new("LLEN").arg(k.pending()),
+                Cmd::new("LRANGE").arg(k.ring()).arg("0").arg((RING_READ - 1).to_string()),
+                Cmd::new("LLEN").arg(k.ring()),
+            ],
+        }
+    }
+
+    fn feed(&mut self, replies: &[Reply]) -> Result<Step<Self::Out>> {
+        match std::mem::replace(&mut self.stage, Stage::Exec) {
+            Stage::Heads => self.heads_read(replies),
+            Stage::Rows => self.rows_read(replies),
+            Stage::FlatTypes(unsure) => {
+                let flat = self.flat.clone();
+                rows::resolve(CLAIM, &self.keys, &flat, &mut self.flat_rows, &unsure, replies)?;
+                self.lanes_step()
+            }
+            Stage::LaneRows => self.lane_rows_read(replies),
+            Stage::LaneTypes(unsure) => {
+                let ids: Vec<Vec<u8>> = self.lane_ids.iter().map(|(_, id)| id.clone()).collect();
+                rows::resolve(CLAIM, &self.keys, &ids, &mut self.lane_rows, &unsure, replies)?;
+                self.build()
+            }
+            Stage::Exec => Err(Error::server(CLAIM, "a read was fed after the plan was built")),
+        }
+    }
+
+    fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out> {
+        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
+            return Err(Error::server(CLAIM, message));
+        }
+        Ok(std::mem::take(&mut self.out))
+    }
+}

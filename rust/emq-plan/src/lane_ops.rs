@@ -1,0 +1,96 @@
+//! Lane control (SPEC §7): pause, resume (then offer), set limit (then offer).
+
+use crate::conversation::{Conversation, Step};
+use crate::error::{Error, Result};
+use crate::lanes::{LaneCtl, Offers, CTL_FIELDS};
+use crate::names::{id_problem, Keys};
+use crate::sweep::parse_time;
+use crate::{Cmd, Reply};
+
+pub const LANE: &str = "EMQ.LANE";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LaneOp {
+    Pause,
+    Resume,
+    /// `0`: no limit.
+    Limit(u64),
+}
+
+pub struct LaneControl {
+    keys: Keys,
+    lane: Vec<u8>,
+    op: LaneOp,
+}
+
+impl LaneControl {
+    pub fn new(keys: Keys, lane: Vec<u8>, op: LaneOp) -> Result<Self> {
+        if let Some(why) = id_problem(&lane) {
+            return Err(Error::argument(LANE, "lane", why));
+        }
+        Ok(LaneControl { keys, lane, op })
+    }
+}
+
+impl Conversation for LaneControl {
+    type Out = ();
+
+    fn verb(&self) -> &'static str {
+        LANE
+    }
+
+    fn start(&mut self) -> Step<()> {
+        let (k, l) = (&self.keys, &self.lane);
+        Step::Read {
+            watch: vec![k.lanectl(l)],
+            cmds: vec![
+                Cmd::new("TIME"),
+                Cmd::new("HMGET").arg(k.lanectl(l)).args(CTL_FIELDS),
+                Cmd::new("LLEN").arg(k.lane(l)),
+                Cmd::new("LLEN").arg(k.ring()),
+                Cmd::new("LLEN").arg(k.wake()),
+            ],
+        }
+    }
+
+    fn feed(&mut self, replies: &[Reply]) -> Result<Step<()>> {
+        let (k, l) = (&self.keys, &self.lane);
+        let [time, ctl, len, ring, wake] = replies else { return Err(Error::server(LANE, "wrong number of replies")) };
+        parse_time(time).ok_or_else(|| Error::server(LANE, "TIME gave no clock"))?;
+        if ctl.is_wrongtype() || len.is_wrongtype() {
+            return Err(Error::layout(LANE, format!("{} or its control has the wrong type", String::from_utf8_lossy(&k.lane(l)))));
+        }
+        let f: Vec<Option<&[u8]>> = ctl.as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
+        let mut ctl = LaneCtl::from_fields(&f);
+        let mut w = vec![];
+        match self.op {
+            LaneOp::Pause => {
+                w.push(Cmd::new("HSET").arg(k.lanectl(l)).arg("paused").arg("1"));
+                return Ok(Step::Exec(w));
+            }
+            LaneOp::Resume => {
+                w.push(Cmd::new("HSET").arg(k.lanectl(l)).arg("paused").arg("0"));
+                ctl.paused = false;
+            }
+            LaneOp::Limit(n) => {
+                w.push(Cmd::new("HSET").arg(k.lanectl(l)).arg("limit").arg(n.to_string()));
+                ctl.limit = n.min(i64::MAX as u64) as i64;
+            }
+        }
+        let mut offers = Offers::default();
+        if offers.offer(l, len.as_int().unwrap_or(0), &ctl) {
+            if ring.is_wrongtype() || wake.is_wrongtype() {
+                return Err(Error::layout(LANE, "ring or wake has the wrong type"));
+            }
+            offers.writes(k, &mut w);
+        }
+        Ok(Step::Exec(w))
+    }
+
+    fn finish(&mut self, exec: &[Reply]) -> Result<()> {
+        match exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
+            Some(Reply::Error { message, .. }) => Err(Error::server(LANE, message)),
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! Reading job rows under the watch, and telling live rows from ghosts.
+//!
+//! One `HMGET row fields…` per id and one `EXISTS` over all of them. `HMGET`
+//! refuses a row of another type; a row with any field read is a hash; rows with
+//! none of the fields are ghosts or hashes without them, which the `EXISTS` count
+//! settles, except when some of each are there: then `TYPE` each of those.
+
+use crate::error::{Error, Result};
+use crate::names::Keys;
+use crate::{Cmd, Reply};
+
+/// A row's fields in the order asked; `None` for a ghost.
+pub type Fields = Vec<Option<Vec<u8>>>;
+
+pub fn reads(keys: &Keys, ids: &[Vec<u8>], fields: &[&str]) -> Vec<Cmd> {
+    if ids.is_empty() {
+        return vec![];
+    }
+    let mut cmds: Vec<Cmd> = ids.iter().map(|id| Cmd::new("HMGET").arg(keys.job(id)).args(fields)).collect();
+    cmds.push(Cmd::new("EXISTS").args(ids.iter().map(|id| keys.job(id))));
+    cmds
+}
+
+/// Parses the replies of [`reads`] (`ids.len() + 1` of them, none for no ids). Gives each row, and the
+/// indexes of the rows that still need a `TYPE` ([`type_reads`], [`resolve`]).
+pub fn parse(verb: &str, keys: &Keys, ids: &[Vec<u8>], replies: &[Reply], width: usize) -> Result<(Vec<Option<Fields>>, Vec<usize>)> {
+    if ids.is_empty() {
+        return Ok((vec![], vec![]));
+    }
+    let mut rows = Vec::with_capacity(ids.len());
+    let (mut unsure, mut known) = (vec![], 0i64);
+    for (i, (r, id)) in replies.iter().zip(ids).enumerate() {
+        let values = match r {
+            r if r.is_wrongtype() => return Err(wrong_type(verb, keys, id)),
+            Reply::Error { message, .. } => return Err(Error::server(verb, message)),
+            Reply::Array(a) if a.len() == width => a,
+            _ => return Err(Error::server(verb, "HMGET gave no fields")),
+        };
+        let fields: Fields = values.iter().map(|v| v.as_bytes().map(<[u8]>::to_vec)).collect();
+        if fields.iter().all(Option::is_none) {
+            unsure.push(i);
+        } else {
+            known += 1;
+        }
+        rows.push(Some(fields));
+    }
+    let existing = replies.get(ids.len()).and_then(Reply::as_int).ok_or_else(|| Error::server(verb, "EXISTS gave no count"))?;
+    match existing - known {
+        0 => {
+            for &i in &unsure {
+                rows[i] = None;
+            }
+            Ok((rows, vec![]))
+        }
+        n if n == unsure.len() as i64 => Ok((rows, vec![])),
+        _ => Ok((rows, unsure)),
+    }
+}
+
+pub fn type_reads(keys: &Keys, ids: &[Vec<u8>], unsure: &[usize]) -> Vec<Cmd> {
+    unsure.iter().map(|&i| Cmd::new("TYPE").arg(keys.job(&ids[i]))).collect()
+}
+
+/// Settles the unsure rows from their `TYPE` replies.
+pub fn resolve(verb: &str, keys: &Keys, ids: &[Vec<u8>], rows: &mut [Option<Fields>], unsure: &[usize], replies: &[Reply]) -> Result<()> {
+    if replies.len() != unsure.len() {
+        return Err(Error::server(verb, "TYPE: wrong number of replies"));
+    }
+    for (&i, r) in unsure.iter().zip(replies) {
+        match r.as_bytes() {
+            Some(b"none") => rows[i] = None,
+            Some(b"hash") => {}
+            _ => return Err(wrong_type(verb, keys, &ids[i])),
+        }
+    }
+    Ok(())
+}
+
+pub fn wrong_type(verb: &str, keys: &Keys, id: &[u8]) -> Error {
+    Error::layout(verb, format!("{} has the wrong type", String::from_utf8_lossy(&keys.job(id))))
+}

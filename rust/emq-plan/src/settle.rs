@@ -1,0 +1,223 @@
+//! EXTEND, COMPLETE and FAIL (SPEC §7): only while the row is `active` with the
+//! worker's token; otherwise nothing changes and the worker is told so (a sweep
+//! recovered the job, and the late worker's word is refused).
+
+use crate::conversation::{Conversation, Step};
+use crate::error::{Error, Result};
+use crate::lanes::{LaneCtl, Offers, CTL_FIELDS};
+use crate::names::{field_int, Keys};
+use crate::sweep::parse_time;
+use crate::{Cmd, Reply};
+
+pub const EXTEND: &str = "EMQ.EXTEND";
+pub const COMPLETE: &str = "EMQ.COMPLETE";
+pub const FAIL: &str = "EMQ.FAIL";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    Extend { lease_ms: u64 },
+    Complete,
+    /// `retry_in_ms: None`: the backoff for this attempt (`backoff`).
+    Fail { error: Vec<u8>, retry_in_ms: Option<u64> },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Settled {
+    /// The row was not active with this token: nothing changed.
+    Refused,
+    Extended,
+    Completed,
+    /// Failed, and back in `schedule` (or ready at once with no delay).
+    Retrying,
+    Dead,
+}
+
+/// Exponential backoff with jitter: `base · 2^(attempts-1)`, capped, half of it
+/// fixed and half drawn from `unit` (in [0, 1)).
+pub fn backoff(attempts: i64, unit: f64) -> u64 {
+    const BASE_MS: f64 = 1000.0;
+    const CAP_MS: f64 = 3_600_000.0;
+    let full = (BASE_MS * 2f64.powi((attempts.max(1) - 1).min(40) as i32)).min(CAP_MS);
+    (full / 2.0 + full / 2.0 * unit.clamp(0.0, 1.0)) as u64
+}
+
+pub struct Settle {
+    keys: Keys,
+    id: Vec<u8>,
+    token: Vec<u8>,
+    /// The lane the worker's job came from: its control is watched from the start.
+    lane: Option<Vec<u8>>,
+    action: Action,
+    jitter: f64,
+    result: Option<Settled>,
+}
+
+const ROW: [&str; 5] = ["state", "token", "lane", "attempts", "max_attempts"];
+
+impl Settle {
+    pub fn new(keys: Keys, id: Vec<u8>, token: Vec<u8>, lane: Option<Vec<u8>>, action: Action, jitter: f64) -> Result<Self> {
+        let verb = verb(&action);
+        if let Action::Extend { lease_ms: 0 } = action {
+            return Err(Error::argument(verb, "lease_ms", "must be a positive integer"));
+        }
+        if id.is_empty() {
+            return Err(Error::argument(verb, "job", "has no id"));
+        }
+        Ok(Settle { keys, id, token, lane, action, jitter, result: None })
+    }
+}
+
+fn verb(a: &Action) -> &'static str {
+    match a {
+        Action::Extend { .. } => EXTEND,
+        Action::Complete => COMPLETE,
+        Action::Fail { .. } => FAIL,
+    }
+}
+
+impl Conversation for Settle {
+    type Out = Settled;
+
+    fn verb(&self) -> &'static str {
+        verb(&self.action)
+    }
+
+    fn start(&mut self) -> Step<Settled> {
+        let k = &self.keys;
+        let mut watch = vec![k.job(&self.id)];
+        let mut cmds = vec![Cmd::new("TIME"), Cmd::new("HMGET").arg(k.job(&self.id)).args(ROW)];
+        if let Some(l) = &self.lane {
+            watch.push(k.lanectl(l));
+            cmds.push(Cmd::new("HMGET").arg(k.lanectl(l)).args(CTL_FIELDS));
+            cmds.push(Cmd::new("LLEN").arg(k.lane(l)));
+        }
+        for key in [k.pending(), k.ring(), k.wake()] {
+            cmds.push(Cmd::new("LLEN").arg(key));
+        }
+        for key in [k.schedule(), k.active(), k.dead()] {
+            cmds.push(Cmd::new("ZCARD").arg(key));
+        }
+        Step::Read { watch, cmds }
+    }
+
+    fn feed(&mut self, replies: &[Reply]) -> Result<Step<Settled>> {
+        let verb = self.verb();
+        let k = self.keys.clone();
+        let lane_reads = if self.lane.is_some() { 2 } else { 0 };
+        if replies.len() != 2 + lane_reads + 6 {
+            return Err(Error::server(verb, "wrong number of replies"));
+        }
+        let now = parse_time(&replies[0]).ok_or_else(|| Error::server(verb, "TIME gave no clock"))?;
+        if replies[1].is_wrongtype() {
+            return Err(Error::layout(verb, format!("{} has the wrong type", String::from_utf8_lossy(&k.job(&self.id)))));
+        }
+        let f: Vec<Option<&[u8]>> = replies[1].as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
+        let field = |i: usize| f.get(i).copied().flatten();
+        if field(0) != Some(b"active".as_slice()) || field(1) != Some(self.token.as_slice()) {
+            return Ok(Step::Done(Settled::Refused));
+        }
+        if field(2) != self.lane.as_deref() {
+            return Err(Error::argument(verb, "job", "names another lane than its row"));
+        }
+        let attempts = field(3).and_then(field_int).unwrap_or(0);
+        let max_attempts = field(4).and_then(field_int).unwrap_or(0);
+        let (ctl, lane_len) = match &self.lane {
+            Some(l) => {
+                if replies[2].is_wrongtype() || replies[3].is_wrongtype() {
+                    return Err(Error::layout(verb, format!("{} or its control has the wrong type", String::from_utf8_lossy(&k.lane(l)))));
+                }
+                let c: Vec<Option<&[u8]>> = replies[2].as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
+                (LaneCtl::from_fields(&c), replies[3].as_int().unwrap_or(0))
+            }
+            None => (LaneCtl::default(), 0),
+        };
+        let t = &replies[2 + lane_reads..];
+        let ok = |i: usize| !t[i].is_wrongtype();
+        let (pending_ok, ring_ok, wake_ok, schedule_ok, active_ok, dead_ok) = (ok(0), ok(1), ok(2), ok(3), ok(4), ok(5));
+        if !active_ok {
+            return Err(Error::layout(verb, "active has the wrong type"));
+        }
+
+        let job = k.job(&self.id);
+        let mut w = vec![];
+        let out;
+        let mut ready = false;
+        match &self.action {
+            Action::Extend { lease_ms } => {
+                let deadline = now.saturating_add(*lease_ms as i64);
+                w.push(Cmd::new("ZADD").arg(k.active()).arg("XX").arg(deadline.to_string()).arg(&self.id));
+                w.push(Cmd::new("HSET").arg(&job).arg("lease").arg(deadline.to_string()));
+                self.result = Some(Settled::Extended);
+                return Ok(Step::Exec(w));
+            }
+            Action::Complete => {
+                w.push(Cmd::new("ZREM").arg(k.active()).arg(&self.id));
+                w.push(Cmd::new("HSET").arg(&job).arg("state").arg("done").arg("finished").arg(now.to_string()));
+                w.push(Cmd::new("HDEL").arg(&job).arg("token").arg("lease"));
+                out = Settled::Completed;
+            }
+            Action::Fail { error, retry_in_ms } => {
+                w.push(Cmd::new("ZREM").arg(k.active()).arg(&self.id));
+                w.push(Cmd::new("HDEL").arg(&job).arg("token").arg("lease"));
+                if attempts < max_attempts {
+                    let delay = retry_in_ms.unwrap_or_else(|| backoff(attempts, self.jitter));
+                    let due = now.saturating_add(delay.min(i64::MAX as u64) as i64);
+                    ready = delay == 0;
+                    let state = if ready { "pending" } else { "scheduled" };
+                    w.push(Cmd::new("HSET").arg(&job).arg("state").arg(state).arg("error").arg(error).arg("due").arg(due.to_string()));
+                    if ready {
+                        let list = match &self.lane {
+                            Some(l) => k.lane(l),
+                            None => k.pending(),
+                        };
+                        if (self.lane.is_none() && !pending_ok) || !wake_ok {
+                            return Err(Error::layout(verb, "pending or wake has the wrong type"));
+                        }
+                        w.push(Cmd::new("RPUSH").arg(list).arg(&self.id));
+                    } else {
+                        if !schedule_ok {
+                            return Err(Error::layout(verb, "schedule has the wrong type"));
+                        }
+                        w.push(Cmd::new("ZADD").arg(k.schedule()).arg(due.to_string()).arg(&self.id));
+                    }
+                    out = Settled::Retrying;
+                } else {
+                    if !dead_ok {
+                        return Err(Error::layout(verb, "dead has the wrong type"));
+                    }
+                    w.push(Cmd::new("ZADD").arg(k.dead()).arg(now.to_string()).arg(&self.id));
+                    w.push(Cmd::new("HSET").arg(&job).arg("state").arg("dead").arg("error").arg(error).arg("finished").arg(now.to_string()));
+                    out = Settled::Dead;
+                }
+            }
+        }
+        // A lane job leaving `active` gives back its lane's slot, then offer(L).
+        let mut offers = Offers::default();
+        if let Some(l) = &self.lane {
+            let active = (ctl.active - 1).max(0);
+            w.push(Cmd::new("HSET").arg(k.lanectl(l)).arg("active").arg(active.to_string()));
+            let pushed = ready as i64;
+            offers.offer(l, lane_len + pushed, &LaneCtl { active, ..ctl });
+        } else if ready {
+            offers.wake_flat();
+        }
+        if offers.offered_any() && !ring_ok {
+            return Err(Error::layout(verb, "ring has the wrong type"));
+        }
+        if offers.offered_any() || ready {
+            if !wake_ok {
+                return Err(Error::layout(verb, "wake has the wrong type"));
+            }
+            offers.writes(&k, &mut w);
+        }
+        self.result = Some(out);
+        Ok(Step::Exec(w))
+    }
+
+    fn finish(&mut self, exec: &[Reply]) -> Result<Settled> {
+        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
+            return Err(Error::server(self.verb(), message));
+        }
+        self.result.ok_or_else(|| Error::server(self.verb(), "EXEC's replies were fed before a plan"))
+    }
+}
