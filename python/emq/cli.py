@@ -1,8 +1,11 @@
-"""The `emq` command."""
+"""The `emq` command: worker, promote, stalled, stats, demo."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import importlib
+import logging
 import sys
 
 
@@ -10,22 +13,126 @@ def _server_line(client) -> str:
     info = client.info("server")
     name = info.get("server_name") or "redis"
     version = info.get("valkey_version") or info.get("redis_version", "?")
-    return f"{name} {version} at {client.address}, clock {client.time_ms()} ms"
+    return f"{name} {version} at {client.address}, server clock {client.time_ms()} ms"
 
 
-def demo(args) -> int:
+def _queue(args):
     import emq
 
-    client = emq.connect(args.url)
-    print(_server_line(client))
+    return emq.Queue(emq.connect(args.url), args.queue)
+
+
+def load_handler(spec: str):
+    """`package.module:function` -> the function."""
+    module, _, name = spec.partition(":")
+    if not module or not name:
+        raise SystemExit(f"emq worker: handler must be MODULE:FUNCTION, not {spec!r}")
+    fn = getattr(importlib.import_module(module), name, None)
+    if not callable(fn):
+        raise SystemExit(f"emq worker: {spec} is not a function")
+    return fn
+
+
+def cmd_worker(args) -> int:
+    import emq
+    import emq.aio
+
+    handler = load_handler(args.handler)
+    options = dict(
+        concurrency=args.concurrency,
+        lease_ms=args.lease_ms,
+        beat_ms=args.beat_ms,
+        pump_batch=args.pump_batch,
+        recovery=args.recovery,
+        max_stalled=args.max_stalled,
+        ttl_s=args.ttl_s,
+        grace_s=args.grace_s,
+    )
+    queue = _queue(args)
+    if asyncio.iscoroutinefunction(handler):
+        counters = asyncio.run(emq.aio.Worker(queue, handler, **options).run())
+    else:
+        counters = emq.Worker(queue, handler, **options).run()
+    logging.getLogger("emq.worker").info("stopped: %s", counters)
     return 0
+
+
+def cmd_promote(args) -> int:
+    print(_queue(args).promote(batch=args.batch))
+    return 0
+
+
+def cmd_stalled(args) -> int:
+    recovered, dead = _queue(args).stalled_check(max_stalled=args.max_stalled, batch=args.batch)
+    print(f"recovered {len(recovered)}, dead {len(dead)}")
+    return 0
+
+
+def cmd_stats(args) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    q = _queue(args)
+    c = q.counts()
+    table = Table(title=f"emq queue {q.name!r} on {q.client.address}")
+    table.add_column("where")
+    table.add_column("jobs", justify="right")
+    for key in ("schedule", "pending", "active", "dead"):
+        table.add_row(key, str(c[key]))
+    for lane, n in c["lanes"].items():
+        table.add_row(f"lane {lane}", str(n))
+    table.add_row("lanes in the ring", str(c["ring"]))
+    Console().print(table)
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    return run_demo(url=args.url, jobs=args.jobs, seconds=args.seconds, workers=args.workers)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="emq", description="emq: move time in a Redis/Valkey job queue")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO")
     sub = parser.add_subparsers(dest="verb", required=True)
-    d = sub.add_parser("demo", help="run the demo (an embedded Valkey unless --url)")
-    d.add_argument("--url", default=None)
-    d.set_defaults(run=demo)
+
+    def with_queue(p):
+        p.add_argument("--queue", "-q", required=True)
+        p.add_argument("--url", default=None, help="redis:// URL (default: EMQ_URL, else an embedded Valkey)")
+        return p
+
+    w = with_queue(sub.add_parser("worker", help="run a worker: emq worker MODULE:FUNCTION --queue Q"))
+    w.add_argument("handler")
+    w.add_argument("--concurrency", type=int, default=8)
+    w.add_argument("--lease-ms", type=int, default=30000)
+    w.add_argument("--beat-ms", type=int, default=1000)
+    w.add_argument("--pump-batch", type=int, default=100)
+    w.add_argument("--recovery", choices=["reap", "stalled", "off"], default="reap")
+    w.add_argument("--max-stalled", type=int, default=1)
+    w.add_argument("--ttl-s", type=float, default=None)
+    w.add_argument("--grace-s", type=float, default=30.0)
+    w.set_defaults(run=cmd_worker)
+
+    p = with_queue(sub.add_parser("promote", help="run PROMOTE once"))
+    p.add_argument("--batch", type=int, default=100)
+    p.set_defaults(run=cmd_promote)
+
+    s = with_queue(sub.add_parser("stalled", help="run STALLED CHECK once"))
+    s.add_argument("--batch", type=int, default=100)
+    s.add_argument("--max-stalled", type=int, default=1)
+    s.set_defaults(run=cmd_stalled)
+
+    t = with_queue(sub.add_parser("stats", help="a table of the queue's counts"))
+    t.set_defaults(run=cmd_stats)
+
+    d = sub.add_parser("demo", help="the demo: scheduled jobs, workers, a killed worker, lateness")
+    d.add_argument("--url", default=None, help="a server to use (default: an embedded Valkey)")
+    d.add_argument("--jobs", type=int, default=3000)
+    d.add_argument("--seconds", type=float, default=6.0, help="the window the due times spread over")
+    d.add_argument("--workers", type=int, default=3)
+    d.set_defaults(run=cmd_demo)
+
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     sys.exit(args.run(args))

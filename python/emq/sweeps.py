@@ -15,7 +15,7 @@ def _client(client: ClientLike) -> Client:
     if isinstance(client, Client):
         return client
     if isinstance(client, str):
-        from . import connect
+        from .client import connect
 
         return connect(client)
     from .errors import ArgumentError

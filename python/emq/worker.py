@@ -1,0 +1,320 @@
+"""Workers: the beat (recover, promote, drain, park) of SPEC §8, and the
+opt-in stalled sweeper.
+
+A worker owns three connections: the beat's (sweeps and claims), the park's
+(a blocking pop on `wake`, so a parked worker never holds up the others), and
+the handlers' (extend, complete, fail).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable, Literal
+
+from .client import connect
+from .errors import ArgumentError, EmqError
+from .queue import Job, Queue
+
+log = logging.getLogger("emq.worker")
+
+Recovery = Literal["reap", "stalled", "off"]
+
+
+@dataclass
+class Counters:
+    """What a worker has done; read them at any time."""
+
+    beats: int = 0
+    sweeps: int = 0
+    moved: int = 0
+    recovered: int = 0
+    dead: int = 0
+    claimed: int = 0
+    completed: int = 0
+    failed: int = 0
+    refused: int = 0
+    lost_leases: int = 0
+    degraded_beats: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, **kw: int) -> None:
+        with self._lock:
+            for k, v in kw.items():
+                setattr(self, k, getattr(self, k) + v)
+
+    def snapshot(self) -> dict[str, int]:
+        with self._lock:
+            return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+
+def degraded_sleep(streak: int, *, base_ms: int = 50, cap_ms: int = 5000) -> float:
+    """Seconds to back off after `streak` failed beats: growing, capped, jittered."""
+    full = min(cap_ms, base_ms * 2 ** min(streak, 16))
+    return (full / 2 + random.random() * full / 2) / 1000
+
+
+class Worker:
+    """Runs `handler(job)` for the queue's jobs, `concurrency` at a time.
+
+    A handler that returns completes the job; one that raises fails it (retried
+    with backoff while attempts are left, then dead). `run()` blocks until
+    `stop()`, SIGTERM or SIGINT, or `ttl_s`; then it claims nothing more, lets
+    running jobs finish within `grace_s`, and leaves the rest to recovery.
+    """
+
+    def __init__(
+        self,
+        queue: Queue,
+        handler: Callable[[Job], object],
+        *,
+        concurrency: int = 8,
+        lease_ms: int = 30000,
+        beat_ms: int = 1000,
+        pump_batch: int = 100,
+        recovery: Recovery = "reap",
+        max_stalled: int = 1,
+        ttl_s: float | None = None,
+        grace_s: float = 30.0,
+    ):
+        if not isinstance(queue, Queue):
+            raise ArgumentError(f"emq.Worker: queue must be an emq.Queue, not {type(queue).__name__}")
+        if not callable(handler):
+            raise ArgumentError("emq.Worker: handler must be callable")
+        for name, v in (("concurrency", concurrency), ("lease_ms", lease_ms), ("beat_ms", beat_ms), ("pump_batch", pump_batch)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ArgumentError(f"emq.Worker: {name} must be a positive int, not {v!r}")
+        if recovery not in ("reap", "stalled", "off"):
+            raise ArgumentError(f"emq.Worker: recovery must be 'reap', 'stalled' or 'off', not {recovery!r}")
+        url = queue.client.address
+        self.queue = queue
+        self.handler = handler
+        self.concurrency = concurrency
+        self.lease_ms = lease_ms
+        self.beat_ms = beat_ms
+        self.pump_batch = pump_batch
+        self.recovery = recovery
+        self.max_stalled = max_stalled
+        self.ttl_s = ttl_s
+        self.grace_s = grace_s
+        self.counters = Counters()
+        # Connections of its own: the park blocks one for up to a beat.
+        self._beat = Queue(connect(url), queue.name)
+        self._park = connect(url, read_timeout=beat_ms / 1000 + 5)
+        self._work = Queue(connect(url), queue.name)
+        self._stop = threading.Event()
+        self._slots = threading.Semaphore(concurrency)
+        self._running: dict[str, Job] = {}
+        self._running_lock = threading.Lock()
+        self._freed = threading.Event()
+        self._streak = 0
+        self._last_recover = 0.0
+
+    # -- control ------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop claiming; `run()` returns once running jobs finish (or `grace_s`)."""
+        self._stop.set()
+        self._freed.set()
+
+    @property
+    def running(self) -> int:
+        with self._running_lock:
+            return len(self._running)
+
+    def run(self) -> dict[str, int]:
+        """The beat loop; returns the counters when it stops."""
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: self.stop())
+        started = time.monotonic()
+        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix=f"emq-{self.queue.name}")
+        keeper = threading.Thread(target=self._keep_leases, name="emq-leases", daemon=True)
+        keeper.start()
+        log.info("worker on %s: concurrency %d, beat %d ms", self.queue, self.concurrency, self.beat_ms)
+        try:
+            while not self._stop.is_set():
+                if self.ttl_s is not None and time.monotonic() - started >= self.ttl_s:
+                    log.info("time to live reached")
+                    break
+                self._beat_once(pool)
+        finally:
+            self._stop.set()
+            pool.shutdown(wait=False)
+            self._drain_running()
+            keeper.join(timeout=1)
+        return self.counters.snapshot()
+
+    # -- the beat -------------------------------------------------------------
+
+    def _beat_once(self, pool: ThreadPoolExecutor) -> None:
+        self.counters.add(beats=1)
+        try:
+            self._recover()
+            moved = self._beat.promote(batch=self.pump_batch)
+            self.counters.add(sweeps=1, moved=moved)
+            free = self._free_slots()
+            if free:
+                jobs = self._beat.claim(free, lease_ms=self.lease_ms)
+                self.counters.add(claimed=len(jobs))
+                for job in jobs:
+                    self._start(pool, job)
+            self._streak = 0
+            self._wait(claimed_all=free > 0)
+        except EmqError as e:
+            if self._stop.is_set():  # a signal interrupted a blocking call: we are stopping
+                return
+            # A wire error in any leg skips the rest of the beat and backs off.
+            self._streak += 1
+            self.counters.add(degraded_beats=1)
+            pause = degraded_sleep(self._streak)
+            log.warning("beat degraded (%d in a row): %s; backing off %.0f ms", self._streak, e, pause * 1000)
+            self._stop.wait(pause)
+
+    def _recover(self) -> None:
+        if self.recovery == "off":
+            return
+        now = time.monotonic()
+        if now - self._last_recover < self.beat_ms / 1000:
+            return
+        self._last_recover = now
+        max_stalled = None if self.recovery == "reap" else self.max_stalled
+        recovered, dead = self._beat.stalled_check(max_stalled=max_stalled, batch=self.pump_batch)
+        self.counters.add(sweeps=1, recovered=len(recovered), dead=len(dead))
+        if recovered or dead:
+            log.info("recovered %d, dead %d", len(recovered), len(dead))
+
+    def _free_slots(self) -> int:
+        return max(0, self.concurrency - self.running)
+
+    def _wait(self, claimed_all: bool) -> None:
+        """Park: on `wake` while slots are free, else until a slot frees; never
+        past the beat or the next due time."""
+        timeout = self.beat_ms / 1000
+        if self._free_slots() == 0:
+            self._freed.clear()
+            if self._free_slots() == 0:
+                self._freed.wait(timeout)
+            return
+        # A token left by a claim (work left) or a producer wakes us at once.
+        p = self.queue.prefix
+        now, head = self._park.pipeline([["TIME"], ["ZRANGE", p + "schedule", 0, 0, "WITHSCORES"]])
+        if head:
+            now_ms = int(now[0]) * 1000 + int(now[1]) // 1000
+            due_in = (float(head[1]) - now_ms) / 1000
+            timeout = max(0.0, min(timeout, due_in))
+        if timeout <= 0:
+            return
+        # BLPOP takes seconds with millisecond precision; round up so we wake at or after the due time.
+        self._park.command("BLPOP", p + "wake", f"{max(timeout, 0.001):.3f}")
+
+    # -- running jobs --------------------------------------------------------
+
+    def _start(self, pool: ThreadPoolExecutor, job: Job) -> None:
+        with self._running_lock:
+            self._running[job.id] = job
+        pool.submit(self._run_job, job)
+
+    def _run_job(self, job: Job) -> None:
+        try:
+            try:
+                self.handler(job)
+            except Exception as e:  # noqa: BLE001 - a handler's failure is the job's
+                log.info("job %s failed: %s", job.id, e)
+                outcome = self._settle(lambda: self._work.fail(job, e))
+                self.counters.add(failed=1, refused=outcome == "refused")
+            else:
+                done = self._settle(lambda: self._work.complete(job))
+                self.counters.add(completed=bool(done), refused=done is False)
+        finally:
+            with self._running_lock:
+                self._running.pop(job.id, None)
+            self._freed.set()
+
+    def _settle(self, call: Callable[[], object]) -> object:
+        """Completes or fails, retrying through wire errors until the lease would
+        have run out (after that, recovery owns the job)."""
+        deadline = time.monotonic() + self.lease_ms / 1000
+        streak = 0
+        while True:
+            try:
+                return call()
+            except EmqError as e:
+                streak += 1
+                if time.monotonic() > deadline:
+                    log.warning("gave up settling a job: %s", e)
+                    return None
+                time.sleep(degraded_sleep(streak))
+
+    def _is_running(self, job: Job) -> bool:
+        with self._running_lock:
+            return job.id in self._running
+
+    def _keep_leases(self) -> None:
+        """Extends the leases of running jobs every third of a lease."""
+        every = self.lease_ms / 3000
+        while not self._stop.wait(every) or self.running:
+            with self._running_lock:
+                jobs = list(self._running.values())
+            for job in jobs:
+                try:
+                    if not self._work.extend(job, self.lease_ms) and self._is_running(job):
+                        self.counters.add(lost_leases=1)
+                        log.warning("lease of job %s was lost", job.id)
+                except EmqError as e:
+                    log.warning("extending job %s: %s", job.id, e)
+            if self._stop.is_set() and not self.running:
+                return
+
+    def _drain_running(self) -> None:
+        deadline = time.monotonic() + self.grace_s
+        while self.running and time.monotonic() < deadline:
+            self._freed.clear()
+            self._freed.wait(0.05)
+        if self.running:
+            log.warning("%d jobs still running after the grace period: left to recovery", self.running)
+
+
+class Stalled:
+    """The opt-in stalled sweeper: a timer that runs the stalled check every
+    `interval_ms`, re-armed after each sweep ends, so sweeps never overlap."""
+
+    def __init__(self, queue: Queue, *, interval_ms: int = 5000, max_stalled: int | None = 1, batch: int = 100):
+        self.queue = Queue(connect(queue.client.address), queue.name)
+        self.interval_ms = interval_ms
+        self.max_stalled = max_stalled
+        self.batch = batch
+        self.counters = Counters()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sweep(self) -> tuple[list[str], list[str]]:
+        recovered, dead = self.queue.stalled_check(max_stalled=self.max_stalled, batch=self.batch)
+        self.counters.add(sweeps=1, recovered=len(recovered), dead=len(dead))
+        return recovered, dead
+
+    def _loop(self) -> None:
+        streak = 0
+        while not self._stop.wait(self.interval_ms / 1000 if not streak else degraded_sleep(streak)):
+            try:
+                self.sweep()
+                streak = 0
+            except EmqError as e:
+                streak += 1
+                self.counters.add(degraded_beats=1)
+                log.warning("stalled sweep failed: %s", e)
+
+    def start(self) -> "Stalled":
+        self._thread = threading.Thread(target=self._loop, name="emq-stalled", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join()
