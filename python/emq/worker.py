@@ -25,6 +25,10 @@ log = logging.getLogger("emq.worker")
 
 Recovery = Literal["reap", "stalled", "off"]
 
+# How long before a due time a parked worker stops blocking on the server and
+# waits on its own clock: more than one server tick (1/hz, 100 ms by default).
+PARK_SLACK_S = 0.15
+
 
 @dataclass
 class Counters:
@@ -207,11 +211,14 @@ class Worker:
         if head:
             now_ms = int(now[0]) * 1000 + int(now[1]) // 1000
             due_in = (float(head[1]) - now_ms) / 1000
-            timeout = max(0.0, min(timeout, due_in))
-        if timeout <= 0:
-            return
-        # BLPOP takes seconds with millisecond precision; round up so we wake at or after the due time.
-        self._park.command("BLPOP", p + "wake", f"{max(timeout, 0.001):.3f}")
+            if due_in <= PARK_SLACK_S:
+                # The server times out a blocking pop only on its own tick (every
+                # 1/hz s, 100 ms by default): the last stretch to a due time is
+                # waited here, to the millisecond.
+                self._stop.wait(max(0.0, due_in))
+                return
+            timeout = min(timeout, due_in - PARK_SLACK_S)
+        self._park.command("BLPOP", p + "wake", f"{timeout:.3f}")
 
     # -- running jobs --------------------------------------------------------
 
