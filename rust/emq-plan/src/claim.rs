@@ -115,7 +115,7 @@ impl Claim {
     }
 
     fn slots(&self) -> usize {
-        self.n - self.flat.len()
+        self.n.saturating_sub(self.flat.len())
     }
 
     /// Lanes it reads: enough for every slot to be served or dropped.
@@ -147,6 +147,7 @@ impl Claim {
         };
         self.now = parse_time(time).ok_or_else(|| Error::server(CLAIM, "TIME gave no clock"))?;
         self.flat = self.list(pending, &k.pending())?;
+        self.flat.truncate(self.n);
         self.pending_len = pending_len.as_int().unwrap_or(0);
         self.ring = self.list(ring, &k.ring())?;
         self.ring_len = ring_len.as_int().unwrap_or(0);

@@ -1,0 +1,146 @@
+//! Every conversation fed random replies of the right count (and the wrong
+//! count) refuses or plans, and never panics: the replies come from a server we
+//! do not control. A small, dependency-free fuzzer: xorshift over reply shapes
+//! biased towards what the reads really return.
+
+use emq_plan::add::{Add, NewJob, When};
+use emq_plan::claim::Claim;
+use emq_plan::conversation::{Conversation, Step};
+use emq_plan::lane_ops::{LaneControl, LaneOp};
+use emq_plan::settle::{Action, Settle};
+use emq_plan::sweep::{Kind, Sweep};
+use emq_plan::{Keys, Reply};
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+const WORDS: [&str; 12] = ["", "0", "1", "-1", "2", "1.5", "active", "pending", "L", "a", "1700000000123", "hash"];
+
+fn reply(rng: &mut Rng, depth: u32) -> Reply {
+    match rng.below(if depth > 2 { 6 } else { 8 }) {
+        0 => Reply::Nil,
+        1 => Reply::Int(rng.below(5) as i64 - 1),
+        2 | 3 => Reply::Bulk(WORDS[rng.below(WORDS.len() as u64) as usize].as_bytes().to_vec()),
+        4 => Reply::Status(["OK", "none", "hash", "list", "string"][rng.below(5) as usize].into()),
+        5 => Reply::Error { code: "WRONGTYPE".into(), message: "WRONGTYPE x".into() },
+        _ => Reply::Array((0..rng.below(6)).map(|_| reply(rng, depth + 1)).collect()),
+    }
+}
+
+fn word(rng: &mut Rng) -> Reply {
+    Reply::Bulk(WORDS[rng.below(WORDS.len() as u64) as usize].as_bytes().to_vec())
+}
+
+/// A reply of the shape the command really gets, with values that vary.
+fn shaped(rng: &mut Rng, cmd: Option<&emq_plan::Cmd>) -> Reply {
+    let Some(cmd) = cmd else { return reply(rng, 0) };
+    let argc = cmd.0.len();
+    let score = |rng: &mut Rng| Reply::Bulk((1_700_000_000_120 + rng.below(6)).to_string().into_bytes());
+    match cmd.name() {
+        b"TIME" => Reply::Array(vec![Reply::Bulk(b"1700000000".to_vec()), Reply::Bulk(b"123456".to_vec())]),
+        b"ZRANGE" => Reply::Array(
+            (0..rng.below(4)).flat_map(|i| [Reply::Bulk(format!("m{i}").into_bytes()), score(rng)]).collect::<Vec<_>>(),
+        ),
+        b"ZMSCORE" => Reply::Array((2..argc).map(|_| if rng.below(8) == 0 { Reply::Nil } else { score(rng) }).collect()),
+        b"HMGET" => Reply::Array((2..argc).map(|_| if rng.below(3) == 0 { Reply::Nil } else { word(rng) }).collect()),
+        b"LRANGE" => Reply::Array((0..rng.below(4)).map(|i| Reply::Bulk(format!("m{i}").into_bytes())).collect()),
+        b"TYPE" => Reply::Status(["none", "hash", "string"][rng.below(3) as usize].into()),
+        b"EXISTS" => Reply::Int(rng.below(argc as u64) as i64),
+        _ if rng.below(20) == 0 => Reply::Error { code: "WRONGTYPE".into(), message: "WRONGTYPE x".into() },
+        _ => Reply::Int(rng.below(3) as i64),
+    }
+}
+
+static PLANNED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+fn drive<C: Conversation>(rng: &mut Rng, mut c: C) {
+    let mut step = c.start();
+    for _ in 0..8 {
+        match step {
+            Step::Done(_) => return,
+            Step::Read { cmds, .. } => {
+                // Mostly the right count; sometimes one off.
+                let n = match rng.below(10) {
+                    0 => cmds.len() + 1,
+                    1 => cmds.len().saturating_sub(1),
+                    _ => cmds.len(),
+                };
+                let replies: Vec<Reply> =
+                    (0..n).map(|i| if rng.below(10) == 0 { reply(rng, 0) } else { shaped(rng, cmds.get(i)) }).collect();
+                match c.feed(&replies) {
+                    Ok(next) => step = next,
+                    Err(_) => return,
+                }
+            }
+            Step::Exec(writes) => {
+                PLANNED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let replies: Vec<Reply> = (0..writes.len()).map(|_| reply(rng, 1)).collect();
+                let _ = c.finish(&replies);
+                return;
+            }
+        }
+    }
+}
+
+#[test]
+fn no_conversation_panics_on_any_reply() {
+    // EMQ_FUZZ_ITERS and EMQ_FUZZ_SEED run it longer or elsewhere.
+    let iters: u64 = std::env::var("EMQ_FUZZ_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
+    let seed: u64 = std::env::var("EMQ_FUZZ_SEED").ok().and_then(|v| v.parse().ok()).unwrap_or(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng(seed | 1);
+    let keys = || Keys::new(b"q");
+    for i in 0..iters {
+        let batch = 1 + rng.below(4);
+        match i % 7 {
+            0 => drive(&mut rng, Sweep::new(Kind::Promote, keys(), batch)),
+            1 => {
+                let max_stalled = Some(rng.below(3));
+                drive(&mut rng, Sweep::new(Kind::Stalled { max_stalled }, keys(), batch));
+            }
+            2 => {
+                let jobs = (0..1 + rng.below(3))
+                    .map(|j| NewJob {
+                        id: (j % 2 == 0).then(|| format!("id{j}").into_bytes()),
+                        data: vec![],
+                        when: if rng.below(2) == 0 { When::Delay(rng.below(3)) } else { When::At(rng.below(3) as i64) },
+                        lane: (rng.below(2) == 0).then(|| b"L".to_vec()),
+                        max_attempts: 1,
+                    })
+                    .collect();
+                drive(&mut rng, Add::new(keys(), jobs, (1, 0)).unwrap());
+            }
+            3 => {
+                let n = 1 + rng.below(4);
+                drive(&mut rng, Claim::new(keys(), n, 1000, vec![b"t".to_vec(); n as usize]).unwrap());
+            }
+            4 => {
+                let action = match rng.below(3) {
+                    0 => Action::Extend { lease_ms: 10 },
+                    1 => Action::Complete,
+                    _ => Action::Fail { error: b"e".to_vec(), retry_in_ms: (rng.below(2) == 0).then_some(0) },
+                };
+                let lane = (rng.below(2) == 0).then(|| b"L".to_vec());
+                drive(&mut rng, Settle::new(keys(), b"a".to_vec(), b"1".to_vec(), lane, action, 0.5).unwrap());
+            }
+            5 => {
+                let op = [LaneOp::Pause, LaneOp::Resume, LaneOp::Limit(2)][rng.below(3) as usize];
+                drive(&mut rng, LaneControl::new(keys(), b"L".to_vec(), op).unwrap());
+            }
+            _ => drive(&mut rng, Sweep::new(Kind::Promote, keys(), batch).at(1_700_000_000_123)),
+        }
+    }
+    // The fuzzer must reach plans, not only early refusals.
+    let planned = PLANNED.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(planned as u64 > iters / 40, "only {planned} of {iters} conversations reached a plan");
+}
