@@ -1,7 +1,7 @@
 -- emq PROMOTE (SPEC §5), the reference the in-process plan is tested against.
 -- KEYS: P schedule, P pending. ARGV: P, batch (checked by the caller).
 -- Every type is checked before the first write: a script's writes are not undone.
-local p, batch = ARGV[1], tonumber(ARGV[2])
+local p, batch = ARGV[1], ARGV[2] -- batch as given: a decimal integer, up to 2^63-1
 local schedule, pending = KEYS[1], KEYS[2]
 local function layout(what) return redis.error_reply('EMQLAYOUT EMQ.PROMOTE: layout: ' .. what) end
 local function typ(k) return redis.call('TYPE', k).ok end

@@ -1,7 +1,7 @@
 -- emq STALLED CHECK (SPEC §6), the reference the in-process plan is tested against.
 -- KEYS: P active, P pending, P dead. ARGV: P, max_stalled ('' for no limit), batch.
 -- Every type is checked before the first write: a script's writes are not undone.
-local p, batch = ARGV[1], tonumber(ARGV[3])
+local p, batch = ARGV[1], ARGV[3] -- batch as given: a decimal integer, up to 2^63-1
 local max_stalled = ARGV[2] ~= '' and tonumber(ARGV[2]) or nil
 local active, pending, dead = KEYS[1], KEYS[2], KEYS[3]
 local function layout(what) return redis.error_reply('EMQLAYOUT EMQ.STALLED.CHECK: layout: ' .. what) end

@@ -112,13 +112,28 @@ pub struct Sweep {
     read: Read,
     /// A clock reading given by the host: the next part of a call already read it.
     fixed_now: Option<i64>,
+    /// Starts at the watch: the host gave the selection.
+    preselected: bool,
+    /// Ends after the selection: the host splits it.
+    select_only: bool,
     scores: Vec<f64>,
     plan: Option<Plan>,
 }
 
 impl Sweep {
     pub fn new(kind: Kind, keys: Keys, batch: u64) -> Self {
-        Sweep { kind, keys, batch, stage: Stage::Select, read: Read::default(), fixed_now: None, scores: vec![], plan: None }
+        Sweep {
+            kind,
+            keys,
+            batch,
+            stage: Stage::Select,
+            read: Read::default(),
+            fixed_now: None,
+            preselected: false,
+            select_only: false,
+            scores: vec![],
+            plan: None,
+        }
     }
 
     /// A sweep that uses `now` instead of reading the clock: for a call whose
@@ -171,8 +186,37 @@ impl Sweep {
         }
     }
 
+    /// A sweep of members the host already selected (with the call's clock
+    /// reading and their scores), as part of a call it splits: it starts at
+    /// the watch, and re-reads the scores under it as any sweep does.
+    pub fn preselected(mut self, now: i64, ids: Vec<Vec<u8>>, scores: Vec<f64>) -> Self {
+        self.fixed_now = Some(now);
+        self.read.now = now;
+        self.read.ids = ids;
+        self.scores = scores;
+        self.preselected = true;
+        self
+    }
+
+    /// The selection a host splits: the first `batch` members due at the clock
+    /// reading (or at `now`), with their scores.
+    pub fn select_only(kind: Kind, keys: Keys, batch: u64, now: Option<i64>) -> Self {
+        let mut s = Sweep::new(kind, keys, batch);
+        s.fixed_now = now;
+        s.select_only = true;
+        s
+    }
+
+    /// The selection, once a `select_only` sweep was fed.
+    pub fn selection(&self) -> (i64, &[Vec<u8>], &[f64]) {
+        (self.read.now, &self.read.ids, &self.scores)
+    }
+
     /// The first step: the clock and the selection.
     pub fn start(&mut self) -> Step {
+        if self.preselected {
+            return self.rows_step();
+        }
         self.stage = Stage::Select;
         let range = Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg((self.batch - 1).to_string()).arg("WITHSCORES");
         let cmds = match self.fixed_now {
@@ -241,8 +285,16 @@ impl Sweep {
             self.read.ids.push(id.to_vec());
             self.scores.push(score);
         }
-        if self.read.ids.is_empty() {
+        if self.select_only {
             return Ok(Step::Done(self.empty()));
+        }
+        Ok(self.rows_step())
+    }
+
+    /// Step 2: the watch on the selected rows and the reads under it.
+    fn rows_step(&mut self) -> Step {
+        if self.read.ids.is_empty() {
+            return Step::Done(self.empty());
         }
         let rows: Vec<Vec<u8>> = self.read.ids.iter().map(|id| self.keys.job(id)).collect();
         let mut cmds = vec![Cmd::new("ZMSCORE").arg(self.zset()).args(&self.read.ids)];
@@ -254,7 +306,7 @@ impl Sweep {
             cmds.push(Cmd::new("ZCARD").arg(self.keys.dead()));
         }
         self.stage = Stage::Rows;
-        Ok(Step::Read { watch: rows, cmds })
+        Step::Read { watch: rows, cmds }
     }
 
     fn empty(&self) -> Outcome {
