@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use emq_plan::{cmd, Cmd, Reply};
-use redis::{ConnectionLike, Value};
+use redis::{ConnectionLike, IntoConnectionInfo, Value};
 
 use crate::error::{HostError, HostResult};
 
@@ -27,7 +27,12 @@ pub struct Conn {
 impl Conn {
     pub fn open(url: &str, connect_timeout: Duration, read_timeout: Option<Duration>) -> HostResult<Self> {
         let scheme_ok = ["redis://", "rediss://", "unix://", "redis+unix://"].iter().any(|s| url.starts_with(s));
-        let client = redis::Client::open(url).ok().filter(|_| scheme_ok).ok_or_else(|| {
+        // Named in CLIENT LIST as emq (a user denied CLIENT SETINFO connects all the same).
+        let info = url.into_connection_info().ok().map(|i| {
+            let settings = i.redis_settings().clone().set_lib_name("emq", env!("CARGO_PKG_VERSION"));
+            i.set_redis_settings(settings)
+        });
+        let client = info.and_then(|i| redis::Client::open(i).ok()).filter(|_| scheme_ok).ok_or_else(|| {
             HostError::Argument(format!(
                 "emq.connect: url {:?} is not a redis://, rediss:// or unix:// URL",
                 redact(url)
@@ -106,6 +111,15 @@ impl Conn {
 
     pub fn one(&mut self, c: Cmd) -> HostResult<Reply> {
         Ok(self.pipeline(std::slice::from_ref(&c))?.pop().unwrap_or(Reply::Nil))
+    }
+
+    /// Ends a watch; if the server refuses, drops the connection instead (its
+    /// watch must not abort the next call's `EXEC`).
+    pub fn unwatch(&mut self) -> HostResult<()> {
+        if let Reply::Error { .. } = self.one(Cmd::new("UNWATCH"))? {
+            self.conn = None;
+        }
+        Ok(())
     }
 
     pub fn close(&mut self) {

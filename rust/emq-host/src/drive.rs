@@ -44,7 +44,7 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
         let result = match step {
             Step::Done(out) => {
                 if watching {
-                    conn.one(Cmd::new("UNWATCH"))?;
+                    conn.unwatch()?;
                 }
                 return Ok(Some(out));
             }
@@ -82,7 +82,7 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
             Ok(next) => step = next,
             Err(e) => {
                 if watching {
-                    conn.one(Cmd::new("UNWATCH"))?;
+                    conn.unwatch()?;
                 }
                 return if e.kind == ErrorKind::Conflict { Ok(None) } else { Err(e.into()) };
             }
