@@ -182,6 +182,68 @@ def test_a_refusal_leaves_the_client_usable(r, client, backend):
     assert r.zrange(b"emq:{q}:schedule", 0, -1) == [b"fut"]
 
 
+def big_state(verb: str, now: int, first: str, second: str, n: int = 250, split: int = 150) -> dict:
+    """`n` due members, in order j0000, j0001, ...: the first `split` rows of
+    kind `first`, the rest of kind `second` ("flat", "lane:<L>", "dies" (a flat
+    row with stalls=1), "ghost"). More than one transaction's worth of rows on
+    servers where the plan backend watches at most 100 rows per EXEC."""
+    P = prefix("q")
+    zname = b"schedule" if verb == PROMOTE else b"active"
+    keys: dict = {P + zname: ("zset", {f"j{k:04d}".encode(): float(now + PAST + k) for k in range(n)})}
+    for k in range(n):
+        what = first if k < split else second
+        if what == "ghost":
+            continue
+        h = {b"state": b"scheduled" if verb == PROMOTE else b"active"}
+        if what.startswith("lane:"):
+            h[b"lane"] = what[5:].encode()
+        if what == "dies":
+            h[b"stalls"] = b"1"
+        keys[P + f"job:j{k:04d}".encode()] = ("hash", h)
+    keys[P + b"wake"] = ("list", [b""])
+    return keys
+
+
+LATE = [
+    # (verb, first rows, late rows, the key given a wrong type, its wrong type)
+    (PROMOTE, "flat", "flat", "job:j0180", "string"),
+    (PROMOTE, "flat", "flat", "job:j0249", "list"),
+    (PROMOTE, "lane:L", "flat", "pending", "string"),
+    (PROMOTE, "flat", "lane:M", "lane:M", "hash"),
+    (PROMOTE, "flat", "lane:M", "lanectl:M", "string"),
+    (PROMOTE, "flat", "lane:M", "ring", "hash"),
+    (STALLED, "flat", "flat", "job:j0180", "zset"),
+    (STALLED, "flat", "dies", "dead", "string"),
+    (STALLED, "lane:L", "flat", "pending", "hash"),
+    (STALLED, "flat", "lane:M", "lane:M", "string"),
+    (STALLED, "ghost", "lane:M", "lanectl:M", "list"),
+    (STALLED, "dies", "lane:M", "ring", "string"),
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("verb, first, second, suffix, wrong", LATE, ids=repr)
+def test_wrong_type_met_late_in_a_large_selection_writes_nothing(r, client, backend, verb, first, second, suffix, wrong):
+    """SPEC §5 steps 4 to 6 and §9 ("No partial writes"): the writes of one call
+    are all or none, however many rows it selected. The offending key matters
+    only to rows 150 to 249 of 250 due: a backend that applies a large call in
+    several transactions must still check every type before the first EXEC."""
+    state = big_state(verb, client.time_ms(), first, second)
+    state[prefix("q") + suffix.encode()] = WRONG[wrong]
+    r.flushall()
+    write(r, state)
+    before = dump(r)
+    with pytest.raises(emq.LayoutError) as e:
+        if verb == PROMOTE:
+            emq.promote(client, "q", batch=1000, backend=backend)
+        else:
+            emq.stalled_check(client, "q", max_stalled=1, batch=1000, backend=backend)
+    assert verb in str(e.value)
+    after = dump(r)
+    changed = [k.decode() for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
+    assert after == before, f"{backend} refused but changed {len(changed)} keys, e.g. {changed[:4]}"
+
+
 @pytest.mark.parametrize(
     "verb, suffix, wrong, max_stalled",
     [

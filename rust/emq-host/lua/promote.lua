@@ -5,8 +5,10 @@ local p, batch = ARGV[1], ARGV[2] -- batch as given: a decimal integer, up to 2^
 local schedule, pending = KEYS[1], KEYS[2]
 local function layout(what) return redis.error_reply('EMQLAYOUT EMQ.PROMOTE: layout: ' .. what) end
 local function typ(k) return redis.call('TYPE', k).ok end
+-- A stored integer: an optional '-' and 1 to 15 digits (exact in a double, even
+-- after + 1); anything else counts as absent. Written back with '%d', never '%.14g'.
 local function int(v)
-  if v and string.match(v, '^%-?%d+$') and #string.gsub(v, '^%-', '') <= 18 then return tonumber(v) end
+  if v and string.match(v, '^%-?%d+$') and #string.gsub(v, '^%-', '') <= 15 then return tonumber(v) end
   return 0
 end
 local function push(cmd, key, items) -- one call per 1000 items: unpack has a stack limit

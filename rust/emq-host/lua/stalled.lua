@@ -6,8 +6,10 @@ local max_stalled = ARGV[2] ~= '' and tonumber(ARGV[2]) or nil
 local active, pending, dead = KEYS[1], KEYS[2], KEYS[3]
 local function layout(what) return redis.error_reply('EMQLAYOUT EMQ.STALLED.CHECK: layout: ' .. what) end
 local function typ(k) return redis.call('TYPE', k).ok end
+-- A stored integer: an optional '-' and 1 to 15 digits (exact in a double, even
+-- after + 1); anything else counts as absent. Written back with '%d', never '%.14g'.
 local function int(v)
-  if v and string.match(v, '^%-?%d+$') and #string.gsub(v, '^%-', '') <= 18 then return tonumber(v) end
+  if v and string.match(v, '^%-?%d+$') and #string.gsub(v, '^%-', '') <= 15 then return tonumber(v) end
   return 0
 end
 local function push(cmd, key, items) -- one call per 1000 items: unpack has a stack limit
@@ -71,12 +73,12 @@ if (#flat > 0 and pt ~= 'list' and pt ~= 'none') or (#died > 0 and dt ~= 'zset' 
 end
 
 push('ZREM', active, expired)
-for _, id in ipairs(died) do redis.call('ZADD', dead, now, id) end
+for _, id in ipairs(died) do redis.call('ZADD', dead, string.format('%d', now), id) end
 for _, r in ipairs(rows) do
   if r[2] then
-    redis.call('HSET', r[1], 'state', 'dead', 'stalls', r[3], 'error', 'stalled')
+    redis.call('HSET', r[1], 'state', 'dead', 'stalls', string.format('%d', r[3]), 'error', 'stalled')
   else
-    redis.call('HSET', r[1], 'state', 'pending', 'stalls', r[3])
+    redis.call('HSET', r[1], 'state', 'pending', 'stalls', string.format('%d', r[3]))
   end
   redis.call('HDEL', r[1], 'token', 'lease')
 end
@@ -84,7 +86,7 @@ push('RPUSH', pending, flat)
 for _, lane in ipairs(lanes) do
   local l = by_lane[lane]
   push('RPUSH', p .. 'lane:' .. lane, l.ids)
-  redis.call('HSET', p .. 'lanectl:' .. lane, 'active', l.active)
+  redis.call('HSET', p .. 'lanectl:' .. lane, 'active', string.format('%d', l.active))
 end
 for _, lane in ipairs(ring) do redis.call('HSET', p .. 'lanectl:' .. lane, 'ring', '1') end
 push('RPUSH', p .. 'ring', ring)

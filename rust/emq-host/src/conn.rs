@@ -8,10 +8,6 @@ use redis::{ConnectionLike, IntoConnectionInfo, Value};
 
 use crate::error::{HostError, HostResult};
 
-/// Most rows per sweep transaction where `WATCH` grows with the watched keys:
-/// there 100 keys cost about 0.7 µs each and 1,000 keys about 6 µs each.
-pub const WATCH_CHUNK: u64 = 100;
-
 pub struct Conn {
     client: redis::Client,
     conn: Option<redis::Connection>,
@@ -19,9 +15,6 @@ pub struct Conn {
     pub address: String,
     connect_timeout: Duration,
     read_timeout: Option<Duration>,
-    /// Most rows one sweep transaction watches: `None` where `WATCH` costs the
-    /// same per key however many are watched (Valkey 9 and later).
-    pub watch_chunk: Option<u64>,
 }
 
 impl Conn {
@@ -38,7 +31,7 @@ impl Conn {
                 redact(url)
             ))
         })?;
-        Ok(Conn { client, conn: None, address: redact(url), connect_timeout, read_timeout, watch_chunk: None })
+        Ok(Conn { client, conn: None, address: redact(url), connect_timeout, read_timeout })
     }
 
     fn connection(&mut self) -> HostResult<&mut redis::Connection> {
@@ -50,32 +43,8 @@ impl Conn {
             c.set_read_timeout(self.read_timeout).map_err(|e| self.wire_error(&e))?;
             c.set_write_timeout(self.read_timeout).map_err(|e| self.wire_error(&e))?;
             self.conn = Some(c);
-            self.watch_chunk = self.probe_watch_chunk()?;
         }
         Ok(self.conn.as_mut().expect("just connected"))
-    }
-
-    /// Redis, and Valkey before 9, compare each newly watched key with those
-    /// already watched (SPEC §9): there a transaction watches at most
-    /// `WATCH_CHUNK` rows.
-    fn probe_watch_chunk(&mut self) -> HostResult<Option<u64>> {
-        let info = match self.one_raw(Cmd::new("INFO").arg("server"))? {
-            Reply::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
-            _ => String::new(),
-        };
-        let field = |name: &str| info.lines().find_map(|l| l.strip_prefix(name)).map(str::trim);
-        let valkey_major = field("valkey_version:").and_then(|v| v.split('.').next()?.parse::<u32>().ok());
-        Ok(match valkey_major {
-            Some(m) if m >= 9 => None,
-            _ => Some(WATCH_CHUNK),
-        })
-    }
-
-    fn one_raw(&mut self, c: Cmd) -> HostResult<Reply> {
-        let packed = cmd::encode(std::slice::from_ref(&c));
-        let conn = self.conn.as_mut().expect("connected");
-        let v = conn.req_packed_command(&packed).map_err(|e| HostError::Server(format!("emq: {e}")))?;
-        Ok(reply(v))
     }
 
     fn wire_error(&self, e: &redis::RedisError) -> HostError {

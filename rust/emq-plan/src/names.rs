@@ -97,10 +97,11 @@ impl Keys {
 }
 
 /// A decimal integer as the plans and the Lua scripts both read a stored field:
-/// an optional `-` and 1 to 18 digits; anything else counts as absent.
+/// an optional `-` and 1 to 15 digits; anything else counts as absent. Fifteen
+/// digits stay exact in Lua's doubles (below 2^53), even after `+ 1`.
 pub fn field_int(v: &[u8]) -> Option<i64> {
     let digits = v.strip_prefix(b"-").unwrap_or(v);
-    if digits.is_empty() || digits.len() > 18 || !digits.iter().all(u8::is_ascii_digit) {
+    if digits.is_empty() || digits.len() > 15 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
     std::str::from_utf8(v).ok()?.parse().ok()
@@ -149,6 +150,8 @@ mod tests {
         assert_eq!(field_int(b"+3"), None);
         assert_eq!(field_int(b"1.5"), None);
         assert_eq!(field_int(b""), None);
+        assert_eq!(field_int(b"999999999999999"), Some(999_999_999_999_999));
+        assert_eq!(field_int(b"1000000000000000"), None, "16 digits: absent, as in Lua");
         assert_eq!(count_arg(b"100", false), Some(100));
         assert_eq!(count_arg(b"0", false), None);
         assert_eq!(count_arg(b"0", true), Some(0));

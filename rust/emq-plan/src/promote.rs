@@ -35,9 +35,7 @@ pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
     let mut w = vec![Cmd::new("ZREM").arg(keys.schedule()).args(&read.ids)];
     if !flat.is_empty() {
         w.push(Cmd::new("RPUSH").arg(keys.pending()).args(&flat));
-        if !read.defer_flat_wake {
-            offers.wake_flat();
-        }
+        offers.wake_flat();
     }
     for (name, ids) in &by_lane {
         w.push(Cmd::new("RPUSH").arg(keys.lane(name)).args(ids));
@@ -48,5 +46,5 @@ pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
         }
     }
     offers.writes(keys, &mut w);
-    Ok(Plan { writes: w, outcome: Outcome::Promoted(read.ids.len() as i64), flat: !flat.is_empty() })
+    Ok(Plan { writes: w, outcome: Outcome::Promoted(read.ids.len() as i64) })
 }

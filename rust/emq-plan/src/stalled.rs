@@ -77,9 +77,7 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
     w.extend(rows);
     if !flat.is_empty() {
         w.push(Cmd::new("RPUSH").arg(keys.pending()).args(&flat));
-        if !read.defer_flat_wake {
-            offers.wake_flat();
-        }
+        offers.wake_flat();
     }
     for ((name, ids, _), active) in by_lane.iter().zip(actives) {
         if !ids.is_empty() {
@@ -88,5 +86,5 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
         w.push(Cmd::new("HSET").arg(keys.lanectl(name)).arg("active").arg(active.to_string()));
     }
     offers.writes(keys, &mut w);
-    Ok(Plan { writes: w, outcome: Outcome::Stalled { recovered, dead }, flat: !flat.is_empty() })
+    Ok(Plan { writes: w, outcome: Outcome::Stalled { recovered, dead } })
 }

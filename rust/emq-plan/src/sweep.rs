@@ -76,9 +76,6 @@ pub struct Read {
     /// Lanes of live rows, in the order of their first row.
     pub lanes: Vec<Lane>,
     pub types: Types,
-    /// Leave the flat wake token out: the host pushes it after the call's last
-    /// transaction (when it splits a call), so `wake` ends as one call leaves it.
-    pub defer_flat_wake: bool,
 }
 
 impl Read {
@@ -92,8 +89,6 @@ impl Read {
 pub struct Plan {
     pub writes: Vec<Cmd>,
     pub outcome: Outcome,
-    /// Whether flat rows were appended to `pending` (and so a flat wake is owed).
-    pub flat: bool,
 }
 
 enum Stage {
@@ -110,12 +105,6 @@ pub struct Sweep {
     batch: u64,
     stage: Stage,
     read: Read,
-    /// A clock reading given by the host: the next part of a call already read it.
-    fixed_now: Option<i64>,
-    /// Starts at the watch: the host gave the selection.
-    preselected: bool,
-    /// Ends after the selection: the host splits it.
-    select_only: bool,
     scores: Vec<f64>,
     plan: Option<Plan>,
 }
@@ -128,40 +117,9 @@ impl Sweep {
             batch,
             stage: Stage::Select,
             read: Read::default(),
-            fixed_now: None,
-            preselected: false,
-            select_only: false,
             scores: vec![],
             plan: None,
         }
-    }
-
-    /// A sweep that uses `now` instead of reading the clock: for a call whose
-    /// work the host splits over several transactions (one clock reading per call).
-    pub fn at(mut self, now: i64) -> Self {
-        self.fixed_now = Some(now);
-        self
-    }
-
-    /// Leaves the flat wake token to the host (see `Read::defer_flat_wake`).
-    pub fn defer_flat_wake(mut self) -> Self {
-        self.read.defer_flat_wake = true;
-        self
-    }
-
-    /// Whether the built plan appended flat rows to `pending`.
-    pub fn flat(&self) -> bool {
-        self.plan.as_ref().is_some_and(|p| p.flat)
-    }
-
-    /// The clock reading this sweep used (once it has selected).
-    pub fn now(&self) -> i64 {
-        self.read.now
-    }
-
-    /// How many members it selected (ghosts included).
-    pub fn selected_count(&self) -> usize {
-        self.read.ids.len()
     }
 
     pub fn verb(&self) -> &'static str {
@@ -186,44 +144,11 @@ impl Sweep {
         }
     }
 
-    /// A sweep of members the host already selected (with the call's clock
-    /// reading and their scores), as part of a call it splits: it starts at
-    /// the watch, and re-reads the scores under it as any sweep does.
-    pub fn preselected(mut self, now: i64, ids: Vec<Vec<u8>>, scores: Vec<f64>) -> Self {
-        self.fixed_now = Some(now);
-        self.read.now = now;
-        self.read.ids = ids;
-        self.scores = scores;
-        self.preselected = true;
-        self
-    }
-
-    /// The selection a host splits: the first `batch` members due at the clock
-    /// reading (or at `now`), with their scores.
-    pub fn select_only(kind: Kind, keys: Keys, batch: u64, now: Option<i64>) -> Self {
-        let mut s = Sweep::new(kind, keys, batch);
-        s.fixed_now = now;
-        s.select_only = true;
-        s
-    }
-
-    /// The selection, once a `select_only` sweep was fed.
-    pub fn selection(&self) -> (i64, &[Vec<u8>], &[f64]) {
-        (self.read.now, &self.read.ids, &self.scores)
-    }
-
     /// The first step: the clock and the selection.
     pub fn start(&mut self) -> Step {
-        if self.preselected {
-            return self.rows_step();
-        }
         self.stage = Stage::Select;
         let range = Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg((self.batch - 1).to_string()).arg("WITHSCORES");
-        let cmds = match self.fixed_now {
-            None => vec![Cmd::new("TIME"), range],
-            Some(_) => vec![range],
-        };
-        Step::Read { watch: vec![], cmds }
+        Step::Read { watch: vec![], cmds: vec![Cmd::new("TIME"), range] }
     }
 
     /// Feeds the replies of a `Read` step.
@@ -266,13 +191,9 @@ impl Sweep {
     }
 
     fn selected(&mut self, replies: &[Reply]) -> Result<Step> {
-        let (now, members) = match (self.fixed_now, replies) {
-            (Some(now), [members]) => (Some(now), members),
-            (None, [time, members]) => (parse_time(time), members),
-            _ => return Err(self.host_error("select: wrong number of replies")),
-        };
+        let [time, members] = replies else { return Err(self.host_error("select: two replies expected")) };
         self.check(members, &self.zset())?;
-        self.read.now = now.ok_or_else(|| self.host_error("TIME gave no clock"))?;
+        self.read.now = parse_time(time).ok_or_else(|| self.host_error("TIME gave no clock"))?;
         let items = members.as_array().ok_or_else(|| self.host_error("ZRANGE gave no array"))?;
         for pair in items.chunks_exact(2) {
             let score = pair[1].as_bytes().and_then(|s| std::str::from_utf8(s).ok()?.parse::<f64>().ok());
@@ -284,9 +205,6 @@ impl Sweep {
             }
             self.read.ids.push(id.to_vec());
             self.scores.push(score);
-        }
-        if self.select_only {
-            return Ok(Step::Done(self.empty()));
         }
         Ok(self.rows_step())
     }

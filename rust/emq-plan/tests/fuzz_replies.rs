@@ -137,7 +137,7 @@ fn no_conversation_panics_on_any_reply() {
                 let op = [LaneOp::Pause, LaneOp::Resume, LaneOp::Limit(2)][rng.below(3) as usize];
                 drive(&mut rng, LaneControl::new(keys(), b"L".to_vec(), op).unwrap());
             }
-            _ => drive(&mut rng, Sweep::new(Kind::Promote, keys(), batch).at(1_700_000_000_123)),
+            _ => drive(&mut rng, Sweep::new(Kind::Stalled { max_stalled: None }, keys(), batch)),
         }
     }
     // The fuzzer must reach plans, not only early refusals.
