@@ -13,7 +13,7 @@ import random
 import signal
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+import queue as _queue
 from dataclasses import dataclass, field
 from typing import Callable, Literal
 
@@ -111,8 +111,10 @@ class Worker:
         self._beat = Queue(connect(url), queue.name)
         self._park = connect(url, read_timeout=beat_ms / 1000 + 5)
         self._work = Queue(connect(url), queue.name)
-        self._stop = threading.Event()
-        self._slots = threading.Semaphore(concurrency)
+        self._stop = threading.Event()  # claim nothing more
+        self._halt = threading.Event()  # stop extending leases: run() is over
+        self._jobs: _queue.SimpleQueue[Job | None] = _queue.SimpleQueue()
+        # Running jobs by token: a job claimed again after its lease was lost is another run.
         self._running: dict[str, Job] = {}
         self._running_lock = threading.Lock()
         self._freed = threading.Event()
@@ -137,39 +139,48 @@ class Worker:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())
         started = time.monotonic()
-        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix=f"emq-{self.queue.name}")
+        # Daemon threads: a job that outlasts the grace period must not keep the
+        # process alive; it is left to recovery.
+        threads = [
+            threading.Thread(target=self._handle, name=f"emq-{self.queue.name}-{i}", daemon=True)
+            for i in range(self.concurrency)
+        ]
         keeper = threading.Thread(target=self._keep_leases, name="emq-leases", daemon=True)
-        keeper.start()
+        for t in [*threads, keeper]:
+            t.start()
         log.info("worker on %s: concurrency %d, beat %d ms", self.queue, self.concurrency, self.beat_ms)
         try:
             while not self._stop.is_set():
                 if self.ttl_s is not None and time.monotonic() - started >= self.ttl_s:
                     log.info("time to live reached")
                     break
-                self._beat_once(pool)
+                self._beat_once()
         finally:
             self._stop.set()
-            pool.shutdown(wait=False)
             self._drain_running()
-            keeper.join(timeout=1)
+            self._halt.set()
+            for _ in threads:
+                self._jobs.put(None)
+            keeper.join(timeout=5)
         return self.counters.snapshot()
 
     # -- the beat -------------------------------------------------------------
 
-    def _beat_once(self, pool: ThreadPoolExecutor) -> None:
+    def _beat_once(self) -> None:
         self.counters.add(beats=1)
         try:
             self._recover()
             moved = self._beat.promote(batch=self.pump_batch)
             self.counters.add(sweeps=1, moved=moved)
             free = self._free_slots()
-            if free:
+            if free and not self._stop.is_set():  # a stop may have come during the beat
                 jobs = self._beat.claim(free, lease_ms=self.lease_ms)
                 self.counters.add(claimed=len(jobs))
                 for job in jobs:
-                    self._start(pool, job)
+                    self._start(job)
             self._streak = 0
-            self._wait(claimed_all=free > 0)
+            if not self._stop.is_set():
+                self._wait()
         except EmqError as e:
             if self._stop.is_set():  # a signal interrupted a blocking call: we are stopping
                 return
@@ -196,7 +207,7 @@ class Worker:
     def _free_slots(self) -> int:
         return max(0, self.concurrency - self.running)
 
-    def _wait(self, claimed_all: bool) -> None:
+    def _wait(self) -> None:
         """Park: on `wake` while slots are free, else until a slot frees; never
         past the beat or the next due time."""
         timeout = self.beat_ms / 1000
@@ -222,10 +233,15 @@ class Worker:
 
     # -- running jobs --------------------------------------------------------
 
-    def _start(self, pool: ThreadPoolExecutor, job: Job) -> None:
+    def _start(self, job: Job) -> None:
         with self._running_lock:
-            self._running[job.id] = job
-        pool.submit(self._run_job, job)
+            self._running[job.token] = job
+        self._jobs.put(job)
+
+    def _handle(self) -> None:
+        """A handler thread: runs jobs until it is handed None."""
+        while (job := self._jobs.get()) is not None:
+            self._run_job(job)
 
     def _run_job(self, job: Job) -> None:
         try:
@@ -240,7 +256,7 @@ class Worker:
                 self.counters.add(completed=bool(done), refused=done is False)
         finally:
             with self._running_lock:
-                self._running.pop(job.id, None)
+                self._running.pop(job.token, None)
             self._freed.set()
 
     def _settle(self, call: Callable[[], object]) -> object:
@@ -260,12 +276,14 @@ class Worker:
 
     def _is_running(self, job: Job) -> bool:
         with self._running_lock:
-            return job.id in self._running
+            return job.token in self._running
 
     def _keep_leases(self) -> None:
-        """Extends the leases of running jobs every third of a lease."""
+        """Extends the leases of running jobs every third of a lease, until
+        `run()` is over (jobs left running after the grace period then lose
+        their leases, and recovery takes them)."""
         every = self.lease_ms / 3000
-        while not self._stop.wait(every) or self.running:
+        while not self._halt.wait(every):
             with self._running_lock:
                 jobs = list(self._running.values())
             for job in jobs:
@@ -275,8 +293,6 @@ class Worker:
                         log.warning("lease of job %s was lost", job.id)
                 except EmqError as e:
                     log.warning("extending job %s: %s", job.id, e)
-            if self._stop.is_set() and not self.running:
-                return
 
     def _drain_running(self) -> None:
         deadline = time.monotonic() + self.grace_s
