@@ -36,11 +36,16 @@ class Job:
     error: str | None = None
 
 
-def _int(verb: str, name: str, value: Any, *, minimum: int) -> int:
+U64 = 2**64 - 1  # milliseconds and counts the core takes
+I64 = 2**63 - 1  # times since the epoch
+U32 = 2**32 - 1
+
+
+def _int(verb: str, name: str, value: Any, *, minimum: int, maximum: int = U64) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ArgumentError(f"{verb}: {name} must be an int, not {type(value).__name__}")
-    if value < minimum:
-        raise ArgumentError(f"{verb}: {name} must be >= {minimum}, not {value}")
+    if not minimum <= value <= maximum:
+        raise ArgumentError(f"{verb}: {name} must be from {minimum} to {maximum}, not {value}")
     return value
 
 
@@ -77,11 +82,11 @@ class Queue:
         if lane is not None:
             _text(verb, "lane", lane)
         if at_ms is not None:
-            _int(verb, "at_ms", at_ms, minimum=0)
+            _int(verb, "at_ms", at_ms, minimum=0, maximum=I64)
             if delay_ms:
                 raise ArgumentError(f"{verb}: give delay_ms or at_ms, not both")
         delay_ms = _int(verb, "delay_ms", delay_ms, minimum=0)
-        max_attempts = _int(verb, "max_attempts", max_attempts, minimum=1)
+        max_attempts = _int(verb, "max_attempts", max_attempts, minimum=1, maximum=U32)
         return (id, _data(verb, data), delay_ms, at_ms, lane, max_attempts)
 
     def add(
@@ -120,7 +125,8 @@ class Queue:
     # -- working --------------------------------------------------------------
 
     def claim(self, n: int = 1, *, lease_ms: int = 30000) -> list[Job]:
-        """Takes up to `n` ready jobs: flat ones first, then lanes round-robin."""
+        """Takes up to `n` ready jobs (at most 10,000 a call): flat ones first,
+        then lanes round-robin."""
         n = _int("EMQ.CLAIM", "n", n, minimum=1)
         lease_ms = _int("EMQ.CLAIM", "lease_ms", lease_ms, minimum=1)
         return [
@@ -155,6 +161,8 @@ class Queue:
             retry_in_ms = _int("EMQ.FAIL", "retry_in_ms", retry_in_ms, minimum=0)
         if isinstance(error, BaseException):
             error = f"{type(error).__name__}: {error}"
+        if not isinstance(error, (str, bytes, bytearray, memoryview)):
+            raise ArgumentError(f"EMQ.FAIL: error must be a str, bytes or an exception, not {type(error).__name__}")
         err = _data("EMQ.FAIL", error)
         return self.client._settle(self.name, job.id, job.token, job.lane, "fail", error=err, retry_in_ms=retry_in_ms)
 
@@ -168,7 +176,7 @@ class Queue:
 
     def set_lane_limit(self, lane: str, n: int) -> None:
         """At most `n` of the lane's jobs active at once (0: no limit)."""
-        n = _int("EMQ.LANE", "n", n, minimum=0)
+        n = _int("EMQ.LANE", "n", n, minimum=0, maximum=10**15 - 1)  # stored fields are read to 15 digits
         self.client._lane(self.name, _text("EMQ.LANE", "lane", lane), "limit", n)
 
     # -- looking --------------------------------------------------------------

@@ -33,12 +33,16 @@ fn token(rng: &mut Jitter) -> Vec<u8> {
     format!("{:016x}{:016x}", rng.next(), rng.next()).into_bytes()
 }
 
+/// Most ids one claim takes.
+pub const MAX_CLAIM: u64 = 10_000;
+
 pub fn claim(conn: &mut Conn, queue: &[u8], n: u64, lease_ms: u64) -> HostResult<Vec<Claimed>> {
+    let n = n.min(MAX_CLAIM);
     let mut rng = Jitter::new();
     drive(
         conn,
         || {
-            let tokens = (0..n.min(100_000)).map(|_| token(&mut rng)).collect();
+            let tokens = (0..n).map(|_| token(&mut rng)).collect();
             Ok(Claim::new(Keys::new(queue), n, lease_ms, tokens)?)
         },
         |_| {},

@@ -4,7 +4,7 @@
 use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
 use crate::lanes::{LaneCtl, Offers, CTL_FIELDS};
-use crate::names::{id_problem, Keys};
+use crate::names::{id_problem, later, Keys, MAX_MS};
 use crate::sweep::parse_time;
 use crate::{Cmd, Reply};
 
@@ -141,8 +141,8 @@ impl Conversation for Add {
         let mut by_lane: Vec<(Vec<u8>, Vec<Vec<u8>>)> = vec![];
         for (j, id) in self.jobs.iter().zip(&self.ids) {
             let due = match j.when {
-                When::Delay(d) => now.saturating_add(d.min(i64::MAX as u64) as i64),
-                When::At(t) => t,
+                When::Delay(d) => later(now, d),
+                When::At(t) => t.min(MAX_MS),
             };
             let ready = due <= now;
             let mut row = Cmd::new("HSET").arg(k.job(id)).arg("state").arg(if ready { "pending" } else { "scheduled" });

@@ -1,15 +1,19 @@
 //! CLAIM (SPEC §7): up to `n` ready ids, flat ones first from the head of
 //! `pending`, then lanes round-robin from the head of the ring.
 //!
-//! The guard: the rows of the ids it takes, and, when it serves lanes, the ring
-//! and the control hash of each lane it visits. Producers appending to `pending`
-//! or to lanes never abort a claim: nothing else takes from a head without
-//! writing the rows it takes.
+//! The guard: the rows of the ids it takes; when it serves lanes, the ring
+//! (every claim that takes from a lane rotates it, so it also guards the lane
+//! heads); and, for each lane it drops from the ring, that lane's control hash
+//! (dropped as not servable) or list (dropped as empty). The control hash of a
+//! lane it serves is not watched: its `active` grows by `HINCRBY`, and what
+//! others write there meanwhile (a complete's decrement, a pause, a new limit)
+//! commutes with the claim. Producers appending to `pending` or to lanes never
+//! abort a claim, nor do completes.
 
 use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
 use crate::lanes::{LaneCtl, CTL_FIELDS};
-use crate::names::{field_int, Keys};
+use crate::names::{field_int, later, Keys};
 use crate::rows::{self, Fields};
 use crate::sweep::parse_time;
 use crate::{Cmd, Reply};
@@ -36,6 +40,8 @@ pub struct Claimed {
 struct LaneRead {
     name: Vec<u8>,
     ctl: LaneCtl,
+    /// `active` is absent or an integer `HINCRBY` can add to.
+    active_ok: bool,
     len: i64,
     head: Vec<Vec<u8>>,
 }
@@ -44,8 +50,8 @@ struct LaneRead {
 enum Visit {
     /// Took the lane's head id (ghost or live) and rotated the lane to the back.
     Serve(usize),
-    /// The lane was empty or could not be served: it left the ring.
-    Drop(usize),
+    /// The lane was empty (`true`) or could not be served (`false`): it left the ring.
+    Drop(usize, bool),
 }
 
 enum Stage {
@@ -75,6 +81,8 @@ pub struct Claim {
     /// (lane index, id) of each `Serve`, in visit order.
     lane_ids: Vec<(usize, Vec<u8>)>,
     lane_rows: Vec<Option<Fields>>,
+    /// Lane ids found to be ghosts: the lanes are simulated again without them.
+    ghosts: Vec<Vec<u8>>,
     wake_ok: bool,
     active_ok: bool,
     out: Vec<Claimed>,
@@ -108,6 +116,7 @@ impl Claim {
             visits: vec![],
             lane_ids: vec![],
             lane_rows: vec![],
+            ghosts: vec![],
             wake_ok: true,
             active_ok: true,
             out: vec![],
@@ -162,7 +171,6 @@ impl Claim {
             watch.push(k.ring());
             cmds.push(Cmd::new("LRANGE").arg(k.ring()).arg("0").arg((RING_READ - 1).to_string()));
             for l in &self.ring[..lanes] {
-                watch.push(k.lanectl(l));
                 cmds.push(Cmd::new("HMGET").arg(k.lanectl(l)).args(CTL_FIELDS));
                 cmds.push(Cmd::new("LLEN").arg(k.lane(l)));
                 cmds.push(Cmd::new("LRANGE").arg(k.lane(l)).arg("0").arg((self.slots() - 1).to_string()));
@@ -205,7 +213,9 @@ impl Claim {
                 }
                 let f: Vec<Option<&[u8]>> = chunk[0].as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
                 let head = self.list(&chunk[2], &k.lane(&name))?;
-                self.lanes.push(LaneRead { name, ctl: LaneCtl::from_fields(&f), len: chunk[1].as_int().unwrap_or(0), head });
+                let active_ok = f.get(2).copied().flatten().is_none_or(|a| field_int(a).is_some());
+                let ctl = LaneCtl::from_fields(&f);
+                self.lanes.push(LaneRead { name, ctl, active_ok, len: chunk[1].as_int().unwrap_or(0), head });
             }
             at += 3 * lanes;
         }
@@ -223,6 +233,8 @@ impl Claim {
     /// whole ring was read, turns wrap around it; otherwise each lane read is
     /// visited once.
     fn simulate(&mut self) {
+        self.visits.clear();
+        self.lane_ids.clear();
         let whole = self.lanes.len() as i64 == self.ring_len && self.lanes.len() == self.ring.len();
         let mut order: std::collections::VecDeque<usize> = (0..self.lanes.len()).collect();
         let mut taken = vec![0usize; self.lanes.len()];
@@ -234,44 +246,103 @@ impl Claim {
             visits_left -= 1;
             let l = &self.lanes[i];
             let ctl = LaneCtl { active: active[i], ..l.ctl.clone() };
-            let left = (l.len - taken[i] as i64).min((l.head.len() - taken[i]) as i64);
-            if left <= 0 || !ctl.can_serve() {
-                self.visits.push(Visit::Drop(i));
+            if taken[i] == l.head.len() && l.len > taken[i] as i64 {
+                break; // more ids than it read: leave the rest to the next claim
+            }
+            if l.len <= taken[i] as i64 || !ctl.can_serve() {
+                self.visits.push(Visit::Drop(i, ctl.can_serve()));
                 continue;
             }
-            self.lane_ids.push((i, l.head[taken[i]].clone()));
+            let id = l.head[taken[i]].clone();
+            // A ghost takes the lane's turn, but neither a slot nor the limit.
+            if !self.ghosts.contains(&id) {
+                active[i] += 1;
+                slots -= 1;
+            }
+            self.lane_ids.push((i, id));
             self.visits.push(Visit::Serve(i));
             taken[i] += 1;
-            active[i] += 1;
-            slots -= 1;
             if whole {
                 order.push_back(i);
             }
         }
     }
 
+    /// The lanes it drops, with whether each was found empty (else not servable).
+    fn drops(&self) -> Vec<(usize, bool)> {
+        self.visits.iter().filter_map(|v| if let Visit::Drop(i, empty) = v { Some((*i, *empty)) } else { None }).collect()
+    }
+
     fn lanes_step(&mut self) -> Result<Step<Vec<Claimed>>> {
         self.simulate();
-        if self.lane_ids.is_empty() {
+        let drops = self.drops();
+        if self.lane_ids.is_empty() && drops.is_empty() {
             return self.build();
         }
         let k = self.keys.clone();
         let ids: Vec<Vec<u8>> = self.lane_ids.iter().map(|(_, id)| id.clone()).collect();
-        let watch = ids.iter().map(|id| k.job(id)).collect();
+        let mut watch: Vec<Vec<u8>> = ids.iter().map(|id| k.job(id)).collect();
+        let mut cmds = rows::reads(&k, &ids, &FIELDS);
+        // What a drop decided on, watched and read again: the control hash of a
+        // lane it could not serve, the list of a lane it found empty.
+        for &(i, empty) in &drops {
+            let name = &self.lanes[i].name;
+            if empty {
+                watch.push(k.lane(name));
+                cmds.push(Cmd::new("LLEN").arg(k.lane(name)));
+            } else {
+                watch.push(k.lanectl(name));
+                cmds.push(Cmd::new("HMGET").arg(k.lanectl(name)).args(CTL_FIELDS));
+            }
+        }
         self.stage = Stage::LaneRows;
-        Ok(Step::Read { watch, cmds: rows::reads(&k, &ids, &FIELDS) })
+        Ok(Step::Read { watch, cmds })
     }
 
     fn lane_rows_read(&mut self, replies: &[Reply]) -> Result<Step<Vec<Claimed>>> {
         let ids: Vec<Vec<u8>> = self.lane_ids.iter().map(|(_, id)| id.clone()).collect();
-        let (rows, unsure) = rows::parse(CLAIM, &self.keys, &ids, replies, FIELDS.len())?;
+        let row_replies = if ids.is_empty() { 0 } else { ids.len() + 1 };
+        let drops = self.drops();
+        if replies.len() != row_replies + drops.len() {
+            return Err(Error::server(CLAIM, "wrong number of replies"));
+        }
+        for (&(i, empty), r) in drops.iter().zip(&replies[row_replies..]) {
+            let l = &self.lanes[i];
+            let same = if empty {
+                r.as_int() == Some(l.len)
+            } else {
+                let f: Vec<Option<&[u8]>> = r.as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
+                LaneCtl::from_fields(&f) == l.ctl
+            };
+            if !same {
+                return Err(Error::conflict(CLAIM, "a lane it drops changed before the watch"));
+            }
+        }
+        let (rows, unsure) = rows::parse(CLAIM, &self.keys, &ids, &replies[..row_replies], FIELDS.len())?;
         self.lane_rows = rows;
         if !unsure.is_empty() {
             let cmds = rows::type_reads(&self.keys, &ids, &unsure);
             self.stage = Stage::LaneTypes(unsure);
             return Ok(Step::Read { watch: vec![], cmds });
         }
-        self.build()
+        self.lane_rows_known()
+    }
+
+    /// With every lane row known: plan, or simulate again when it met new
+    /// ghosts (they count against neither a slot nor a lane's limit).
+    fn lane_rows_known(&mut self) -> Result<Step<Vec<Claimed>>> {
+        let new: Vec<Vec<u8>> = self
+            .lane_ids
+            .iter()
+            .zip(&self.lane_rows)
+            .filter(|((_, id), row)| row.is_none() && !self.ghosts.contains(id))
+            .map(|((_, id), _)| id.clone())
+            .collect();
+        if new.is_empty() {
+            return self.build();
+        }
+        self.ghosts.extend(new);
+        self.lanes_step()
     }
 
     fn claimed(&mut self, id: &[u8], f: &Fields, lane: Option<Vec<u8>>, w: &mut Vec<Cmd>) {
@@ -279,7 +350,7 @@ impl Claim {
         let attempts = f[1].as_deref().and_then(field_int).unwrap_or(0) + 1;
         let max_attempts = f[2].as_deref().and_then(field_int).unwrap_or(0);
         let token = self.tokens[self.out.len()].clone();
-        let deadline = self.now.saturating_add(self.lease_ms.min(i64::MAX as u64) as i64);
+        let deadline = later(self.now, self.lease_ms);
         let mut set = Cmd::new("HSET").arg(k.job(id)).arg("state").arg("active").arg("attempts").arg(attempts.to_string());
         set = set.arg("lease").arg(deadline.to_string()).arg("token").arg(&token).arg("claimed").arg(self.now.to_string());
         w.push(set);
@@ -312,7 +383,7 @@ impl Claim {
         }
         // Lane visits, in order: the visited lane is always at the ring's head.
         let mut served = self.lane_ids.clone().into_iter().zip(std::mem::take(&mut self.lane_rows));
-        let mut active: Vec<i64> = self.lanes.iter().map(|l| l.ctl.active).collect();
+        let mut claimed_in = vec![0i64; self.lanes.len()];
         let mut dropped = vec![false; self.lanes.len()];
         for v in self.visits.clone() {
             match v {
@@ -322,29 +393,26 @@ impl Claim {
                     w.push(Cmd::new("LMOVE").arg(k.ring()).arg(k.ring()).arg("LEFT").arg("RIGHT"));
                     let ((_, id), row) = served.next().expect("one id per serve");
                     if let Some(f) = row {
-                        active[i] += 1;
+                        claimed_in[i] += 1;
                         self.claimed(&id, &f, Some(name), &mut w);
                     }
                 }
-                Visit::Drop(i) => {
+                Visit::Drop(i, _) => {
                     w.push(Cmd::new("LPOP").arg(k.ring()));
                     dropped[i] = true;
                 }
             }
         }
         for (i, l) in self.lanes.iter().enumerate() {
-            let mut set = Cmd::new("HSET").arg(k.lanectl(&l.name));
-            let mut any = false;
-            if active[i] != l.ctl.active {
-                set = set.arg("active").arg(active[i].to_string());
-                any = true;
+            if claimed_in[i] > 0 {
+                if !l.active_ok {
+                    let key = k.lanectl(&l.name);
+                    return Err(Error::layout(CLAIM, format!("{} holds an active count that is not an integer", String::from_utf8_lossy(&key))));
+                }
+                w.push(Cmd::new("HINCRBY").arg(k.lanectl(&l.name)).arg("active").arg(claimed_in[i].to_string()));
             }
             if dropped[i] {
-                set = set.arg("ring").arg("0");
-                any = true;
-            }
-            if any {
-                w.push(set);
+                w.push(Cmd::new("HSET").arg(k.lanectl(&l.name)).arg("ring").arg("0"));
             }
         }
         if !self.out.is_empty() {
@@ -401,7 +469,7 @@ impl Conversation for Claim {
             Stage::LaneTypes(unsure) => {
                 let ids: Vec<Vec<u8>> = self.lane_ids.iter().map(|(_, id)| id.clone()).collect();
                 rows::resolve(CLAIM, &self.keys, &ids, &mut self.lane_rows, &unsure, replies)?;
-                self.build()
+                self.lane_rows_known()
             }
             Stage::Exec => Err(Error::server(CLAIM, "a read was fed after the plan was built")),
         }

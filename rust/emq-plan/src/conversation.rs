@@ -25,3 +25,16 @@ pub trait Conversation {
     fn feed(&mut self, replies: &[Reply]) -> Result<Step<Self::Out>>;
     fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out>;
 }
+
+/// The step that watches lane lists a plan found empty and relies on staying
+/// empty (`lanes::relies_on_empty`), and reads their lengths again under the watch.
+pub fn confirm_empty<T>(keys: &crate::Keys, lanes: &[Vec<u8>]) -> Step<T> {
+    let watch: Vec<Vec<u8>> = lanes.iter().map(|l| keys.lane(l)).collect();
+    let cmds = watch.iter().map(|k| Cmd::new("LLEN").arg(k)).collect();
+    Step::Read { watch, cmds }
+}
+
+/// Whether the lists of a `confirm_empty` step are still empty.
+pub fn still_empty(replies: &[Reply], lanes: usize) -> bool {
+    replies.len() == lanes && replies.iter().all(|r| r.as_int() == Some(0))
+}

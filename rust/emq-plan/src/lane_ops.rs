@@ -1,8 +1,8 @@
 //! Lane control (SPEC §7): pause, resume (then offer), set limit (then offer).
 
-use crate::conversation::{Conversation, Step};
+use crate::conversation::{confirm_empty, still_empty, Conversation, Step};
 use crate::error::{Error, Result};
-use crate::lanes::{LaneCtl, Offers, CTL_FIELDS};
+use crate::lanes::{relies_on_empty, LaneCtl, Offers, CTL_FIELDS};
 use crate::names::{id_problem, Keys};
 use crate::sweep::parse_time;
 use crate::{Cmd, Reply};
@@ -21,6 +21,8 @@ pub struct LaneControl {
     keys: Keys,
     lane: Vec<u8>,
     op: LaneOp,
+    /// The plan, held while the empty lane list it relies on is confirmed.
+    held: Option<Vec<Cmd>>,
 }
 
 impl LaneControl {
@@ -28,7 +30,7 @@ impl LaneControl {
         if let Some(why) = id_problem(&lane) {
             return Err(Error::argument(LANE, "lane", why));
         }
-        Ok(LaneControl { keys, lane, op })
+        Ok(LaneControl { keys, lane, op, held: None })
     }
 }
 
@@ -54,6 +56,12 @@ impl Conversation for LaneControl {
     }
 
     fn feed(&mut self, replies: &[Reply]) -> Result<Step<()>> {
+        if let Some(writes) = self.held.take() {
+            if !still_empty(replies, 1) {
+                return Err(Error::conflict(LANE, "the lane got work before the watch"));
+            }
+            return Ok(Step::Exec(writes));
+        }
         let (k, l) = (&self.keys, &self.lane);
         let [time, ctl, len, ring, wake] = replies else { return Err(Error::server(LANE, "wrong number of replies")) };
         parse_time(time).ok_or_else(|| Error::server(LANE, "TIME gave no clock"))?;
@@ -78,11 +86,16 @@ impl Conversation for LaneControl {
             }
         }
         let mut offers = Offers::default();
-        if offers.offer(l, len.as_int().unwrap_or(0), &ctl) {
+        let len = len.as_int().unwrap_or(0);
+        if offers.offer(l, len, &ctl) {
             if ring.is_wrongtype() || wake.is_wrongtype() {
                 return Err(Error::layout(LANE, "ring or wake has the wrong type"));
             }
             offers.writes(k, &mut w);
+        } else if relies_on_empty(len, &ctl) {
+            let step = confirm_empty(k, std::slice::from_ref(l));
+            self.held = Some(w);
+            return Ok(step);
         }
         Ok(Step::Exec(w))
     }

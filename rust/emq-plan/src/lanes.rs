@@ -35,6 +35,15 @@ impl LaneCtl {
     }
 }
 
+/// Whether the only thing keeping offer(L) from putting the lane in the ring is
+/// that the lane list is empty (`len` after this plan's pushes). A plan that
+/// relies on that must watch the lane list: a producer appending to it in the
+/// meantime offers nothing (the lane could not be served then, or was in the
+/// ring), and the plan would leave a non-empty, servable lane out of the ring.
+pub fn relies_on_empty(len: i64, ctl: &LaneCtl) -> bool {
+    len <= 0 && ctl.can_serve() && !ctl.in_ring
+}
+
 /// The tail every ready-making write shares: lanes offered to the ring, wake
 /// tokens, and the trim of `P wake`. Tokens are pushed in the order they were
 /// offered, in one `RPUSH` each for the ring and for `wake`.

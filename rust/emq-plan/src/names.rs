@@ -96,6 +96,16 @@ impl Keys {
     }
 }
 
+/// The latest time a plan writes (ms since the epoch, about the year 33,600):
+/// due times and lease deadlines saturate here, so a score and the row's copy
+/// of it stay equal (exact in a double) and readable as a stored field.
+pub const MAX_MS: i64 = 999_999_999_999_999;
+
+/// `now + ms`, saturating at `MAX_MS`.
+pub fn later(now: i64, ms: u64) -> i64 {
+    now.saturating_add(ms.min(i64::MAX as u64) as i64).min(MAX_MS)
+}
+
 /// A decimal integer as the plans and the Lua scripts both read a stored field:
 /// an optional `-` and 1 to 15 digits; anything else counts as absent. Fifteen
 /// digits stay exact in Lua's doubles (below 2^53), even after `+ 1`.

@@ -2,10 +2,10 @@
 //! worker's token; otherwise nothing changes and the worker is told so (a sweep
 //! recovered the job, and the late worker's word is refused).
 
-use crate::conversation::{Conversation, Step};
+use crate::conversation::{confirm_empty, still_empty, Conversation, Step};
 use crate::error::{Error, Result};
-use crate::lanes::{LaneCtl, Offers, CTL_FIELDS};
-use crate::names::{field_int, Keys};
+use crate::lanes::{relies_on_empty, LaneCtl, Offers, CTL_FIELDS};
+use crate::names::{field_int, later, Keys};
 use crate::sweep::parse_time;
 use crate::{Cmd, Reply};
 
@@ -50,6 +50,8 @@ pub struct Settle {
     action: Action,
     jitter: f64,
     result: Option<Settled>,
+    /// The plan, held while the lane list it relies on being empty is confirmed.
+    held: Option<Vec<Cmd>>,
 }
 
 const ROW: [&str; 5] = ["state", "token", "lane", "attempts", "max_attempts"];
@@ -63,7 +65,7 @@ impl Settle {
         if id.is_empty() {
             return Err(Error::argument(verb, "job", "has no id"));
         }
-        Ok(Settle { keys, id, token, lane, action, jitter, result: None })
+        Ok(Settle { keys, id, token, lane, action, jitter, result: None, held: None })
     }
 }
 
@@ -102,6 +104,12 @@ impl Conversation for Settle {
 
     fn feed(&mut self, replies: &[Reply]) -> Result<Step<Settled>> {
         let verb = self.verb();
+        if let Some(writes) = self.held.take() {
+            if !still_empty(replies, 1) {
+                return Err(Error::conflict(verb, "the job's lane got work before the watch"));
+            }
+            return Ok(Step::Exec(writes));
+        }
         let k = self.keys.clone();
         let lane_reads = if self.lane.is_some() { 2 } else { 0 };
         if replies.len() != 2 + lane_reads + 6 {
@@ -144,7 +152,7 @@ impl Conversation for Settle {
         let mut ready = false;
         match &self.action {
             Action::Extend { lease_ms } => {
-                let deadline = now.saturating_add(*lease_ms as i64);
+                let deadline = later(now, *lease_ms);
                 w.push(Cmd::new("ZADD").arg(k.active()).arg("XX").arg(deadline.to_string()).arg(&self.id));
                 w.push(Cmd::new("HSET").arg(&job).arg("lease").arg(deadline.to_string()));
                 self.result = Some(Settled::Extended);
@@ -161,7 +169,7 @@ impl Conversation for Settle {
                 w.push(Cmd::new("HDEL").arg(&job).arg("token").arg("lease"));
                 if attempts < max_attempts {
                     let delay = retry_in_ms.unwrap_or_else(|| backoff(attempts, self.jitter));
-                    let due = now.saturating_add(delay.min(i64::MAX as u64) as i64);
+                    let due = later(now, delay);
                     ready = delay == 0;
                     let state = if ready { "pending" } else { "scheduled" };
                     w.push(Cmd::new("HSET").arg(&job).arg("state").arg(state).arg("error").arg(error).arg("due").arg(due.to_string()));
@@ -193,11 +201,13 @@ impl Conversation for Settle {
         }
         // A lane job leaving `active` gives back its lane's slot, then offer(L).
         let mut offers = Offers::default();
+        let mut relies_on_empty_lane = false;
         if let Some(l) = &self.lane {
             let active = (ctl.active - 1).max(0);
             w.push(Cmd::new("HSET").arg(k.lanectl(l)).arg("active").arg(active.to_string()));
-            let pushed = ready as i64;
-            offers.offer(l, lane_len + pushed, &LaneCtl { active, ..ctl });
+            let (len, ctl) = (lane_len + ready as i64, LaneCtl { active, ..ctl });
+            offers.offer(l, len, &ctl);
+            relies_on_empty_lane = relies_on_empty(len, &ctl);
         } else if ready {
             offers.wake_flat();
         }
@@ -211,6 +221,11 @@ impl Conversation for Settle {
             offers.writes(&k, &mut w);
         }
         self.result = Some(out);
+        if relies_on_empty_lane {
+            let lane = self.lane.clone().expect("a lane job");
+            self.held = Some(w);
+            return Ok(confirm_empty(&k, &[lane]));
+        }
         Ok(Step::Exec(w))
     }
 

@@ -1,7 +1,7 @@
 //! STALLED CHECK's write plan (SPEC §6 steps 4 to 7).
 
 use crate::error::{Error, Result};
-use crate::lanes::Offers;
+use crate::lanes::{relies_on_empty, Offers};
 use crate::names::Keys;
 use crate::sweep::{Outcome, Plan, Read, Row, STALLED};
 use crate::Cmd;
@@ -87,4 +87,27 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
     }
     offers.writes(keys, &mut w);
     Ok(Plan { writes: w, outcome: Outcome::Stalled { recovered, dead } })
+}
+
+/// The lanes whose plan leaves them out of the ring only because their list is
+/// empty (every row of theirs it saw dies): the sweep watches those lists.
+pub fn empty_lanes_relied_on(read: &Read, max_stalled: Option<u64>) -> Vec<Vec<u8>> {
+    read.lanes
+        .iter()
+        .filter(|lane| {
+            let (mut left, mut pushed) = (0, 0);
+            for row in &read.rows {
+                if let Row::Live { lane: Some(l), stalls } = row {
+                    if *l == lane.name {
+                        left += 1;
+                        pushed += !max_stalled.is_some_and(|m| stalls.saturating_add(1) > m as i64) as i64;
+                    }
+                }
+            }
+            let mut ctl = lane.ctl.clone();
+            ctl.active = (ctl.active - left).max(0);
+            relies_on_empty(lane.len + pushed, &ctl)
+        })
+        .map(|lane| lane.name.clone())
+        .collect()
 }

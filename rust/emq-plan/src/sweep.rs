@@ -96,6 +96,8 @@ enum Stage {
     Rows,
     Types { unsure: Vec<usize> },
     Lanes,
+    /// The lane lists whose emptiness the plan relies on, watched and read again.
+    Confirm(Vec<Vec<u8>>),
     Exec,
 }
 
@@ -158,6 +160,12 @@ impl Sweep {
             Stage::Rows => self.rows_read(replies),
             Stage::Types { unsure } => self.types_read(&unsure, replies),
             Stage::Lanes => self.lanes_read(replies),
+            Stage::Confirm(lanes) => {
+                if !crate::conversation::still_empty(replies, lanes.len()) {
+                    return Err(Error::conflict(self.verb(), "a lane it found empty got work before the watch"));
+                }
+                self.build()
+            }
             Stage::Exec => Err(self.host_error("a read was fed after the plan was built")),
         }
     }
@@ -330,7 +338,16 @@ impl Sweep {
             self.read.lanes[i].ctl = LaneCtl::from_fields(&f);
             self.read.lanes[i].len = pair[1].as_int().unwrap_or(0);
         }
-        self.build()
+        let relied = match self.kind {
+            Kind::Promote => vec![], // every lane it touches gets rows
+            Kind::Stalled { max_stalled } => stalled::empty_lanes_relied_on(&self.read, max_stalled),
+        };
+        if relied.is_empty() {
+            return self.build();
+        }
+        let step = crate::conversation::confirm_empty(&self.keys, &relied);
+        self.stage = Stage::Confirm(relied);
+        Ok(step)
     }
 
     fn build(&mut self) -> Result<Step> {
