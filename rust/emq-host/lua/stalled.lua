@@ -1,27 +1,15 @@
 -- emq STALLED CHECK (SPEC §6), the reference the in-process plan is tested against.
 -- KEYS: P active, P pending, P dead. ARGV: P, max_stalled ('' for no limit), batch.
 -- Every type is checked before the first write: a script's writes are not undone.
+-- Runs after prelude.lua (typ, int, push, layout_error, now_ms).
 local p, batch = ARGV[1], ARGV[3] -- batch as given: a decimal integer, up to 2^63-1
 local max_stalled = ARGV[2] ~= '' and tonumber(ARGV[2]) or nil
 local active, pending, dead = KEYS[1], KEYS[2], KEYS[3]
-local function layout(what) return redis.error_reply('EMQLAYOUT EMQ.STALLED.CHECK: layout: ' .. what) end
-local function typ(k) return redis.call('TYPE', k).ok end
--- A stored integer: an optional '-' and 1 to 15 digits (exact in a double, even
--- after + 1); anything else counts as absent. Written back with '%d', never '%.14g'.
-local function int(v)
-  if v and string.match(v, '^%-?%d+$') and #string.gsub(v, '^%-', '') <= 15 then return tonumber(v) end
-  return 0
-end
-local function push(cmd, key, items) -- one call per 1000 items: unpack has a stack limit
-  for i = 1, #items, 1000 do
-    redis.call(cmd, key, unpack(items, i, math.min(i + 999, #items)))
-  end
-end
+local function layout(what) return layout_error('EMQ.STALLED.CHECK', what) end
 
 local at = typ(active)
 if at ~= 'zset' and at ~= 'none' then return layout(active .. ' has the wrong type') end
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local now = now_ms()
 local expired = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, batch)
 if #expired == 0 then return {{}, {}} end
 

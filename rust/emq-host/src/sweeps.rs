@@ -8,8 +8,8 @@ use crate::conn::Conn;
 use crate::drive::drive;
 use crate::error::{HostError, HostResult};
 
-pub const PROMOTE_LUA: &str = include_str!("../lua/promote.lua");
-pub const STALLED_LUA: &str = include_str!("../lua/stalled.lua");
+pub const PROMOTE_LUA: &str = concat!(include_str!("../lua/prelude.lua"), include_str!("../lua/promote.lua"));
+pub const STALLED_LUA: &str = concat!(include_str!("../lua/prelude.lua"), include_str!("../lua/stalled.lua"));
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
