@@ -58,6 +58,8 @@ enum Stage {
     Heads,
     Rows,
     FlatTypes(Vec<usize>),
+    /// `pending` watched and read again: the head holds ids it drops.
+    PendingConfirm,
     LaneRows,
     LaneTypes(Vec<usize>),
     Exec,
@@ -226,7 +228,25 @@ impl Claim {
             self.stage = Stage::FlatTypes(unsure);
             return Ok(Step::Read { watch: vec![], cmds });
         }
-        self.lanes_step()
+        self.flat_known()
+    }
+
+    /// With the flat rows known. Popping the head of `pending` is safe while the
+    /// rows of the ids popped are watched: anyone else taking them writes them.
+    /// Ids it drops (ghosts, rows not `pending`, an id listed twice) are not
+    /// written by whoever else drops them, so then `pending` itself is watched,
+    /// and read again.
+    fn flat_known(&mut self) -> Result<Step<Vec<Claimed>>> {
+        let unique = self.flat.iter().enumerate().all(|(i, id)| !self.flat[..i].contains(id));
+        if unique && self.flat_rows.iter().all(claimable) {
+            return self.lanes_step();
+        }
+        let k = &self.keys;
+        self.stage = Stage::PendingConfirm;
+        Ok(Step::Read {
+            watch: vec![k.pending()],
+            cmds: vec![Cmd::new("LRANGE").arg(k.pending()).arg("0").arg((self.n - 1).to_string())],
+        })
     }
 
     /// Round-robin over the lanes read: one id per lane per turn. When the
@@ -329,13 +349,14 @@ impl Claim {
     }
 
     /// With every lane row known: plan, or simulate again when it met new
-    /// ghosts (they count against neither a slot nor a lane's limit).
+    /// ghosts or rows not `pending` (they count against neither a slot nor a
+    /// lane's limit).
     fn lane_rows_known(&mut self) -> Result<Step<Vec<Claimed>>> {
         let new: Vec<Vec<u8>> = self
             .lane_ids
             .iter()
             .zip(&self.lane_rows)
-            .filter(|((_, id), row)| row.is_none() && !self.ghosts.contains(id))
+            .filter(|((_, id), row)| !claimable(row) && !self.ghosts.contains(id))
             .map(|((_, id), _)| id.clone())
             .collect();
         if new.is_empty() {
@@ -377,7 +398,9 @@ impl Claim {
         let flat = std::mem::take(&mut self.flat);
         let flat_rows = std::mem::take(&mut self.flat_rows);
         for (id, row) in flat.iter().zip(&flat_rows) {
-            if let Some(f) = row {
+            // An id listed twice is taken once.
+            let again = self.out.iter().any(|c| &c.id == id);
+            if let (true, false, Some(f)) = (claimable(row), again, row) {
                 self.claimed(id, f, None, &mut w);
             }
         }
@@ -392,9 +415,10 @@ impl Claim {
                     w.push(Cmd::new("LPOP").arg(k.lane(&name)));
                     w.push(Cmd::new("LMOVE").arg(k.ring()).arg(k.ring()).arg("LEFT").arg("RIGHT"));
                     let ((_, id), row) = served.next().expect("one id per serve");
-                    if let Some(f) = row {
+                    let again = self.out.iter().any(|c| c.id == id);
+                    if let (true, false, Some(f)) = (claimable(&row), again, &row) {
                         claimed_in[i] += 1;
-                        self.claimed(&id, &f, Some(name), &mut w);
+                        self.claimed(&id, f, Some(name), &mut w);
                     }
                 }
                 Visit::Drop(i, _) => {
@@ -463,6 +487,17 @@ impl Conversation for Claim {
             Stage::FlatTypes(unsure) => {
                 let flat = self.flat.clone();
                 rows::resolve(CLAIM, &self.keys, &flat, &mut self.flat_rows, &unsure, replies)?;
+                self.flat_known()
+            }
+            Stage::PendingConfirm => {
+                let k = self.keys.clone();
+                let again = match replies {
+                    [r] => self.list(r, &k.pending())?,
+                    _ => return Err(Error::server(CLAIM, "wrong number of replies")),
+                };
+                if again.len() < self.flat.len() || again[..self.flat.len()] != self.flat[..] {
+                    return Err(Error::conflict(CLAIM, "pending changed before the watch"));
+                }
                 self.lanes_step()
             }
             Stage::LaneRows => self.lane_rows_read(replies),
@@ -481,4 +516,10 @@ impl Conversation for Claim {
         }
         Ok(std::mem::take(&mut self.out))
     }
+}
+
+/// A row a claim takes: one that says it is `pending`. Ghosts (no row) and rows
+/// in any other state (an id left in a list by mistake) are dropped.
+fn claimable(row: &Option<Fields>) -> bool {
+    matches!(row, Some(f) if f.first().and_then(|v| v.as_deref()) == Some(b"pending".as_slice()))
 }

@@ -1,0 +1,736 @@
+"""The job's operations (SPEC §7) against a plain Python model of the queue.
+
+A hypothesis `RuleBasedStateMachine` drives a real server (both of the fixture's
+servers) and a model side by side: add (due now or later), claim, extend,
+complete, fail (retry at once, much later, or the default backoff), promote,
+stalled_check, pause/resume/limit, ghosts, and late workers holding stale tokens.
+After every step the replies must have matched the model, the whole queue
+keyspace must equal the model, and the invariants I1 to I5 (SPEC §3) must hold
+on the real keyspace (`assert_invariants`, also used by the other test_jobs*
+modules).
+
+Time is never slept. Jobs due "later" are added with a delay of ~11 days and
+leases are ~11 days long; "time passes" is modelled by rewriting the `schedule`
+score (and row `due`) or the `active` score (and row `lease`) of chosen ids to
+small past values (1000, 1001, …: unique, so the sweeps' (score, member) order is
+the model's). A fail with the default backoff (due 0.5 s to a few seconds later)
+is checked against the server clock and then moved ~11 days out, so that real
+time passing during the run cannot make it due behind the model's back.
+
+A state machine cannot take pytest fixtures: `test_jobs_state_machine` takes
+`server` and builds the machine class around its URL (`machine_for`). Settings
+(80 examples of up to 60 steps) keep it to ~10 s a server on an idle 2-core
+machine, and within a couple of minutes when the machine is busy.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import pytest
+import redis
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+
+import emq
+
+WAKE_MAX = 64
+FAR = 1_000_000_000  # ms: "later" (about 11 days): never comes during a test
+LANES = ["A", "B", "C"]
+Q = "model"
+PREFIX = f"emq:{{{Q}}}:"
+
+
+# ---------------------------------------------------------------------------
+# Helpers shared by the test_jobs* modules
+# ---------------------------------------------------------------------------
+
+
+def s(b) -> str:
+    return b.decode() if isinstance(b, (bytes, bytearray)) else b
+
+
+def server_ms(r: redis.Redis) -> int:
+    sec, usec = r.time()
+    return sec * 1000 + usec // 1000
+
+
+def _glob(text: str) -> str:
+    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
+
+
+def snapshot(r: redis.Redis) -> dict:
+    """Every key of the database with its type and whole value (and whether it
+    has a TTL): two equal snapshots mean nothing was written."""
+    out = {}
+    for k in sorted(r.scan_iter(count=1000)):
+        t = s(r.type(k))
+        if t == "string":
+            v = r.get(k)
+        elif t == "list":
+            v = tuple(r.lrange(k, 0, -1))
+        elif t == "hash":
+            v = tuple(sorted(r.hgetall(k).items()))
+        elif t == "zset":
+            v = tuple(r.zrange(k, 0, -1, withscores=True))
+        elif t == "set":
+            v = tuple(sorted(r.smembers(k)))
+        else:
+            v = r.dump(k)
+        out[s(k)] = (t, v, r.ttl(k) >= 0)
+    return out
+
+
+def read_queue(r: redis.Redis, prefix: str) -> dict:
+    """The queue's keyspace, decoded: lists, zsets (id -> score), lane lists and
+    controls by lane name, rows by id."""
+    P = prefix
+    keys = sorted(s(k) for k in r.scan_iter(match=_glob(P) + "*", count=1000))
+    q = {
+        "schedule": {s(m): int(sc) for m, sc in r.zrange(P + "schedule", 0, -1, withscores=True)},
+        "pending": [s(x) for x in r.lrange(P + "pending", 0, -1)],
+        "active": {s(m): int(sc) for m, sc in r.zrange(P + "active", 0, -1, withscores=True)},
+        "dead": {s(m): int(sc) for m, sc in r.zrange(P + "dead", 0, -1, withscores=True)},
+        "ring": [s(x) for x in r.lrange(P + "ring", 0, -1)],
+        "wake": [s(x) for x in r.lrange(P + "wake", 0, -1)],
+        "lanes": {},
+        "ctl": {},
+        "rows": {},
+        "keys": keys,
+    }
+    for k in keys:
+        if k.startswith(P + "lane:"):
+            q["lanes"][k[len(P + "lane:"):]] = [s(x) for x in r.lrange(k, 0, -1)]
+        elif k.startswith(P + "lanectl:"):
+            q["ctl"][k[len(P + "lanectl:"):]] = {s(f): s(v) for f, v in r.hgetall(k).items()}
+        elif k.startswith(P + "job:"):
+            row = r.hgetall(k)
+            # data and error are opaque bytes; the other fields are text
+            q["rows"][k[len(P + "job:"):]] = {s(f): (v if f in (b"data", b"error") else s(v)) for f, v in row.items()}
+    return q
+
+
+def _int_field(v) -> int | None:
+    if v is None:
+        return None
+    digits = v[1:] if v.startswith("-") else v
+    return int(v) if digits.isdigit() and len(digits) <= 18 else None
+
+
+def can_serve(ctl: dict) -> bool:
+    """SPEC §2: not paused, and no limit or fewer active than the limit."""
+    limit = _int_field(ctl.get("limit")) or 0
+    active = _int_field(ctl.get("active")) or 0
+    return ctl.get("paused") != "1" and (limit <= 0 or active < limit)
+
+
+def assert_invariants(r: redis.Redis, prefix: str, *, where: str = "") -> dict:
+    """I1 to I5 (SPEC §3) on the real keyspace of one queue; returns what it read.
+
+    I1: each id in at most one of schedule, pending, a lane list, active, dead, and
+    its row's state names that place (a lane list only for a row of that lane); a
+    row that is not done is in its place (none lost), a done row in none. Ghosts
+    (ids without a row) aside.
+    I2: a lane's `ring` field is 1 exactly when it is in the ring, then once.
+    I3: a non-empty lane that can be served is in the ring.
+    I4: a lane's `active` field = the number of its ids in `active`.
+    I5, as far as a snapshot shows it: an active row's `lease` is its score in
+    `active` and it holds a token; a scheduled row's `due` is its score in
+    `schedule`.
+    """
+    q = read_queue(r, prefix)
+    at = f" ({where})" if where else ""
+    rows = q["rows"]
+    places: dict[str, list[tuple[str, str | None]]] = defaultdict(list)
+    for id_ in q["schedule"]:
+        places[id_].append(("schedule", None))
+    for id_ in q["pending"]:
+        places[id_].append(("pending", None))
+    for lane, ids in q["lanes"].items():
+        for id_ in ids:
+            places[id_].append(("lane", lane))
+    for id_ in q["active"]:
+        places[id_].append(("active", None))
+    for id_ in q["dead"]:
+        places[id_].append(("dead", None))
+    state_of = {"schedule": "scheduled", "pending": "pending", "lane": "pending", "active": "active", "dead": "dead"}
+    for id_, ps in places.items():
+        if id_ not in rows:
+            continue  # a ghost
+        assert len(ps) == 1, f"I1{at}: job {id_!r} is in {ps}"
+        place, lane = ps[0]
+        row = rows[id_]
+        assert row.get("state") == state_of[place], f"I1{at}: job {id_!r} is in {place} {lane or ''} but its row says {row.get('state')!r}"
+        if place == "pending":
+            assert "lane" not in row, f"I1{at}: lane job {id_!r} is in the flat pending list"
+        if place == "lane":
+            assert row.get("lane") == lane, f"I1{at}: job {id_!r} of lane {row.get('lane')!r} is in lane list {lane!r}"
+    for id_, row in rows.items():
+        if row.get("state") == "done":
+            assert id_ not in places, f"I1{at}: done job {id_!r} is still in {places[id_]}"
+        else:
+            assert id_ in places, f"I1{at}: job {id_!r} in state {row.get('state')!r} is in no structure (lost)"
+
+    ring = Counter(q["ring"])
+    names = set(q["lanes"]) | set(q["ctl"]) | set(ring)
+    for lane in sorted(names):
+        ctl = q["ctl"].get(lane, {})
+        assert ring[lane] <= 1, f"I2{at}: lane {lane!r} is in the ring {ring[lane]} times: {q['ring']}"
+        assert (ctl.get("ring") == "1") == (ring[lane] == 1), (
+            f"I2{at}: lane {lane!r} has ring field {ctl.get('ring')!r} but is{'' if ring[lane] else ' not'} in the ring"
+        )
+        if q["lanes"].get(lane) and can_serve(ctl):
+            assert ring[lane] == 1, f"I3{at}: lane {lane!r} holds {q['lanes'][lane]} and can be served ({ctl}) but is not in the ring"
+    counts = Counter(rows[i].get("lane") for i in q["active"] if i in rows and rows[i].get("lane") is not None)
+    for lane in sorted(names | set(counts)):
+        field = _int_field(q["ctl"].get(lane, {}).get("active")) or 0
+        assert field == counts[lane], f"I4{at}: lane {lane!r} has active field {field} but {counts[lane]} of its ids are in active"
+
+    for id_, score in q["active"].items():
+        if id_ in rows:
+            assert _int_field(rows[id_].get("lease")) == score, f"I5{at}: active job {id_!r} has lease {rows[id_].get('lease')} but score {score}"
+            assert rows[id_].get("token"), f"I5{at}: active job {id_!r} has no token"
+    for id_, score in q["schedule"].items():
+        if id_ in rows:
+            assert _int_field(rows[id_].get("due")) == score, f"I5{at}: scheduled job {id_!r} has due {rows[id_].get('due')} but score {score}"
+    for id_, row in rows.items():
+        if row.get("state") != "active":
+            assert "token" not in row and "lease" not in row, f"I5{at}: job {id_!r} in state {row.get('state')!r} keeps a token or lease"
+    assert len(q["wake"]) <= WAKE_MAX, f"{at}: wake holds {len(q['wake'])} tokens"
+    return q
+
+
+def make_due(r: redis.Redis, prefix: str, ids, *, at: int = 1) -> None:
+    """Time passes: each id's due time is now in the past (`at`, `at + 1`, …): its
+    `schedule` score and its row's `due`, as if the clock had moved past them."""
+    for i, id_ in enumerate(ids):
+        assert r.zadd(prefix + "schedule", {id_: at + i}, xx=True, ch=True) in (0, 1)
+        assert r.zscore(prefix + "schedule", id_) == at + i, f"{id_} is not scheduled"
+        if r.exists(prefix + "job:" + id_):
+            r.hset(prefix + "job:" + id_, "due", at + i)
+
+
+def expire_lease(r: redis.Redis, prefix: str, ids, *, at: int = 1) -> None:
+    """Time passes: each id's lease ran out (`active` score and row `lease` moved
+    into the past, `at`, `at + 1`, …)."""
+    for i, id_ in enumerate(ids):
+        r.zadd(prefix + "active", {id_: at + i}, xx=True)
+        assert r.zscore(prefix + "active", id_) == at + i, f"{id_} is not active"
+        if r.exists(prefix + "job:" + id_):
+            r.hset(prefix + "job:" + id_, "lease", at + i)
+
+
+# ---------------------------------------------------------------------------
+# The model
+# ---------------------------------------------------------------------------
+
+
+class Model:
+    """The queue as SPEC §2 to §7 describe it, for one queue, in plain Python.
+
+    Scores that are "later" (now + FAR) are kept as None: the model does not know
+    the server's clock, only that they are far in the future; past scores are the
+    exact values the test wrote."""
+
+    def __init__(self):
+        self.rows: dict[str, dict] = {}
+        self.schedule: dict[str, int | None] = {}
+        self.pending: list[str] = []
+        self.lanes: dict[str, list[str]] = {}
+        self.ctl: dict[str, dict[str, int]] = {}
+        self.ring: list[str] = []
+        self.wake: list[str] = []
+        self.active: dict[str, int | None] = {}
+        self.dead: set[str] = set()
+
+    # -- lanes -----------------------------------------------------------------
+
+    def c(self, lane: str) -> dict[str, int]:
+        return self.ctl.setdefault(lane, {"paused": 0, "limit": 0, "active": 0, "ring": 0})
+
+    def servable(self, lane: str) -> bool:
+        c = self.c(lane)
+        return not c["paused"] and (c["limit"] <= 0 or c["active"] < c["limit"])
+
+    def offer(self, lane: str) -> None:
+        c = self.c(lane)
+        if self.lanes.get(lane) and self.servable(lane) and c["ring"] != 1:
+            self.ring.append(lane)
+            c["ring"] = 1
+            self.wake.append(lane)
+
+    def trim(self) -> None:
+        self.wake = self.wake[-WAKE_MAX:]
+
+    def push_ready(self, id_: str) -> None:
+        lane = self.rows[id_].get("lane") if id_ in self.rows else None
+        if lane is None:
+            self.pending.append(id_)
+        else:
+            self.lanes.setdefault(lane, []).append(id_)
+
+    # -- operations ------------------------------------------------------------
+
+    def add(self, jobs: list[tuple[str, bytes, str | None, bool, int]]) -> None:
+        """jobs: (id, data, lane, later, max_attempts)."""
+        flat = False
+        lanes_hit: list[str] = []
+        for id_, data, lane, later, max_attempts in jobs:
+            row = {"state": "scheduled" if later else "pending", "data": data, "attempts": 0, "max_attempts": max_attempts, "stalls": 0}
+            if lane is not None:
+                row["lane"] = lane
+            self.rows[id_] = row
+            if later:
+                self.schedule[id_] = None
+            elif lane is None:
+                self.pending.append(id_)
+                flat = True
+            else:
+                self.lanes.setdefault(lane, []).append(id_)
+                if lane not in lanes_hit:
+                    lanes_hit.append(lane)
+        for lane in lanes_hit:
+            self.offer(lane)
+        if flat:
+            self.wake.append("")
+        self.trim()
+
+    def claim(self, n: int) -> list[str]:
+        out: list[str] = []
+        pending_len, ring_len = len(self.pending), len(self.ring)
+        flat, self.pending = self.pending[:n], self.pending[n:]
+        for id_ in flat:
+            if id_ in self.rows:
+                out.append(id_)
+        slots = n - len(flat)
+        drops = 0
+        # A claim reads at most `slots` ids from each lane's head: a lane whose
+        # head it used up while more ids wait ends the claim (ghosts among them
+        # took turns without taking slots); the rest is left to the next claim.
+        head = slots
+        taken: Counter = Counter()
+        while slots > 0 and self.ring:
+            lane = self.ring[0]
+            if taken[lane] == head and self.lanes.get(lane):
+                break
+            if not self.lanes.get(lane) or not self.servable(lane):
+                self.ring.pop(0)
+                self.c(lane)["ring"] = 0
+                drops += 1
+                continue
+            id_ = self.lanes[lane].pop(0)
+            taken[lane] += 1
+            self.ring.append(self.ring.pop(0))
+            if id_ in self.rows:  # a ghost takes the lane's turn, but neither a slot nor the limit
+                slots -= 1
+                out.append(id_)
+                self.c(lane)["active"] += 1
+        for id_ in out:
+            row = self.rows[id_]
+            row["state"] = "active"
+            row["attempts"] += 1
+            self.active[id_] = None
+        if pending_len > len(flat) or ring_len > drops:
+            self.wake.append("")
+            self.trim()
+        return out
+
+    def leave_active(self, id_: str) -> None:
+        del self.active[id_]
+        self.rows[id_].pop("token", None)
+
+    def complete(self, id_: str) -> None:
+        self.leave_active(id_)
+        row = self.rows[id_]
+        row["state"] = "done"
+        lane = row.get("lane")
+        if lane is not None:
+            c = self.c(lane)
+            c["active"] = max(c["active"] - 1, 0)
+            self.offer(lane)
+            self.trim()
+
+    def fail(self, id_: str, error: bytes, retry: str) -> str:
+        """retry: "now" (0), "later" (FAR or the backoff, moved FAR out)."""
+        self.leave_active(id_)
+        row = self.rows[id_]
+        row["error"] = error
+        lane = row.get("lane")
+        if row["attempts"] < row["max_attempts"]:
+            if retry == "now":
+                row["state"] = "pending"
+                self.push_ready(id_)
+            else:
+                row["state"] = "scheduled"
+                self.schedule[id_] = None
+            out = "scheduled"
+        else:
+            row["state"] = "dead"
+            self.dead.add(id_)
+            out = "dead"
+        if lane is not None:
+            c = self.c(lane)
+            c["active"] = max(c["active"] - 1, 0)
+            self.offer(lane)
+        elif retry == "now" and out == "scheduled":
+            self.wake.append("")
+        self.trim()
+        return out
+
+    def promote(self, batch: int) -> int:
+        due = sorted((sc, id_) for id_, sc in self.schedule.items() if sc is not None)[:batch]
+        if not due:
+            return 0
+        flat = False
+        lanes_hit: list[str] = []
+        for _, id_ in due:
+            del self.schedule[id_]
+            if id_ not in self.rows:
+                continue
+            self.rows[id_]["state"] = "pending"
+            self.push_ready(id_)
+            lane = self.rows[id_].get("lane")
+            if lane is None:
+                flat = True
+            elif lane not in lanes_hit:
+                lanes_hit.append(lane)
+        for lane in lanes_hit:
+            self.offer(lane)
+        if flat:
+            self.wake.append("")
+        self.trim()
+        return len(due)
+
+    def stalled_check(self, max_stalled: int | None, batch: int) -> tuple[list[str], list[str]]:
+        expired = sorted((sc, id_) for id_, sc in self.active.items() if sc is not None)[:batch]
+        recovered: list[str] = []
+        dead: list[str] = []
+        if not expired:
+            return recovered, dead
+        left: dict[str, int] = {}
+        flat = False
+        for _, id_ in expired:
+            del self.active[id_]
+            if id_ not in self.rows:
+                continue
+            row = self.rows[id_]
+            row["stalls"] += 1
+            row.pop("token", None)
+            lane = row.get("lane")
+            if lane is not None:
+                left[lane] = left.get(lane, 0) + 1
+            if max_stalled is not None and row["stalls"] > max_stalled:
+                row["state"] = "dead"
+                row["error"] = b"stalled"
+                self.dead.add(id_)
+                dead.append(id_)
+            else:
+                row["state"] = "pending"
+                self.push_ready(id_)
+                recovered.append(id_)
+                flat = flat or lane is None
+        for lane, n in left.items():
+            c = self.c(lane)
+            c["active"] = max(c["active"] - n, 0)
+            self.offer(lane)
+        if flat:
+            self.wake.append("")
+        self.trim()
+        return recovered, dead
+
+    def lane_op(self, lane: str, op: str, n: int = 0) -> None:
+        c = self.c(lane)
+        if op == "pause":
+            c["paused"] = 1
+            return
+        if op == "resume":
+            c["paused"] = 0
+        else:
+            c["limit"] = n
+        self.offer(lane)
+        self.trim()
+
+
+def assert_matches_model(q: dict, m: Model) -> None:
+    """The real keyspace `q` (from read_queue) equals the model."""
+    assert q["pending"] == m.pending, "pending"
+    assert {k: v for k, v in q["lanes"].items()} == {k: v for k, v in m.lanes.items() if v}, "lane lists"
+    assert q["ring"] == m.ring, "ring"
+    assert q["wake"] == m.wake, "wake"
+    assert set(q["schedule"]) == set(m.schedule), "schedule members"
+    for id_, sc in m.schedule.items():
+        if sc is not None:
+            assert q["schedule"][id_] == sc, f"schedule score of {id_}"
+        else:
+            assert q["schedule"][id_] > 10**12 + FAR // 2, f"schedule score of {id_} is not later"
+    assert set(q["active"]) == set(m.active), "active members"
+    for id_, sc in m.active.items():
+        if sc is not None:
+            assert q["active"][id_] == sc, f"active score of {id_}"
+        else:
+            assert q["active"][id_] > 10**12 + FAR // 2, f"lease of {id_} is not later"
+    assert set(q["dead"]) == m.dead, "dead"
+    ctl = {}
+    for lane, f in q["ctl"].items():
+        ctl[lane] = {
+            "paused": int(f.get("paused") == "1"),
+            "limit": _int_field(f.get("limit")) or 0,
+            "active": _int_field(f.get("active")) or 0,
+            "ring": int(f.get("ring") == "1"),
+        }
+    default = {"paused": 0, "limit": 0, "active": 0, "ring": 0}
+    for lane in set(ctl) | set(m.ctl):
+        assert ctl.get(lane, default) == m.ctl.get(lane, default), f"lanectl of {lane}"
+    assert set(q["rows"]) == set(m.rows), "rows"
+    for id_, mrow in m.rows.items():
+        row = q["rows"][id_]
+        assert row.get("state") == mrow["state"], f"state of {id_}"
+        assert row.get("data") == mrow["data"], f"data of {id_}"
+        assert row.get("lane") == mrow.get("lane"), f"lane of {id_}"
+        assert int(row.get("attempts", 0)) == mrow["attempts"], f"attempts of {id_}"
+        assert int(row.get("max_attempts", 0)) == mrow["max_attempts"], f"max_attempts of {id_}"
+        assert int(row.get("stalls", 0)) == mrow["stalls"], f"stalls of {id_}"
+        assert row.get("error") == mrow.get("error"), f"error of {id_}"
+        assert ("token" in row) == (mrow["state"] == "active"), f"token of {id_}"
+
+
+# ---------------------------------------------------------------------------
+# The machine
+# ---------------------------------------------------------------------------
+
+ids_st = st.integers(min_value=0, max_value=10**6)
+
+
+def machine_for(url: str):
+    class JobsMachine(RuleBasedStateMachine):
+        def __init__(self):
+            super().__init__()
+            self.r = redis.Redis.from_url(url)
+            self.r.flushdb()
+            self.client = emq.connect(url)
+            self.q = emq.Queue(self.client, Q)
+            self.m = Model()
+            self.held: dict[str, emq.Job] = {}  # id -> the Job its current holder has
+            self.stale: list[emq.Job] = []  # Jobs whose lease is lost (refused from now on)
+            self.seq = 0
+            self.past = 1000  # the next past score to write
+            self.ghosts = 0
+            self.deleted = 0
+
+        def teardown(self):
+            self.client.close()
+            self.r.close()
+
+        def _lose(self, id_: str) -> None:
+            if id_ in self.held:
+                self.stale.append(self.held.pop(id_))
+
+        def _pick(self, seq, k):
+            seq = sorted(seq)
+            return seq[k % len(seq)]
+
+        # -- adding ---------------------------------------------------------------
+
+        @rule(
+            jobs=st.lists(
+                st.tuples(st.sampled_from([None] + LANES), st.booleans(), st.binary(max_size=8), st.integers(1, 3)),
+                min_size=1,
+                max_size=4,
+            ),
+            given_ids=st.booleans(),
+            many=st.booleans(),
+        )
+        def add(self, jobs, given_ids, many):
+            if len(jobs) > 1:
+                many = True
+            specs = []
+            for lane, later, data, max_attempts in jobs:
+                spec = {"data": data, "lane": lane, "delay_ms": FAR if later else 0, "max_attempts": max_attempts}
+                if given_ids:
+                    self.seq += 1
+                    spec["id"] = f"j{self.seq:05d}"
+                specs.append(spec)
+            if many:
+                ids = self.q.add_many(specs)
+            else:
+                ids = [self.q.add(**specs[0])]
+            assert len(ids) == len(specs) and len(set(ids)) == len(ids)
+            if given_ids:
+                assert ids == [sp["id"] for sp in specs]
+            self.m.add([(i, sp["data"], sp["lane"], sp["delay_ms"] > 0, sp["max_attempts"]) for i, sp in zip(ids, specs)])
+
+        @rule(k=ids_st, at_past=st.booleans())
+        def add_at(self, k, at_past):
+            """`at_ms` in the past (ready at once) or far ahead."""
+            lane = [None, *LANES][k % 4]
+            at = 5 if at_past else 10**13 * 4
+            id_ = self.q.add(b"at", at_ms=at, lane=lane)
+            self.m.add([(id_, b"at", lane, not at_past, 3)])
+            if not at_past:
+                assert self.r.zscore(PREFIX + "schedule", id_) == at
+
+        @precondition(lambda self: self.m.rows)
+        @rule(k=ids_st)
+        def add_duplicate(self, k):
+            id_ = self._pick(self.m.rows, k)
+            before = snapshot(self.r)
+            with pytest.raises(emq.DuplicateJobError):
+                self.q.add_many([{"data": b"new", "id": f"fresh{k}"}, {"data": b"dup", "id": id_, "lane": "A"}])
+            assert snapshot(self.r) == before
+
+        # -- working --------------------------------------------------------------
+
+        @rule(n=st.integers(1, 4))
+        def claim(self, n):
+            jobs = self.q.claim(n, lease_ms=FAR)
+            expected = self.m.claim(n)
+            assert [j.id for j in jobs] == expected
+            for j in jobs:
+                row = self.m.rows[j.id]
+                assert (j.lane, j.attempts, j.max_attempts, j.data) == (row.get("lane"), row["attempts"], row["max_attempts"], row["data"])
+                assert j.token and j.state == "active"
+                self._lose(j.id)
+                self.held[j.id] = j
+
+        @precondition(lambda self: self.held)
+        @rule(k=ids_st)
+        def extend(self, k):
+            j = self.held[self._pick(self.held, k)]
+            assert self.q.extend(j, FAR) is True
+            self.m.active[j.id] = None
+
+        @precondition(lambda self: self.held)
+        @rule(k=ids_st)
+        def complete(self, k):
+            j = self.held[self._pick(self.held, k)]
+            assert self.q.complete(j) is True
+            self.m.complete(j.id)
+            self._lose(j.id)
+
+        @precondition(lambda self: self.held)
+        @rule(k=ids_st, retry=st.sampled_from(["now", "far", "backoff"]), error=st.binary(min_size=1, max_size=6))
+        def fail(self, k, retry, error):
+            j = self.held[self._pick(self.held, k)]
+            before = server_ms(self.r)
+            got = self.q.fail(j, error, retry_in_ms={"now": 0, "far": FAR, "backoff": None}[retry])
+            after = server_ms(self.r)
+            assert got == self.m.fail(j.id, error, "now" if retry == "now" else "later")
+            self._lose(j.id)
+            if got == "scheduled" and retry == "backoff":
+                due = int(self.r.zscore(PREFIX + "schedule", j.id))
+                assert before + 500 <= due <= after + 3_600_000, f"backoff due {due - before} ms after the call"
+                # Keep real time from making it due behind the model's back.
+                self.r.zadd(PREFIX + "schedule", {j.id: after + FAR}, xx=True)
+                self.r.hset(PREFIX + "job:" + j.id, "due", after + FAR)
+
+        @precondition(lambda self: self.stale)
+        @rule(k=ids_st, how=st.sampled_from(["complete", "fail", "extend"]))
+        def late_worker(self, k, how):
+            """A worker whose lease was lost (completed, failed, or recovered by a
+            sweep, maybe claimed again since) is refused and changes nothing."""
+            j = self.stale[k % len(self.stale)]
+            before = snapshot(self.r)
+            if how == "complete":
+                assert self.q.complete(j) is False
+            elif how == "fail":
+                assert self.q.fail(j, "late", retry_in_ms=0) == "refused"
+            else:
+                assert self.q.extend(j, 1000) is False
+            assert snapshot(self.r) == before
+
+        # -- time and the sweeps -------------------------------------------------
+
+        @precondition(lambda self: any(sc is None for sc in self.m.schedule.values()))
+        @rule(k=ids_st, count=st.integers(1, 3))
+        def time_passes_for_schedule(self, k, count):
+            later = sorted(i for i, sc in self.m.schedule.items() if sc is None)
+            chosen = [later[(k + i) % len(later)] for i in range(min(count, len(later)))]
+            chosen = list(dict.fromkeys(chosen))
+            make_due(self.r, PREFIX, chosen, at=self.past)
+            for i, id_ in enumerate(chosen):
+                self.m.schedule[id_] = self.past + i
+            self.past += len(chosen)
+
+        @rule(batch=st.integers(1, 5))
+        def promote(self, batch):
+            assert self.q.promote(batch=batch) == self.m.promote(batch)
+
+        @precondition(lambda self: any(sc is None for sc in self.m.active.values()))
+        @rule(k=ids_st, count=st.integers(1, 3), sweep=st.sampled_from([None, 0, 1, "no"]))
+        def time_passes_for_leases(self, k, count, sweep):
+            """Some leases run out; then, mostly, a stalled check at once."""
+            live = sorted(i for i, sc in self.m.active.items() if sc is None)
+            chosen = list(dict.fromkeys(live[(k + i) % len(live)] for i in range(min(count, len(live)))))
+            expire_lease(self.r, PREFIX, chosen, at=self.past)
+            for i, id_ in enumerate(chosen):
+                self.m.active[id_] = self.past + i
+            self.past += len(chosen)
+            if sweep != "no":
+                self.stalled_check(sweep, 100)
+
+        @rule(max_stalled=st.sampled_from([None, 0, 1]), batch=st.integers(1, 5))
+        def stalled_check(self, max_stalled, batch):
+            got = self.q.stalled_check(max_stalled=max_stalled, batch=batch)
+            recovered, dead = self.m.stalled_check(max_stalled, batch)
+            assert (list(got[0]), list(got[1])) == (recovered, dead)
+            for id_ in recovered + dead:
+                self._lose(id_)
+
+        # -- lanes ----------------------------------------------------------------
+
+        @rule(lane=st.sampled_from(LANES), op=st.sampled_from(["pause", "resume", "limit"]), n=st.integers(0, 2))
+        def lane_control(self, lane, op, n):
+            if op == "pause":
+                self.q.pause_lane(lane)
+            elif op == "resume":
+                self.q.resume_lane(lane)
+            else:
+                self.q.set_lane_limit(lane, n)
+            self.m.lane_op(lane, op, n)
+
+        # -- ghosts ---------------------------------------------------------------
+
+        @precondition(lambda self: self.ghosts < 3)
+        @rule()
+        def ghost_in_pending(self):
+            """An id in `pending` whose row is gone: claims drop it."""
+            self.ghosts += 1
+            g = f"ghost{self.ghosts}"
+            self.r.rpush(PREFIX + "pending", g)
+            self.m.pending.append(g)
+
+        @precondition(lambda self: self.deleted < 3 and any(r["state"] in ("pending", "scheduled") for r in self.m.rows.values()))
+        @rule(k=ids_st, lane_first=st.booleans())
+        def row_deleted(self, k, lane_first):
+            """The row of a waiting job is deleted (expired): its id stays behind
+            as a ghost in its list or in `schedule`."""
+            waiting = [i for i, r in self.m.rows.items() if r["state"] in ("pending", "scheduled")]
+            in_lanes = [i for i in waiting if self.m.rows[i]["state"] == "pending" and "lane" in self.m.rows[i]]
+            id_ = self._pick(in_lanes if lane_first and in_lanes else waiting, k)
+            self.r.delete(PREFIX + "job:" + id_)
+            del self.m.rows[id_]
+            self.deleted += 1
+
+        # -- after every step ----------------------------------------------------
+
+        @invariant()
+        def keyspace_matches_model_and_invariants_hold(self):
+            q = assert_invariants(self.r, PREFIX)
+            assert_matches_model(q, self.m)
+
+    return JobsMachine
+
+
+@pytest.mark.timeout(600)
+def test_jobs_state_machine(server):
+    machine = machine_for(server.url)
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=80,
+            stateful_step_count=60,
+            deadline=None,
+            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        ),
+    )
