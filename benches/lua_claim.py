@@ -1,0 +1,217 @@
+"""CLAIM and COMPLETE as Lua scripts: the comparison for benches/claims.py.
+
+The same semantics as emq's in-process plans (rust/emq-plan/src/claim.rs and
+settle.rs, SPEC §7), run server-side in one EVALSHA each:
+
+- claim: flat ids first from the head of `P pending`; then lanes round-robin from
+  the head of `P ring` (at most one id per lane per turn, only lanes that can be
+  served; a lane found empty or no longer servable leaves the ring with
+  `ring = 0`; the ring is rotated past each lane served). It reads at most
+  `2 * slots + 16` ring entries and wraps around the ring only when it read all of
+  it, as the plan does. Each id taken gets `state = active`, `attempts + 1`,
+  `lease`, a fresh `token` (made by the caller, as the Rust host makes them) and
+  `claimed`; it joins `P active` at `now + lease`; its lane's `active` grows. Ghosts
+  met in `pending` or a lane are dropped (they use up their slot, as in the plan).
+  If ready work is left, one wake token `""` is appended to `P wake` (trimmed to
+  64).
+- complete: only while the row is `active` with that token: leaves `P active`,
+  `state = done`, `finished`, `token` and `lease` removed; a lane job decrements
+  its lane's `active`, then offer(L).
+
+Both scripts make every read that can fail on a wrong type before their first
+write (a script's writes are not undone), like the plans check every type before
+`EXEC`. Benches only: this is not part of emq.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from emq import Job
+
+CLAIM_LUA = r"""
+-- KEYS: P pending, P ring, P active, P wake. ARGV: P, n, lease_ms, token 1 .. token n
+local p, n, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local pending, ring, active, wake = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local function int(v)
+  if v and string.match(v, '^%-?%d+$') and #string.gsub(v, '^%-', '') <= 18 then return tonumber(v) end
+  return 0
+end
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local deadline = now + lease
+
+-- Reads: every one that can fail on a wrong type comes before the first write.
+redis.call('LLEN', wake)
+redis.call('ZCARD', active)
+local function row(id)
+  local jk = p .. 'job:' .. id
+  local f = redis.call('HMGET', jk, 'attempts', 'max_attempts', 'data')
+  if not f[1] and not f[2] and not f[3] and redis.call('EXISTS', jk) == 0 then return false end
+  return f
+end
+local flat = redis.call('LRANGE', pending, 0, n - 1)
+local flat_rows = {}
+for i, id in ipairs(flat) do flat_rows[i] = row(id) end
+
+local slots = n - #flat
+local lanes, visits, served = {}, {}, {}
+if slots > 0 then
+  local rlen = redis.call('LLEN', ring)
+  local names = rlen > 0 and redis.call('LRANGE', ring, 0, 2 * slots + 16 - 1) or {}
+  local whole = #names == rlen
+  local order, head, tail = {}, 1, #names
+  for i = 1, #names do order[i] = i end
+  while slots > 0 and head <= tail do
+    local i = order[head]
+    head = head + 1
+    local l = lanes[i]
+    if not l then
+      local name = names[i]
+      local ctl, lk = p .. 'lanectl:' .. name, p .. 'lane:' .. name
+      local f = redis.call('HMGET', ctl, 'paused', 'limit', 'active', 'ring')
+      l = { name = name, ctl = ctl, key = lk, paused = f[1] == '1', limit = int(f[2]),
+            active0 = int(f[3]), active = int(f[3]), sim = int(f[3]), len = redis.call('LLEN', lk),
+            head = redis.call('LRANGE', lk, 0, slots - 1), taken = 0, dropped = false }
+      lanes[i] = l
+    end
+    local left = math.min(l.len, #l.head) - l.taken
+    -- `sim` counts every id taken, ghosts too, as the plan's simulation does
+    -- before it reads the rows; `active` only the live ones.
+    if left <= 0 or l.paused or (l.limit > 0 and l.sim >= l.limit) then
+      visits[#visits + 1] = { i, false }
+      l.dropped = true
+    else
+      l.taken = l.taken + 1
+      local id = l.head[l.taken]
+      local f = row(id)
+      l.sim = l.sim + 1
+      if f then l.active = l.active + 1 end
+      visits[#visits + 1] = { i, id, f }
+      slots = slots - 1
+      if whole then tail = tail + 1; order[tail] = i end
+    end
+  end
+end
+
+-- Writes.
+local out, zadd = {}, {}
+local function claimed(id, f, lane)
+  local k = #out + 1
+  local attempts = int(f[1]) + 1
+  local token = ARGV[3 + k]
+  redis.call('HSET', p .. 'job:' .. id, 'state', 'active', 'attempts', attempts,
+    'lease', deadline, 'token', token, 'claimed', now)
+  zadd[#zadd + 1] = deadline
+  zadd[#zadd + 1] = id
+  out[k] = { id, f[3] or '', lane or false, attempts, int(f[2]), token, deadline }
+end
+if #flat > 0 then
+  redis.call('LTRIM', pending, #flat, -1)
+  for i, id in ipairs(flat) do
+    if flat_rows[i] then claimed(id, flat_rows[i], nil) end
+  end
+end
+for _, v in ipairs(visits) do
+  local l = lanes[v[1]]
+  if v[2] then
+    redis.call('LPOP', l.key)
+    redis.call('LMOVE', ring, ring, 'LEFT', 'RIGHT')
+    if v[3] then claimed(v[2], v[3], l.name) end
+  else
+    redis.call('LPOP', ring)
+  end
+end
+for _, l in pairs(lanes) do
+  if l.dropped and l.active ~= l.active0 then
+    redis.call('HSET', l.ctl, 'active', l.active, 'ring', '0')
+  elseif l.dropped then
+    redis.call('HSET', l.ctl, 'ring', '0')
+  elseif l.active ~= l.active0 then
+    redis.call('HSET', l.ctl, 'active', l.active)
+  end
+end
+if #zadd > 0 then redis.call('ZADD', active, unpack(zadd)) end
+if redis.call('LLEN', pending) > 0 or redis.call('LLEN', ring) > 0 then
+  redis.call('RPUSH', wake, '')
+  redis.call('LTRIM', wake, -64, -1)
+end
+return out
+"""
+
+COMPLETE_LUA = r"""
+-- KEYS: P active, P ring, P wake. ARGV: P, id, token
+local p, id, token = ARGV[1], ARGV[2], ARGV[3]
+local active, ring, wake = KEYS[1], KEYS[2], KEYS[3]
+local jk = p .. 'job:' .. id
+local f = redis.call('HMGET', jk, 'state', 'token', 'lane')
+if f[1] ~= 'active' or f[2] ~= token then return 0 end
+local function int(v)
+  if v and string.match(v, '^%-?%d+$') and #string.gsub(v, '^%-', '') <= 18 then return tonumber(v) end
+  return 0
+end
+-- Reads (type checks included) before the first write.
+redis.call('ZCARD', active)
+local lane, ctl, c, len = f[3], nil, nil, 0
+if lane then
+  ctl = p .. 'lanectl:' .. lane
+  c = redis.call('HMGET', ctl, 'paused', 'limit', 'active', 'ring')
+  len = redis.call('LLEN', p .. 'lane:' .. lane)
+  redis.call('LLEN', ring)
+  redis.call('LLEN', wake)
+end
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+redis.call('ZREM', active, id)
+redis.call('HSET', jk, 'state', 'done', 'finished', now)
+redis.call('HDEL', jk, 'token', 'lease')
+if lane then
+  local a = math.max(int(c[3]) - 1, 0)
+  redis.call('HSET', ctl, 'active', a)
+  local limit = int(c[2])
+  -- offer(L)
+  if len > 0 and c[1] ~= '1' and (limit <= 0 or a < limit) and c[4] ~= '1' then
+    redis.call('HSET', ctl, 'ring', '1')
+    redis.call('RPUSH', ring, lane)
+    redis.call('RPUSH', wake, lane)
+    redis.call('LTRIM', wake, -64, -1)
+  end
+end
+return 1
+"""
+
+CLAIM_SHA = hashlib.sha1(CLAIM_LUA.encode()).hexdigest()
+COMPLETE_SHA = hashlib.sha1(COMPLETE_LUA.encode()).hexdigest()
+
+
+class LuaQueue:
+    """`claim` and `complete` of one queue by EVALSHA, on an emq client (the same
+    connection code as emq's own calls: only the claim and complete differ)."""
+
+    def __init__(self, client, name: str):
+        self.client = client
+        self.name = name
+        self.prefix = "emq:{" + name + "}:"
+        p = self.prefix
+        self._claim_keys = (p + "pending", p + "ring", p + "active", p + "wake")
+        self._complete_keys = (p + "active", p + "ring", p + "wake")
+        self.load()
+
+    def load(self) -> None:
+        for text, sha in ((CLAIM_LUA, CLAIM_SHA), (COMPLETE_LUA, COMPLETE_SHA)):
+            got = self.client.command("SCRIPT", "LOAD", text)
+            assert got.decode() == sha, "unexpected script sha"
+
+    def claim(self, n: int = 1, *, lease_ms: int = 30000) -> list[Job]:
+        hexed = os.urandom(16 * n).hex()
+        tokens = [hexed[32 * i: 32 * i + 32] for i in range(n)]
+        rows = self.client.command("EVALSHA", CLAIM_SHA, 4, *self._claim_keys, self.prefix, n, lease_ms, *tokens)
+        return [
+            Job(id=i.decode(), data=d, lane=l.decode() if l is not None else None, attempts=a, max_attempts=m,
+                token=t.decode(), lease_deadline_ms=dl, state="active")
+            for (i, d, l, a, m, t, dl) in rows
+        ]
+
+    def complete(self, job: Job) -> bool:
+        return self.client.command("EVALSHA", COMPLETE_SHA, 3, *self._complete_keys, self.prefix, job.id, job.token) == 1
