@@ -600,10 +600,10 @@ def test_stop_during_a_beat_claims_nothing_more(server, r):
         def __getattr__(self, name):
             return getattr(real, name)
 
-        def promote(self, **kw):
+        def _promote_next(self, *a, **kw):
             w.stop()
             try:
-                return real.promote(**kw)
+                return real._promote_next(*a, **kw)
             finally:
                 promoted.set()
 

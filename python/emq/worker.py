@@ -25,8 +25,9 @@ log = logging.getLogger("emq.worker")
 
 Recovery = Literal["reap", "stalled", "off"]
 
-# How long before a due time a parked worker stops blocking on the server and
-# waits on its own clock: more than one server tick (1/hz, 100 ms by default).
+# Where a user may not CLIENT UNBLOCK: how long before a due time a parked
+# worker stops blocking on the server and waits on its own clock (more than one
+# server tick, 1/hz, 100 ms by default).
 PARK_SLACK_S = 0.15
 
 
@@ -120,6 +121,8 @@ class Worker:
         self._freed = threading.Event()
         self._streak = 0
         self._last_recover = 0.0
+        self._park_id: int | None = None
+        self._can_unblock = True
 
     # -- control ------------------------------------------------------------
 
@@ -170,7 +173,8 @@ class Worker:
         self.counters.add(beats=1)
         try:
             self._recover()
-            moved = self._beat.promote(batch=self.pump_batch)
+            moved, now_ms, next_ms = self._beat._promote_next(self.pump_batch)
+            promoted_at = time.monotonic()
             self.counters.add(sweeps=1, moved=moved)
             free = self._free_slots()
             if free and not self._stop.is_set():  # a stop may have come during the beat
@@ -180,7 +184,9 @@ class Worker:
                     self._start(job)
             self._streak = 0
             if not self._stop.is_set():
-                self._wait()
+                # How long until the next due time, from what the promote saw.
+                due_in = None if next_ms is None else (next_ms - now_ms) / 1000 - (time.monotonic() - promoted_at)
+                self._wait(due_in)
         except EmqError as e:
             if self._stop.is_set():  # a signal interrupted a blocking call: we are stopping
                 return
@@ -207,29 +213,58 @@ class Worker:
     def _free_slots(self) -> int:
         return max(0, self.concurrency - self.running)
 
-    def _wait(self) -> None:
+    def _wait(self, due_in: float | None) -> None:
         """Park: on `wake` while slots are free, else until a slot frees; never
-        past the beat or the next due time."""
+        past the beat or the next due time (`due_in` seconds, when known)."""
         timeout = self.beat_ms / 1000
+        if due_in is not None:
+            timeout = min(timeout, due_in)
+        if timeout <= 0:
+            return
         if self._free_slots() == 0:
             self._freed.clear()
             if self._free_slots() == 0:
                 self._freed.wait(timeout)
             return
-        # A token left by a claim (work left) or a producer wakes us at once.
-        p = self.queue.prefix
-        now, head = self._park.pipeline([["TIME"], ["ZRANGE", p + "schedule", 0, 0, "WITHSCORES"]])
-        if head:
-            now_ms = int(now[0]) * 1000 + int(now[1]) // 1000
-            due_in = (float(head[1]) - now_ms) / 1000
-            if due_in <= PARK_SLACK_S:
-                # The server times out a blocking pop only on its own tick (every
-                # 1/hz s, 100 ms by default): the last stretch to a due time is
-                # waited here, to the millisecond.
-                self._stop.wait(max(0.0, due_in))
-                return
-            timeout = min(timeout, due_in - PARK_SLACK_S)
-        self._park.command("BLPOP", p + "wake", f"{timeout:.3f}")
+        wake = self.queue.prefix + "wake"
+        if due_in is None or due_in > self.beat_ms / 1000:
+            # A token left by a claim (work left) or a producer wakes us at once.
+            self._park.command("BLPOP", wake, f"{timeout:.3f}")
+            return
+        # Due before the beat: the server times out a blocking pop only on its
+        # own tick (every 1/hz s, 100 ms by default), so a timer unblocks the pop
+        # at the due time, to the millisecond, and tokens are still served.
+        park_id = self._park_client_id()
+        if park_id is None:
+            if timeout > PARK_SLACK_S:
+                self._park.command("BLPOP", wake, f"{timeout - PARK_SLACK_S:.3f}")
+            else:
+                self._stop.wait(timeout)
+            return
+        timer = threading.Timer(timeout, self._unblock_park, args=(park_id,))
+        timer.daemon = True
+        timer.start()
+        try:
+            self._park.command("BLPOP", wake, f"{timeout + 1:.3f}")
+        finally:
+            timer.cancel()
+
+    def _park_client_id(self) -> int | None:
+        """The park connection's CLIENT ID, or None where this user may not
+        unblock clients (then the worker waits the last stretch on its own clock)."""
+        if self._park_id is None and self._can_unblock:
+            try:
+                self._park_id = self._park.command("CLIENT", "ID")
+            except EmqError:
+                self._can_unblock = False
+        return self._park_id if self._can_unblock else None
+
+    def _unblock_park(self, park_id: int) -> None:
+        try:
+            if self._beat.client.command("CLIENT", "UNBLOCK", park_id) == 0:
+                self._park_id = None  # not blocked (any more), or a new connection: ask again
+        except EmqError:
+            self._can_unblock = False
 
     # -- running jobs --------------------------------------------------------
 

@@ -122,6 +122,17 @@ impl Client {
         }
     }
 
+    /// PROMOTE for a worker's beat: `(moved, now_ms, next_ms)`, where `next_ms`
+    /// is the first due time past the call's clock reading that it saw (`None`:
+    /// nothing else scheduled; `now_ms`: the batch was all due, more may be).
+    fn _promote_next(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, batch: &Bound<'_, PyAny>) -> PyResult<(i64, i64, Option<f64>)> {
+        let (q, batch) = (queue_arg(PROMOTE, queue)?, count(PROMOTE, "batch", batch, false)?);
+        match self.with(py, |c| sweeps::run_plan_timed(c, Kind::Promote, &q, batch))? {
+            (Outcome::Promoted(n), (now, next)) => Ok((n, now, next)),
+            _ => unreachable!("promote gives a count"),
+        }
+    }
+
     /// STALLED CHECK (SPEC §6): `(recovered ids, dead ids)`; `max_stalled=None`:
     /// nothing dies.
         fn stalled_check<'py>(

@@ -40,8 +40,16 @@ pub fn run(conn: &mut Conn, backend: Backend, kind: Kind, queue: &[u8], batch: u
 /// servers. Splitting a call into smaller transactions would be cheaper, but
 /// a call would no longer act at one instant, all or nothing.
 fn run_plan(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<Outcome> {
+    run_plan_timed(conn, kind, queue, batch).map(|(outcome, _)| outcome)
+}
+
+/// The plan backend, with the call's clock reading and the next score it saw
+/// (`Sweep::timing`): a worker parks until then without reading again.
+pub fn run_plan_timed(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<(Outcome, (i64, Option<f64>))> {
     let keys = Keys::new(queue);
-    drive(conn, || Ok(Sweep::new(kind, keys.clone(), batch)), |_| {})
+    let mut timing = (0, None);
+    let outcome = drive(conn, || Ok(Sweep::new(kind, keys.clone(), batch)), |s| timing = s.timing())?;
+    Ok((outcome, timing))
 }
 
 /// The Lua backend: `EVALSHA`, loading the script when the server lacks it.

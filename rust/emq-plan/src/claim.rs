@@ -74,7 +74,8 @@ pub struct Claim {
     stage: Stage,
     now: i64,
     flat: Vec<Vec<u8>>,
-    pending_len: i64,
+    /// `pending` held more ids than it may take.
+    pending_more: bool,
     ring: Vec<Vec<u8>>,
     ring_len: i64,
     flat_rows: Vec<Option<Fields>>,
@@ -110,7 +111,7 @@ impl Claim {
             stage: Stage::Heads,
             now: 0,
             flat: vec![],
-            pending_len: 0,
+            pending_more: false,
             ring: vec![],
             ring_len: 0,
             flat_rows: vec![],
@@ -153,15 +154,17 @@ impl Claim {
 
     fn heads_read(&mut self, replies: &[Reply]) -> Result<Step<Vec<Claimed>>> {
         let k = self.keys.clone();
-        let [time, pending, pending_len, ring, ring_len] = replies else {
+        let [time, pending, ring] = replies else {
             return Err(Error::server(CLAIM, "wrong number of replies"));
         };
         self.now = parse_time(time).ok_or_else(|| Error::server(CLAIM, "TIME gave no clock"))?;
+        // One id more than it may take tells whether work is left.
         self.flat = self.list(pending, &k.pending())?;
+        self.pending_more = self.flat.len() > self.n;
         self.flat.truncate(self.n);
-        self.pending_len = pending_len.as_int().unwrap_or(0);
         self.ring = self.list(ring, &k.ring())?;
-        self.ring_len = ring_len.as_int().unwrap_or(0);
+        // A ring read short of RING_READ is the whole ring.
+        self.ring_len = if self.ring.len() < RING_READ { self.ring.len() as i64 } else { i64::MAX };
         let lanes = self.considered();
         if self.flat.is_empty() && lanes == 0 {
             return Ok(Step::Done(vec![]));
@@ -447,7 +450,7 @@ impl Claim {
             w.push(z);
         }
         let drops = dropped.iter().filter(|d| **d).count() as i64;
-        let work_left = self.pending_len > flat.len() as i64 || self.ring_len > drops;
+        let work_left = self.pending_more || self.ring_len > drops;
         if work_left {
             // Parked workers wake one another in a chain.
             w.push(Cmd::new("RPUSH").arg(k.wake()).arg(""));
@@ -472,10 +475,8 @@ impl Conversation for Claim {
             watch: vec![],
             cmds: vec![
                 Cmd::new("TIME"),
-                Cmd::new("LRANGE").arg(k.pending()).arg("0").arg((self.n - 1).to_string()),
-                Cmd::new("LLEN").arg(k.pending()),
+                Cmd::new("LRANGE").arg(k.pending()).arg("0").arg(self.n.to_string()),
                 Cmd::new("LRANGE").arg(k.ring()).arg("0").arg((RING_READ - 1).to_string()),
-                Cmd::new("LLEN").arg(k.ring()),
             ],
         }
     }

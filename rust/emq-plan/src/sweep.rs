@@ -68,7 +68,7 @@ pub struct Types {
 }
 
 /// Everything a plan is built from.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Read {
     pub now: i64,
     pub ids: Vec<Vec<u8>>,
@@ -76,6 +76,10 @@ pub struct Read {
     /// Lanes of live rows, in the order of their first row.
     pub lanes: Vec<Lane>,
     pub types: Types,
+    /// What the selection showed of the time after `now`: the first score past
+    /// it, `None` when the zset holds nothing past the selection, and `now`
+    /// itself when the selection was all due (more may be).
+    pub next: Option<f64>,
 }
 
 impl Read {
@@ -122,6 +126,11 @@ impl Sweep {
             scores: vec![],
             plan: None,
         }
+    }
+
+    /// The clock reading and what came next in the zset (see `Read::next`).
+    pub fn timing(&self) -> (i64, Option<f64>) {
+        (self.read.now, self.read.next)
     }
 
     pub fn verb(&self) -> &'static str {
@@ -209,10 +218,14 @@ impl Sweep {
                 return Err(self.host_error("ZRANGE gave no member and score"));
             };
             if score > self.read.now as f64 {
+                self.read.next = Some(score);
                 break;
             }
             self.read.ids.push(id.to_vec());
             self.scores.push(score);
+        }
+        if self.read.next.is_none() && items.len() / 2 >= self.batch as usize {
+            self.read.next = Some(self.read.now as f64);
         }
         Ok(self.rows_step())
     }
