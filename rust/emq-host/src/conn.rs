@@ -78,6 +78,20 @@ impl Conn {
         }
     }
 
+    /// Sends `cmds` as one pipeline and returns the last reply only (the others,
+    /// `MULTI`'s `OK` and a `QUEUED` per command, are read but not kept).
+    pub fn pipeline_last(&mut self, cmds: &[Cmd]) -> HostResult<Reply> {
+        let packed = cmd::encode(cmds);
+        let result = self.connection()?.req_packed_commands(&packed, cmds.len() - 1, 1);
+        match result {
+            Ok(mut values) => Ok(values.pop().map(reply).unwrap_or(Reply::Nil)),
+            Err(e) => {
+                self.conn = None;
+                Err(self.wire_error(&e))
+            }
+        }
+    }
+
     pub fn one(&mut self, c: Cmd) -> HostResult<Reply> {
         Ok(self.pipeline(std::slice::from_ref(&c))?.pop().unwrap_or(Reply::Nil))
     }

@@ -67,11 +67,10 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
                 all.push(Cmd::new("MULTI"));
                 all.extend(writes);
                 all.push(Cmd::new("EXEC"));
-                let replies = conn.pipeline(&all)?;
-                return match replies.last() {
-                    Some(Reply::Nil) => Ok(None),
-                    Some(Reply::Array(exec)) => Ok(Some(c.finish(exec)?)),
-                    Some(Reply::Error { message, .. }) => {
+                return match conn.pipeline_last(&all)? {
+                    Reply::Nil => Ok(None),
+                    Reply::Array(exec) => Ok(Some(c.finish(&exec)?)),
+                    Reply::Error { message, .. } => {
                         Err(HostError::Server(format!("{}: EXEC refused: {message}", c.verb())))
                     }
                     _ => Err(HostError::Server(format!("{}: EXEC gave no reply", c.verb()))),
