@@ -10,7 +10,7 @@ import pytest
 
 import emq
 
-from test_sweeps_differential import dump, write  # tests/ is on sys.path (pytest's rootdir-relative import)
+from test_sweeps_differential import WRONG, dump, write  # tests/ is on sys.path (pytest's rootdir-relative import)
 
 BACKENDS = ["plan", "lua"]
 PROMOTE = "EMQ.PROMOTE"
@@ -75,15 +75,6 @@ def due_everywhere(r, client, queues=("q",)) -> dict:
     before = dump(r)
     assert before, "the due state was written"
     return before
-
-
-WRONG = {
-    "string": ("string", b"x"),
-    "list": ("list", [b"x"]),
-    "hash": ("hash", {b"f": b"v"}),
-    "zset": ("zset", {b"x": 1.0}),
-    "set": ("set", frozenset([b"x"])),
-}
 
 
 def call(client, verb, q, backend, form, max_stalled=1):
