@@ -15,7 +15,7 @@
 //! Nothing watches `schedule`, `active`, `pending`, the lane lists or the ring, so
 //! producers, claims of other ids and ring rotation never abort a sweep (SPEC §9).
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::lanes::{LaneCtl, CTL_FIELDS};
 use crate::names::{field_int, Keys};
 use crate::conversation::Conversation;
@@ -112,7 +112,8 @@ pub struct Sweep {
     stage: Stage,
     read: Read,
     scores: Vec<f64>,
-    plan: Option<Plan>,
+    /// The planned reply, once the plan is built.
+    outcome: Option<Outcome>,
 }
 
 impl Sweep {
@@ -124,7 +125,7 @@ impl Sweep {
             stage: Stage::Select,
             read: Read::default(),
             scores: vec![],
-            plan: None,
+            outcome: None,
         }
     }
 
@@ -153,43 +154,6 @@ impl Sweep {
             Kind::Promote => &["lane", "state"],
             Kind::Stalled { .. } => &["lane", "stalls", "state"],
         }
-    }
-
-    /// The first step: the clock and the selection.
-    pub fn start(&mut self) -> Step {
-        self.stage = Stage::Select;
-        let range = Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg((self.batch - 1).to_string()).arg("WITHSCORES");
-        Step::Read { watch: vec![], cmds: vec![Cmd::new("TIME"), range] }
-    }
-
-    /// Feeds the replies of a `Read` step.
-    pub fn feed(&mut self, replies: &[Reply]) -> Result<Step> {
-        match std::mem::replace(&mut self.stage, Stage::Exec) {
-            Stage::Select => self.selected(replies),
-            Stage::Rows => self.rows_read(replies),
-            Stage::Types { unsure } => self.types_read(&unsure, replies),
-            Stage::Lanes => self.lanes_read(replies),
-            Stage::Confirm(lanes) => {
-                if !crate::conversation::still_empty(replies, lanes.len()) {
-                    return Err(Error::conflict(self.verb(), "a lane it found empty got work before the watch"));
-                }
-                self.build()
-            }
-            Stage::Exec => Err(self.host_error("a read was fed after the plan was built")),
-        }
-    }
-
-    /// Feeds `EXEC`'s replies; the outcome counts from them.
-    pub fn finish(&mut self, exec: &[Reply]) -> Result<Outcome> {
-        let plan = self.plan.clone().ok_or_else(|| self.host_error("EXEC's replies were fed before a plan"))?;
-        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
-            return Err(Error::server(self.verb(), message));
-        }
-        Ok(match plan.outcome {
-            // ZREM comes first in the plan: its count is the reply.
-            Outcome::Promoted(_) => Outcome::Promoted(exec.first().and_then(Reply::as_int).unwrap_or(0)),
-            other => other,
-        })
     }
 
     fn host_error(&self, what: &str) -> Error {
@@ -368,8 +332,8 @@ impl Sweep {
             Kind::Promote => promote::plan(&self.keys, &self.read)?,
             Kind::Stalled { max_stalled } => stalled::plan(&self.keys, &self.read, max_stalled)?,
         };
-        let writes = plan.writes.clone();
-        self.plan = Some(plan);
+        let writes = plan.writes;
+        self.outcome = Some(plan.outcome);
         self.stage = Stage::Exec;
         Ok(Step::Exec(writes))
     }
@@ -382,11 +346,6 @@ pub fn parse_time(r: &Reply) -> Option<i64> {
     Some(sec * 1000 + usec / 1000)
 }
 
-/// Whether an error is worth starting the call again for.
-pub fn is_conflict(e: &Error) -> bool {
-    e.kind == ErrorKind::Conflict
-}
-
 impl Conversation for Sweep {
     type Out = Outcome;
 
@@ -394,15 +353,40 @@ impl Conversation for Sweep {
         Sweep::verb(self)
     }
 
+    /// The first step: the clock and the selection.
     fn start(&mut self) -> Step {
-        Sweep::start(self)
+        self.stage = Stage::Select;
+        let range = Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg((self.batch - 1).to_string()).arg("WITHSCORES");
+        Step::Read { watch: vec![], cmds: vec![Cmd::new("TIME"), range] }
     }
 
+    /// Feeds the replies of a `Read` step.
     fn feed(&mut self, replies: &[Reply]) -> Result<Step> {
-        Sweep::feed(self, replies)
+        match std::mem::replace(&mut self.stage, Stage::Exec) {
+            Stage::Select => self.selected(replies),
+            Stage::Rows => self.rows_read(replies),
+            Stage::Types { unsure } => self.types_read(&unsure, replies),
+            Stage::Lanes => self.lanes_read(replies),
+            Stage::Confirm(lanes) => {
+                if !crate::conversation::still_empty(replies, lanes.len()) {
+                    return Err(Error::conflict(self.verb(), "a lane it found empty got work before the watch"));
+                }
+                self.build()
+            }
+            Stage::Exec => Err(self.host_error("a read was fed after the plan was built")),
+        }
     }
 
+    /// Feeds `EXEC`'s replies; the outcome counts from them.
     fn finish(&mut self, exec: &[Reply]) -> Result<Outcome> {
-        Sweep::finish(self, exec)
+        let planned = self.outcome.take().ok_or_else(|| self.host_error("EXEC's replies were fed before a plan"))?;
+        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
+            return Err(Error::server(self.verb(), message));
+        }
+        Ok(match planned {
+            // ZREM comes first in the plan: its count is the reply.
+            Outcome::Promoted(_) => Outcome::Promoted(exec.first().and_then(Reply::as_int).unwrap_or(0)),
+            other => other,
+        })
     }
 }

@@ -1,6 +1,7 @@
 //! The sweep conversation driven with made-up replies: what it asks for, what it
 //! plans, and what it refuses. No server.
 
+use emq_plan::conversation::Conversation;
 use emq_plan::sweep::{Kind, Outcome, Step, Sweep};
 use emq_plan::{Cmd, ErrorKind, Keys, Reply};
 
