@@ -158,7 +158,7 @@ impl Client {
         let args: Vec<Vec<u8>> = args.iter().map(|a| arg_bytes(&a)).collect::<PyResult<_>>()?;
         let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let req = wire::parse(&refs).map_err(HostError::from)?;
-        let backend = backend_arg(sweeps::verb(req.kind), backend)?;
+        let backend = backend_arg(req.kind.verb(), backend)?;
         match self.with(py, |c| sweeps::run(c, backend, req.kind, &req.queue, req.batch))? {
             Outcome::Promoted(n) => Ok(n.into_pyobject(py)?.into_any()),
             Outcome::Stalled { recovered, dead } => {

@@ -1,7 +1,9 @@
 //! Running a sweep: the plan backend (reads, guard, one MULTI/EXEC, retries) and
 //! the Lua backend (the reference scripts, by EVALSHA).
 
-use emq_plan::sweep::{Kind, Outcome, Sweep, PROMOTE, STALLED};
+use std::sync::OnceLock;
+
+use emq_plan::sweep::{Kind, Outcome, Sweep};
 use emq_plan::{Cmd, Keys, Reply};
 
 use crate::conn::Conn;
@@ -15,13 +17,6 @@ pub const STALLED_LUA: &str = concat!(include_str!("../lua/prelude.lua"), includ
 pub enum Backend {
     Plan,
     Lua,
-}
-
-pub fn verb(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Promote => PROMOTE,
-        Kind::Stalled { .. } => STALLED,
-    }
 }
 
 pub fn run(conn: &mut Conn, backend: Backend, kind: Kind, queue: &[u8], batch: u64) -> HostResult<Outcome> {
@@ -63,9 +58,9 @@ fn run_lua(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<
             vec![keys.prefix.clone(), max_stalled.map(|m| m.to_string()).unwrap_or_default().into_bytes()],
         ),
     };
-    let sha = sha1_hex(script);
+    let sha = script_sha(kind);
     let call = Cmd::new("EVALSHA")
-        .arg(&sha)
+        .arg(sha)
         .arg(ks.len().to_string())
         .args(&ks)
         .args(&argv)
@@ -79,7 +74,7 @@ fn run_lua(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<
             reply = conn.one(call)?;
         }
     }
-    let verb = verb(kind);
+    let verb = kind.verb();
     match reply {
         Reply::Error { code, message } => Err(match code.as_str() {
             "EMQLAYOUT" => HostError::Layout(message.trim_start_matches("EMQLAYOUT ").to_string()),
@@ -97,7 +92,13 @@ fn run_lua(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<
     }
 }
 
-/// The script's EVALSHA name.
-fn sha1_hex(script: &str) -> String {
-    sha1_smol::Sha1::from(script).digest().to_string()
+/// The script's EVALSHA name, hashed once per process.
+fn script_sha(kind: Kind) -> &'static str {
+    static PROMOTE_SHA: OnceLock<String> = OnceLock::new();
+    static STALLED_SHA: OnceLock<String> = OnceLock::new();
+    let (cell, script) = match kind {
+        Kind::Promote => (&PROMOTE_SHA, PROMOTE_LUA),
+        Kind::Stalled { .. } => (&STALLED_SHA, STALLED_LUA),
+    };
+    cell.get_or_init(|| sha1_smol::Sha1::from(script).digest().to_string())
 }

@@ -122,8 +122,7 @@ impl Conversation for Add {
             if pair[0].is_wrongtype() || pair[1].is_wrongtype() {
                 return Err(Error::layout(ADD, format!("{} or its control has the wrong type", String::from_utf8_lossy(&k.lane(l)))));
             }
-            let f: Vec<Option<&[u8]>> = pair[0].as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
-            ctls.push((LaneCtl::from_fields(&f), pair[1].as_int().unwrap_or(0)));
+            ctls.push((LaneCtl::from_reply(&pair[0]), pair[1].as_int().unwrap_or(0)));
         }
         let t = &replies[1 + given + 2 * self.lanes.len()..];
         let (pending_ok, schedule_ok, ring_ok, wake_ok) = (!t[0].is_wrongtype(), !t[1].is_wrongtype(), !t[2].is_wrongtype(), !t[3].is_wrongtype());

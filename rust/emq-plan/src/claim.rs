@@ -216,7 +216,7 @@ impl Claim {
                 if chunk[0].is_wrongtype() || chunk[1].is_wrongtype() {
                     return Err(self.layout(&k.lane(&name)));
                 }
-                let f: Vec<Option<&[u8]>> = chunk[0].as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
+                let f = chunk[0].fields();
                 let head = self.list(&chunk[2], &k.lane(&name))?;
                 let active_ok = f.get(2).copied().flatten().is_none_or(|a| field_int(a).is_some());
                 let ctl = LaneCtl::from_fields(&f);
@@ -334,8 +334,7 @@ impl Claim {
             let same = if empty {
                 r.as_int() == Some(l.len)
             } else {
-                let f: Vec<Option<&[u8]>> = r.as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
-                LaneCtl::from_fields(&f) == l.ctl
+                LaneCtl::from_reply(r) == l.ctl
             };
             if !same {
                 return Err(Error::conflict(CLAIM, "a lane it drops changed before the watch"));

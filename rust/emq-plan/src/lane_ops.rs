@@ -68,8 +68,7 @@ impl Conversation for LaneControl {
         if ctl.is_wrongtype() || len.is_wrongtype() {
             return Err(Error::layout(LANE, format!("{} or its control has the wrong type", String::from_utf8_lossy(&k.lane(l)))));
         }
-        let f: Vec<Option<&[u8]>> = ctl.as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
-        let mut ctl = LaneCtl::from_fields(&f);
+        let mut ctl = LaneCtl::from_reply(ctl);
         let mut w = vec![];
         match self.op {
             LaneOp::Pause => {

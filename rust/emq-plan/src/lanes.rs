@@ -1,7 +1,7 @@
 //! Lane control (SPEC §2) and offer(L), the one rule that puts a lane in the ring.
 
 use crate::names::{field_int, Keys};
-use crate::{Cmd, WAKE_MAX};
+use crate::{Cmd, Reply, WAKE_MAX};
 
 /// The fields of `P lanectl:L` that decide whether a lane can be served.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -27,6 +27,11 @@ impl LaneCtl {
             active: int(f.get(2).copied().flatten()),
             in_ring: flag(f.get(3).copied().flatten()),
         }
+    }
+
+    /// From the reply of `HMGET P lanectl:L` with `CTL_FIELDS`.
+    pub fn from_reply(r: &Reply) -> Self {
+        LaneCtl::from_fields(&r.fields())
     }
 
     /// Not paused, and no limit or fewer active than the limit.

@@ -33,6 +33,12 @@ impl Reply {
         }
     }
 
+    /// An `HMGET`'s values: `None` for each absent field (and no values at all
+    /// for anything but an array).
+    pub fn fields(&self) -> Vec<Option<&[u8]>> {
+        self.as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect()
+    }
+
     pub fn as_array(&self) -> Option<&[Reply]> {
         match self {
             Reply::Array(items) => Some(items),

@@ -119,7 +119,7 @@ impl Conversation for Settle {
         if replies[1].is_wrongtype() {
             return Err(Error::layout(verb, format!("{} has the wrong type", String::from_utf8_lossy(&k.job(&self.id)))));
         }
-        let f: Vec<Option<&[u8]>> = replies[1].as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
+        let f = replies[1].fields();
         let field = |i: usize| f.get(i).copied().flatten();
         if field(0) != Some(b"active".as_slice()) || field(1) != Some(self.token.as_slice()) {
             return Ok(Step::Done(Settled::Refused));
@@ -134,8 +134,7 @@ impl Conversation for Settle {
                 if replies[2].is_wrongtype() || replies[3].is_wrongtype() {
                     return Err(Error::layout(verb, format!("{} or its control has the wrong type", String::from_utf8_lossy(&k.lane(l)))));
                 }
-                let c: Vec<Option<&[u8]>> = replies[2].as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
-                (LaneCtl::from_fields(&c), replies[3].as_int().unwrap_or(0))
+                (LaneCtl::from_reply(&replies[2]), replies[3].as_int().unwrap_or(0))
             }
             None => (LaneCtl::default(), 0),
         };

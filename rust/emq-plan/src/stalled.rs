@@ -21,7 +21,7 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
     for (id, row) in read.ids.iter().zip(&read.rows) {
         let Row::Live { lane, stalls } = row else { continue };
         let stalls = stalls.saturating_add(1);
-        let dies = max_stalled.is_some_and(|m| stalls > m as i64);
+        let dies = dies(stalls, max_stalled);
         let mut set = Cmd::new("HSET").arg(keys.job(id)).arg("state").arg(if dies { "dead" } else { "pending" });
         set = set.arg("stalls").arg(stalls.to_string());
         if dies {
@@ -100,7 +100,7 @@ pub fn empty_lanes_relied_on(read: &Read, max_stalled: Option<u64>) -> Vec<Vec<u
                 if let Row::Live { lane: Some(l), stalls } = row {
                     if *l == lane.name {
                         left += 1;
-                        pushed += !max_stalled.is_some_and(|m| stalls.saturating_add(1) > m as i64) as i64;
+                        pushed += !dies(stalls.saturating_add(1), max_stalled) as i64;
                     }
                 }
             }
@@ -110,4 +110,9 @@ pub fn empty_lanes_relied_on(read: &Read, max_stalled: Option<u64>) -> Vec<Vec<u
         })
         .map(|lane| lane.name.clone())
         .collect()
+}
+
+/// A row dies once its stalls (counting this one) pass `max_stalled`.
+fn dies(stalls: i64, max_stalled: Option<u64>) -> bool {
+    max_stalled.is_some_and(|m| stalls > m as i64)
 }

@@ -31,6 +31,15 @@ pub enum Kind {
     Stalled { max_stalled: Option<u64> },
 }
 
+impl Kind {
+    pub fn verb(self) -> &'static str {
+        match self {
+            Kind::Promote => PROMOTE,
+            Kind::Stalled { .. } => STALLED,
+        }
+    }
+}
+
 /// What the host does next in a sweep.
 pub type Step = crate::conversation::Step<Outcome>;
 
@@ -135,10 +144,7 @@ impl Sweep {
     }
 
     pub fn verb(&self) -> &'static str {
-        match self.kind {
-            Kind::Promote => PROMOTE,
-            Kind::Stalled { .. } => STALLED,
-        }
+        self.kind.verb()
     }
 
     fn zset(&self) -> Vec<u8> {
@@ -311,8 +317,7 @@ impl Sweep {
             let name = self.read.lanes[i].name.clone();
             self.check(&pair[0], &self.keys.lanectl(&name))?;
             self.check(&pair[1], &self.keys.lane(&name))?;
-            let f: Vec<Option<&[u8]>> = pair[0].as_array().unwrap_or(&[]).iter().map(Reply::as_bytes).collect();
-            self.read.lanes[i].ctl = LaneCtl::from_fields(&f);
+            self.read.lanes[i].ctl = LaneCtl::from_reply(&pair[0]);
             self.read.lanes[i].len = pair[1].as_int().unwrap_or(0);
         }
         let relied = match self.kind {
