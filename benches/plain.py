@@ -6,9 +6,10 @@ The conversation, per call (one guarded transaction):
 1. one `transaction=False` pipeline: `TIME`, `ZRANGE zset 0 batch-1 WITHSCORES`;
    members scored above the clock reading are cut;
 2. `pipe.watch(*rows)` on the transaction pipeline, then one `transaction=False`
-   pipeline: `ZMSCORE` of the selection (any change: a new call), `HMGET row lane
-   [stalls] state` per id, one `EXISTS` over all rows, `LLEN` of pending, ring,
-   wake (and `ZCARD dead` for the stalled check), which also check their types;
+   pipeline: `ZRANGE zset 0 k-1 WITHSCORES` for the k ids selected (any change: a
+   new call), `HGET row lane` (promote) or `HMGET row lane stalls` (stalled check)
+   per id, one `EXISTS` over all rows, `LLEN` of pending, ring, wake (and
+   `ZCARD dead` for the stalled check), which also check their types;
 3. only when the `EXISTS` count cannot tell ghosts from rows with none of the
    fields: `TYPE` of each of those;
 4. only when lane rows were selected: `pipe.watch(*lanectls)`, then `HMGET lanectl
@@ -117,7 +118,6 @@ def _attempt(r: redis.Redis, p: bytes, stalled: bool, batch: int, max_stalled: i
     """One call: one guarded transaction. Raises _Conflict or WatchError when it
     must start again."""
     zset = p + (b"active" if stalled else b"schedule")
-    fields = ("lane", "stalls", "state") if stalled else ("lane", "state")
 
     # 1. The clock, then the selection; members above the clock are cut.
     rd = r.pipeline(transaction=False)
@@ -139,9 +139,12 @@ def _attempt(r: redis.Redis, p: bytes, stalled: bool, batch: int, max_stalled: i
         # 2. Watch the rows, then read again what was read before the watch.
         tx.watch(*rows)
         rd = r.pipeline(transaction=False)
-        rd.zmscore(zset, ids)
+        rd.zrange(zset, 0, len(ids) - 1, withscores=True)
         for k in rows:
-            rd.hmget(k, fields)
+            if stalled:
+                rd.hmget(k, ("lane", "stalls"))
+            else:
+                rd.hget(k, "lane")
         rd.exists(*rows)
         rd.llen(p + b"pending")
         rd.llen(p + b"ring")
@@ -150,12 +153,12 @@ def _attempt(r: redis.Redis, p: bytes, stalled: bool, batch: int, max_stalled: i
             rd.zcard(p + b"dead")
         rep = rd.execute(raise_on_error=False)
         n = len(ids)
-        if _check(rep[0], zset) != scores:
+        if _check(rep[0], zset) != list(zip(ids, scores)):
             raise _Conflict()
         live: list[list | None] = []  # [lane, stalls] per id, None for a ghost
         unsure, known_live = [], 0
         for i, (k, f) in enumerate(zip(rows, rep[1 : n + 1])):
-            f = _check(f, k)
+            f = _check(f, k) if stalled else [_check(f, k)]
             if all(v is None for v in f):
                 unsure.append(i)  # a ghost, or a hash with none of the fields
             else:

@@ -19,10 +19,10 @@ OLD_WAKE = 70  # more than WAKE_MAX: every sweep trims
 
 # Everything the plan backend sends (rust/emq-host/src/{conn,sweeps}.rs,
 # rust/emq-plan/src/{sweep,promote,stalled,lanes}.rs): PING when connecting,
-# INFO to learn the server's WATCH cost, the reads, the guard, the writes.
+# the reads, the guard, the writes.
 PLAN_COMMANDS = [
     "ping", "time",
-    "zrange", "zmscore", "hmget", "exists", "type", "llen", "zcard",
+    "zrange", "hget", "hmget", "exists", "type", "llen", "zcard",
     "watch", "unwatch", "multi", "exec",
     "zrem", "zadd", "rpush", "hset", "hdel", "ltrim",
 ]

@@ -60,11 +60,11 @@ def seed(r: redis.Redis) -> list[str]:
 
 
 def attempts(r: redis.Redis) -> tuple[int, int]:
-    """(ZMSCORE calls, UNWATCH calls) since the last CONFIG RESETSTAT. Only the
-    plan sends ZMSCORE here (its re-read of the selection under the watch, once per
-    attempt that selected something), and only a dropped selection sends UNWATCH."""
+    """(EXISTS calls, UNWATCH calls) since the last CONFIG RESETSTAT. Only the
+    plan sends EXISTS here (one over its rows under the watch, once per attempt
+    that selected something), and only a dropped selection sends UNWATCH."""
     stats = r.info("commandstats")
-    return tuple(stats.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("zmscore", "unwatch"))
+    return tuple(stats.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("exists", "unwatch"))
 
 
 def promote_all(c: emq.Client) -> tuple[float, int, int]:

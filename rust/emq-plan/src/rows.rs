@@ -1,9 +1,10 @@
 //! Reading job rows under the watch, and telling live rows from ghosts.
 //!
-//! One `HMGET row fields…` per id and one `EXISTS` over all of them. `HMGET`
-//! refuses a row of another type; a row with any field read is a hash; rows with
-//! none of the fields are ghosts or hashes without them, which the `EXISTS` count
-//! settles, except when some of each are there: then `TYPE` each of those.
+//! One `HMGET row fields…` per id (`HGET` for one field) and one `EXISTS` over all
+//! of them. `HMGET` refuses a row of another type; a row with any field read is a
+//! hash; rows with none of the fields are ghosts or hashes without them, which the
+//! `EXISTS` count settles, except when some of each are there: then `TYPE` each of
+//! those.
 
 use crate::error::{Error, Result};
 use crate::names::Keys;
@@ -16,7 +17,10 @@ pub fn reads(keys: &Keys, ids: &[Vec<u8>], fields: &[&str]) -> Vec<Cmd> {
     if ids.is_empty() {
         return vec![];
     }
-    let mut cmds: Vec<Cmd> = ids.iter().map(|id| Cmd::new("HMGET").arg(keys.job(id)).args(fields)).collect();
+    let mut cmds: Vec<Cmd> = match fields {
+        [one] => ids.iter().map(|id| Cmd::new("HGET").arg(keys.job(id)).arg(one)).collect(),
+        _ => ids.iter().map(|id| Cmd::new("HMGET").arg(keys.job(id)).args(fields)).collect(),
+    };
     cmds.push(Cmd::new("EXISTS").args(ids.iter().map(|id| keys.job(id))));
     cmds
 }
@@ -30,13 +34,14 @@ pub fn parse(verb: &str, keys: &Keys, ids: &[Vec<u8>], replies: &[Reply], width:
     let mut rows = Vec::with_capacity(ids.len());
     let (mut unsure, mut known) = (vec![], 0i64);
     for (i, (r, id)) in replies.iter().zip(ids).enumerate() {
-        let values = match r {
+        let fields: Fields = match r {
             r if r.is_wrongtype() => return Err(wrong_type(verb, keys, id)),
             Reply::Error { message, .. } => return Err(Error::server(verb, message)),
-            Reply::Array(a) if a.len() == width => a,
+            Reply::Array(a) if a.len() == width => a.iter().map(|v| v.as_bytes().map(<[u8]>::to_vec)).collect(),
+            Reply::Bulk(b) if width == 1 => vec![Some(b.clone())],
+            Reply::Nil if width == 1 => vec![None],
             _ => return Err(Error::server(verb, "HMGET gave no fields")),
         };
-        let fields: Fields = values.iter().map(|v| v.as_bytes().map(<[u8]>::to_vec)).collect();
         if fields.iter().all(Option::is_none) {
             unsure.push(i);
         } else {

@@ -2,10 +2,10 @@
 //!
 //! 1. select: `TIME` and the first `batch` members of the zset, pipelined. The
 //!    clock is read before the selection; members with a score above it are cut.
-//! 2. rows: `WATCH` every selected row, then re-read the members' scores (the
-//!    selection was read before the watch: any difference is a conflict), each
-//!    row's `lane` (and `stalls`), one `EXISTS` over all rows, and the types of the
-//!    queue's lists.
+//! 2. rows: `WATCH` every selected row, then read the head of the zset again, as
+//!    many members as were selected (the selection was read before the watch: any
+//!    difference is a conflict), each row's `lane` (and `stalls`), one `EXISTS`
+//!    over all rows, and the types of the queue's lists.
 //! 3. (only when ghosts and flat rows cannot be told apart by the count) `EXISTS`
 //!    of each row that had no `lane`.
 //! 4. (only when lane rows were selected) `WATCH` each lane's control hash, read
@@ -154,11 +154,12 @@ impl Sweep {
         }
     }
 
-    /// The row fields a sweep reads; `state` only tells a row from a ghost.
+    /// The row fields a sweep reads (SPEC §2: only these). Rows with none of them
+    /// are told from ghosts by the `EXISTS` count (see `rows`).
     fn fields(&self) -> &'static [&'static str] {
         match self.kind {
-            Kind::Promote => &["lane", "state"],
-            Kind::Stalled { .. } => &["lane", "stalls", "state"],
+            Kind::Promote => &["lane"],
+            Kind::Stalled { .. } => &["lane", "stalls"],
         }
     }
 
@@ -206,7 +207,12 @@ impl Sweep {
             return Step::Done(self.empty());
         }
         let rows: Vec<Vec<u8>> = self.read.ids.iter().map(|id| self.keys.job(id)).collect();
-        let mut cmds = vec![Cmd::new("ZMSCORE").arg(self.zset()).args(&self.read.ids)];
+        // The selection again: the same range, cut to the members selected. A
+        // range costs the server less than `ZMSCORE` of each member, and it also
+        // sees a member that joined the head since (which only a lease or due time
+        // at or before this call's clock reading could do).
+        let last = (self.read.ids.len() - 1).to_string();
+        let mut cmds = vec![Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(last).arg("WITHSCORES")];
         cmds.extend(rows::reads(&self.keys, &self.read.ids, self.fields()));
         cmds.push(Cmd::new("LLEN").arg(self.keys.pending()));
         cmds.push(Cmd::new("LLEN").arg(self.keys.ring()));
@@ -231,11 +237,12 @@ impl Sweep {
         if replies.len() != 1 + n + extra {
             return Err(self.host_error("rows: wrong number of replies"));
         }
-        // The selection again, under the watch.
-        let scores = replies[0].as_array().filter(|a| a.len() == n);
-        let same = scores.is_some_and(|a| {
-            a.iter().zip(&self.scores).all(|(r, s)| {
-                r.as_bytes().and_then(|b| std::str::from_utf8(b).ok()?.parse::<f64>().ok()) == Some(*s)
+        // The selection again, under the watch: the same members, the same scores.
+        let again = replies[0].as_array().filter(|a| a.len() == 2 * n);
+        let same = again.is_some_and(|a| {
+            a.chunks_exact(2).zip(self.read.ids.iter().zip(&self.scores)).all(|(pair, (id, s))| {
+                pair[0].as_bytes() == Some(id.as_slice())
+                    && pair[1].as_bytes().and_then(|b| std::str::from_utf8(b).ok()?.parse::<f64>().ok()) == Some(*s)
             })
         });
         if !same {
@@ -262,9 +269,9 @@ impl Sweep {
     fn row(&self, fields: Option<rows::Fields>) -> Row {
         match fields {
             None => Row::Ghost,
-            Some(f) => {
-                let stalls = if f.len() == 3 { f[1].as_deref().and_then(field_int).unwrap_or(0) } else { 0 };
-                Row::Live { lane: f[0].clone(), stalls }
+            Some(mut f) => {
+                let stalls = f.get(1).and_then(|s| s.as_deref()).and_then(field_int).unwrap_or(0);
+                Row::Live { lane: f.swap_remove(0), stalls }
             }
         }
     }

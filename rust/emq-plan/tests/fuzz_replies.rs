@@ -42,17 +42,28 @@ fn word(rng: &mut Rng) -> Reply {
     Reply::Bulk(WORDS[rng.below(WORDS.len() as u64) as usize].as_bytes().to_vec())
 }
 
-/// A reply of the shape the command really gets, with values that vary.
-fn shaped(rng: &mut Rng, cmd: Option<&emq_plan::Cmd>) -> Reply {
+/// A reply of the shape the command really gets, with values that vary. A range
+/// read again (a sweep's re-read under its watch) mostly repeats the first one.
+fn shaped(rng: &mut Rng, cmd: Option<&emq_plan::Cmd>, first_range: &mut Option<Vec<Reply>>) -> Reply {
     let Some(cmd) = cmd else { return reply(rng, 0) };
     let argc = cmd.0.len();
+    if cmd.name() == b"ZRANGE" && rng.below(4) != 0 {
+        if let Some(first) = first_range {
+            let stop = std::str::from_utf8(&cmd.0[3]).ok().and_then(|s| s.parse::<usize>().ok()).unwrap_or(0);
+            return Reply::Array(first.iter().take(2 * (stop + 1)).cloned().collect());
+        }
+    }
     let score = |rng: &mut Rng| Reply::Bulk((1_700_000_000_120 + rng.below(6)).to_string().into_bytes());
     match cmd.name() {
         b"TIME" => Reply::Array(vec![Reply::Bulk(b"1700000000".to_vec()), Reply::Bulk(b"123456".to_vec())]),
-        b"ZRANGE" => Reply::Array(
-            (0..rng.below(4)).flat_map(|i| [Reply::Bulk(format!("m{i}").into_bytes()), score(rng)]).collect::<Vec<_>>(),
-        ),
+        b"ZRANGE" => {
+            let items: Vec<Reply> =
+                (0..rng.below(4)).flat_map(|i| [Reply::Bulk(format!("m{i}").into_bytes()), score(rng)]).collect();
+            first_range.get_or_insert_with(|| items.clone());
+            Reply::Array(items)
+        }
         b"ZMSCORE" => Reply::Array((2..argc).map(|_| if rng.below(8) == 0 { Reply::Nil } else { score(rng) }).collect()),
+        b"HGET" => if rng.below(3) == 0 { Reply::Nil } else { word(rng) },
         b"HMGET" => Reply::Array((2..argc).map(|_| if rng.below(3) == 0 { Reply::Nil } else { word(rng) }).collect()),
         b"LRANGE" => Reply::Array((0..rng.below(4)).map(|i| Reply::Bulk(format!("m{i}").into_bytes())).collect()),
         b"TYPE" => Reply::Status(["none", "hash", "string"][rng.below(3) as usize].into()),
@@ -66,6 +77,7 @@ static PLANNED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize:
 
 fn drive<C: Conversation>(rng: &mut Rng, mut c: C) {
     let mut step = c.start();
+    let mut first_range = None;
     for _ in 0..8 {
         match step {
             Step::Done(_) => return,
@@ -77,7 +89,7 @@ fn drive<C: Conversation>(rng: &mut Rng, mut c: C) {
                     _ => cmds.len(),
                 };
                 let replies: Vec<Reply> =
-                    (0..n).map(|i| if rng.below(10) == 0 { reply(rng, 0) } else { shaped(rng, cmds.get(i)) }).collect();
+                    (0..n).map(|i| if rng.below(10) == 0 { reply(rng, 0) } else { shaped(rng, cmds.get(i), &mut first_range) }).collect();
                 match c.feed(&replies) {
                     Ok(next) => step = next,
                     Err(_) => return,

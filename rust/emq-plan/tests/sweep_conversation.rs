@@ -24,6 +24,11 @@ fn wrongtype() -> Reply {
     Reply::Error { code: "WRONGTYPE".into(), message: "WRONGTYPE Operation against a key".into() }
 }
 
+/// An `HGET` reply: the value or nil.
+fn field(value: Option<&str>) -> Reply {
+    value.map(bulk).unwrap_or(Reply::Nil)
+}
+
 /// An `HMGET` reply of optional values.
 fn fields(values: &[Option<&str>]) -> Reply {
     Reply::Array(values.iter().map(|v| v.map(bulk).unwrap_or(Reply::Nil)).collect())
@@ -74,18 +79,20 @@ fn promote_to_plan(lanectl: Reply, lane_len: i64) -> Vec<Cmd> {
     let sel = members(&[("a", NOW - 5), ("g", NOW - 4), ("b", NOW - 3), ("c", NOW), ("later", NOW + 1)]);
     let (watch, cmds) = read(s.feed(&[time(), sel]).unwrap());
     assert_eq!(watch, ["a", "g", "b", "c"].map(|id| format!("emq:{{q}}:job:{id}").into_bytes()).to_vec());
-    assert_eq!(cmds[0], cmd(&["ZMSCORE", "emq:{q}:schedule", "a", "g", "b", "c"]));
-    assert_eq!(cmds[1], cmd(&["HMGET", "emq:{q}:job:a", "lane", "state"]));
-    let scores = Reply::Array([NOW - 5, NOW - 4, NOW - 3, NOW].iter().map(|s| bulk(&s.to_string())).collect());
-    let rows = [
-        fields(&[None, Some("scheduled")]),
-        fields(&[None, None]),
-        fields(&[Some("L"), Some("scheduled")]),
-        fields(&[Some("L"), Some("scheduled")]),
-    ];
-    let mut replies = vec![scores];
+    assert_eq!(cmds[0], cmd(&["ZRANGE", "emq:{q}:schedule", "0", "3", "WITHSCORES"]), "the selection, read again");
+    assert_eq!(cmds[1], cmd(&["HGET", "emq:{q}:job:a", "lane"]));
+    assert_eq!(cmds[5], cmd(&["EXISTS", "emq:{q}:job:a", "emq:{q}:job:g", "emq:{q}:job:b", "emq:{q}:job:c"]));
+    let again = members(&[("a", NOW - 5), ("g", NOW - 4), ("b", NOW - 3), ("c", NOW)]);
+    let rows = [field(None), field(None), field(Some("L")), field(Some("L"))];
+    let mut replies = vec![again];
     replies.extend(rows);
+    // Three of the four rows exist: `g`, with no `lane` like `a`, is the ghost only
+    // if `a` exists, which the count cannot say; `TYPE` does.
     replies.extend([Reply::Int(3), Reply::Int(0), Reply::Int(0), Reply::Int(2)]);
+    let (watch, cmds) = read(s.feed(&replies).unwrap());
+    assert!(watch.is_empty());
+    assert_eq!(cmds, vec![cmd(&["TYPE", "emq:{q}:job:a"]), cmd(&["TYPE", "emq:{q}:job:g"])]);
+    let replies = [Reply::Status("hash".into()), Reply::Status("none".into())];
     let (watch, cmds) = read(s.feed(&replies).unwrap());
     assert_eq!(watch, vec![b"emq:{q}:lanectl:L".to_vec()], "the lanes it decides on are watched");
     assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:lanectl:L", "paused", "limit", "active", "ring"]));
@@ -131,8 +138,17 @@ fn a_changed_selection_is_a_conflict() {
     s.start();
     read(s.feed(&[time(), members(&[("a", NOW - 5)])]).unwrap());
     // `a` left schedule between the selection and the watch.
-    let e = s.feed(&[Reply::Array(vec![Reply::Nil]), fields(&[None, None]), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]);
+    let rest = [field(None), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+    let e = s.feed(&[&[Reply::Array(vec![])][..], &rest].concat());
     assert_eq!(e.unwrap_err().kind, ErrorKind::Conflict);
+    // `a` was scored again, or another member took the head.
+    for again in [members(&[("a", NOW - 4)]), members(&[("z", NOW - 6)])] {
+        let mut s = promote();
+        s.start();
+        read(s.feed(&[time(), members(&[("a", NOW - 5)])]).unwrap());
+        let e = s.feed(&[&[again][..], &rest].concat());
+        assert_eq!(e.unwrap_err().kind, ErrorKind::Conflict);
+    }
 }
 
 #[test]
@@ -141,7 +157,7 @@ fn a_row_of_the_wrong_type_is_a_layout_error() {
     s.start();
     read(s.feed(&[time(), members(&[("a", NOW - 5)])]).unwrap());
     let e = s
-        .feed(&[Reply::Array(vec![bulk(&(NOW - 5).to_string())]), wrongtype(), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)])
+        .feed(&[members(&[("a", NOW - 5)]), wrongtype(), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)])
         .unwrap_err();
     assert_eq!(e.kind, ErrorKind::Layout);
     assert!(e.message.starts_with("EMQ.PROMOTE: layout:"), "{e}");
@@ -153,8 +169,7 @@ fn pending_of_the_wrong_type_refuses_only_when_flat_rows_would_go_there() {
     let mut s = promote();
     s.start();
     read(s.feed(&[time(), members(&[("a", NOW - 5)])]).unwrap());
-    let score = Reply::Array(vec![bulk(&(NOW - 5).to_string())]);
-    let e = s.feed(&[score, fields(&[None, Some("scheduled")]), Reply::Int(1), wrongtype(), Reply::Int(0), Reply::Int(0)]);
+    let e = s.feed(&[members(&[("a", NOW - 5)]), field(None), Reply::Int(1), wrongtype(), Reply::Int(0), Reply::Int(0)]);
     assert_eq!(e.unwrap_err().kind, ErrorKind::Layout);
 }
 
@@ -164,10 +179,9 @@ fn unsure_rows_are_typed_when_the_count_cannot_tell() {
     let mut s = promote();
     s.start();
     read(s.feed(&[time(), members(&[("a", NOW - 5), ("b", NOW - 4)])]).unwrap());
-    let scores = Reply::Array(vec![bulk(&(NOW - 5).to_string()), bulk(&(NOW - 4).to_string())]);
-    let none = fields(&[None, None]);
+    let again = members(&[("a", NOW - 5), ("b", NOW - 4)]);
     let (watch, cmds) =
-        read(s.feed(&[scores, none.clone(), none, Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
+        read(s.feed(&[again, field(None), field(None), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
     assert!(watch.is_empty());
     assert_eq!(cmds, vec![cmd(&["TYPE", "emq:{q}:job:a"]), cmd(&["TYPE", "emq:{q}:job:b"])]);
     let w = writes(s.feed(&[Reply::Status("none".into()), Reply::Status("hash".into())]).unwrap());
@@ -181,12 +195,13 @@ fn stalled_check_counts_stalls_recovers_and_kills() {
     let (_, cmds) = read(s.start());
     assert_eq!(cmds[1], cmd(&["ZRANGE", "emq:{q}:active", "0", "99", "WITHSCORES"]));
     read(s.feed(&[time(), members(&[("x", NOW - 2), ("y", NOW - 1)])]).unwrap());
-    let scores = Reply::Array(vec![bulk(&(NOW - 2).to_string()), bulk(&(NOW - 1).to_string())]);
-    let x = fields(&[None, None, Some("active")]);
-    let y = fields(&[Some("L"), Some("1"), Some("active")]);
-    let (_, _) = read(
-        s.feed(&[scores, x, y, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap(),
+    let again = members(&[("x", NOW - 2), ("y", NOW - 1)]);
+    let x = fields(&[None, None]);
+    let y = fields(&[Some("L"), Some("1")]);
+    let (_, cmds) = read(
+        s.feed(&[again, x, y, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap(),
     );
+    assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:lanectl:L", "paused", "limit", "active", "ring"]));
     let w = writes(s.feed(&[fields(&[None, Some("1"), Some("1"), None]), Reply::Int(3)]).unwrap());
     let now = NOW.to_string();
     assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:active", "x", "y"]));
@@ -209,8 +224,7 @@ fn the_reply_counts_from_exec() {
     let mut s = promote();
     s.start();
     read(s.feed(&[time(), members(&[("a", NOW)])]).unwrap());
-    let score = Reply::Array(vec![bulk(&NOW.to_string())]);
-    writes(s.feed(&[score, fields(&[None, Some("s")]), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
+    writes(s.feed(&[members(&[("a", NOW)]), field(None), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
     // EXEC says ZREM removed none (what cannot happen under the guard): the reply says so too.
     assert_eq!(s.finish(&[Reply::Int(0)]).unwrap(), Outcome::Promoted(0));
 }
