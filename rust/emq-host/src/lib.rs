@@ -7,6 +7,7 @@ mod conn;
 mod drive;
 mod error;
 mod jobs;
+mod resp;
 mod sweeps;
 
 use std::sync::Mutex;
@@ -86,8 +87,8 @@ impl Client {
     /// int, str, list, None); an error reply raises `emq.ServerError`.
     #[pyo3(signature = (*args))]
     fn command<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
-        let cmd = Cmd(args.iter().map(|a| arg_bytes(&a)).collect::<PyResult<_>>()?);
-        if cmd.0.is_empty() {
+        let cmd = Cmd::from_args(args.iter().map(|a| arg_bytes(&a)).collect::<PyResult<Vec<_>>>()?);
+        if cmd.argc() == 0 {
             return Err(HostError::Argument("command: no command given".into()).into());
         }
         let r = self.with(py, |c| c.one(cmd))?;
@@ -99,7 +100,7 @@ impl Client {
     fn pipeline<'py>(&self, py: Python<'py>, cmds: Vec<Vec<Bound<'py, PyAny>>>) -> PyResult<Bound<'py, PyList>> {
         let cmds: Vec<Cmd> = cmds
             .iter()
-            .map(|c| Ok(Cmd(c.iter().map(arg_bytes).collect::<PyResult<_>>()?)))
+            .map(|c| Ok(Cmd::from_args(c.iter().map(arg_bytes).collect::<PyResult<Vec<_>>>()?)))
             .collect::<PyResult<_>>()?;
         let replies = self.with(py, |c| c.pipeline(&cmds))?;
         let out = PyList::empty(py);

@@ -374,7 +374,7 @@ impl Claim {
         let max_attempts = f[2].as_deref().and_then(field_int).unwrap_or(0);
         let token = self.tokens[self.out.len()].clone();
         let deadline = later(self.now, self.lease_ms);
-        let mut set = Cmd::new("HSET").arg(k.job(id)).arg("state").arg("active").arg("attempts").arg(attempts.to_string());
+        let mut set = Cmd::new("HSET").arg_parts(&k.job_parts(id)).arg("state").arg("active").arg("attempts").arg(attempts.to_string());
         set = set.arg("lease").arg(deadline.to_string()).arg("token").arg(&token).arg("claimed").arg(self.now.to_string());
         w.push(set);
         self.out.push(Claimed {

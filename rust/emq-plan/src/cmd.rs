@@ -1,15 +1,45 @@
-//! A command as a list of arguments, and its RESP encoding.
+//! A command, kept as its arguments already RESP-encoded: building one is a
+//! single growing buffer, not an allocation per argument (a sweep builds a few
+//! commands per job), and sending it is one copy.
 
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Cmd(pub Vec<Vec<u8>>);
+use std::fmt;
+
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Cmd {
+    argc: usize,
+    /// `$<len>\r\n<arg>\r\n` for each argument.
+    buf: Vec<u8>,
+}
 
 impl Cmd {
     pub fn new(name: &str) -> Self {
-        Cmd(vec![name.as_bytes().to_vec()])
+        Cmd { argc: 0, buf: Vec::with_capacity(64) }.arg(name)
     }
 
-    pub fn arg(mut self, a: impl AsRef<[u8]>) -> Self {
-        self.0.push(a.as_ref().to_vec());
+    /// A command from its arguments, name first.
+    pub fn from_args<I, A>(items: I) -> Self
+    where
+        I: IntoIterator<Item = A>,
+        A: AsRef<[u8]>,
+    {
+        Cmd::default().args(items)
+    }
+
+    pub fn arg(self, a: impl AsRef<[u8]>) -> Self {
+        self.arg_parts(&[a.as_ref()])
+    }
+
+    /// One argument made of `parts` end to end (a key: prefix, kind, name).
+    pub fn arg_parts(mut self, parts: &[&[u8]]) -> Self {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        self.buf.push(b'$');
+        push_decimal(&mut self.buf, len);
+        self.buf.extend_from_slice(b"\r\n");
+        for p in parts {
+            self.buf.extend_from_slice(p);
+        }
+        self.buf.extend_from_slice(b"\r\n");
+        self.argc += 1;
         self
     }
 
@@ -18,32 +48,69 @@ impl Cmd {
         I: IntoIterator<Item = A>,
         A: AsRef<[u8]>,
     {
-        self.0.extend(items.into_iter().map(|a| a.as_ref().to_vec()));
+        for a in items {
+            self = self.arg(a);
+        }
         self
     }
 
+    pub fn argc(&self) -> usize {
+        self.argc
+    }
+
+    /// The arguments, name first (decoded from the buffer: for tests and messages).
+    pub fn to_args(&self) -> Vec<&[u8]> {
+        let mut out = Vec::with_capacity(self.argc);
+        let mut at = 0;
+        while at < self.buf.len() {
+            let cr = at + self.buf[at..].iter().position(|&b| b == b'\r').expect("a length line");
+            let len: usize = std::str::from_utf8(&self.buf[at + 1..cr]).expect("digits").parse().expect("a length");
+            out.push(&self.buf[cr + 2..cr + 2 + len]);
+            at = cr + 2 + len + 2;
+        }
+        out
+    }
+
     pub fn name(&self) -> &[u8] {
-        &self.0[0]
+        self.to_args().first().copied().unwrap_or(b"")
     }
 
     /// Appends this command, RESP-encoded, to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         out.push(b'*');
-        out.extend_from_slice(self.0.len().to_string().as_bytes());
+        push_decimal(out, self.argc);
         out.extend_from_slice(b"\r\n");
-        for a in &self.0 {
-            out.push(b'$');
-            out.extend_from_slice(a.len().to_string().as_bytes());
-            out.extend_from_slice(b"\r\n");
-            out.extend_from_slice(a);
-            out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(&self.buf);
+    }
+
+    fn encoded_len(&self) -> usize {
+        self.buf.len() + 24
+    }
+}
+
+impl fmt::Debug for Cmd {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.to_args().iter().map(|a| String::from_utf8_lossy(a))).finish()
+    }
+}
+
+fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
         }
     }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// Encodes commands back to back, as one pipeline.
 pub fn encode(cmds: &[Cmd]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(cmds.iter().map(|c| 16 + c.0.iter().map(|a| a.len() + 16).sum::<usize>()).sum());
+    let mut out = Vec::with_capacity(cmds.iter().map(Cmd::encoded_len).sum());
     for c in cmds {
         c.encode_into(&mut out);
     }
@@ -58,5 +125,15 @@ mod tests {
     fn encodes_resp_arrays_of_bulk_strings() {
         let c = Cmd::new("RPUSH").arg("k").arg(b"\xffx");
         assert_eq!(encode(&[c]), b"*3\r\n$5\r\nRPUSH\r\n$1\r\nk\r\n$2\r\n\xffx\r\n".to_vec());
+    }
+
+    #[test]
+    fn arguments_read_back() {
+        let c = Cmd::new("HSET").arg_parts(&[b"emq:{q}:", b"job:", b"a\r\nb"]).arg("").arg(vec![7u8; 300]);
+        assert_eq!(c.argc(), 4);
+        assert_eq!(c.to_args(), vec![&b"HSET"[..], b"emq:{q}:job:a\r\nb", b"", &[7u8; 300][..]]);
+        assert_eq!(c, Cmd::from_args(["HSET".as_bytes(), b"emq:{q}:job:a\r\nb", b"", &[7u8; 300]]));
+        assert_eq!(c.name(), b"HSET");
+        assert_eq!(format!("{:?}", Cmd::new("GET").arg("k")), r#"["GET", "k"]"#);
     }
 }

@@ -88,6 +88,10 @@ impl Keys {
     pub fn job(&self, id: &[u8]) -> Vec<u8> {
         self.key2(b"job:", id)
     }
+    /// The row's key in parts, for `Cmd::arg_parts` (no key built on its own).
+    pub fn job_parts<'a>(&'a self, id: &'a [u8]) -> [&'a [u8]; 3] {
+        [&self.prefix, b"job:", id]
+    }
     pub fn lane(&self, lane: &[u8]) -> Vec<u8> {
         self.key2(b"lane:", lane)
     }

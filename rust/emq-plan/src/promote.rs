@@ -42,7 +42,7 @@ pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
     }
     for (id, row) in read.ids.iter().zip(&read.rows) {
         if let Row::Live { .. } = row {
-            w.push(Cmd::new("HSET").arg(keys.job(id)).arg("state").arg("pending"));
+            w.push(Cmd::new("HSET").arg_parts(&keys.job_parts(id)).arg("state").arg("pending"));
         }
     }
     offers.writes(keys, &mut w);

@@ -18,10 +18,14 @@ pub fn reads(keys: &Keys, ids: &[Vec<u8>], fields: &[&str]) -> Vec<Cmd> {
         return vec![];
     }
     let mut cmds: Vec<Cmd> = match fields {
-        [one] => ids.iter().map(|id| Cmd::new("HGET").arg(keys.job(id)).arg(one)).collect(),
-        _ => ids.iter().map(|id| Cmd::new("HMGET").arg(keys.job(id)).args(fields)).collect(),
+        [one] => ids.iter().map(|id| Cmd::new("HGET").arg_parts(&keys.job_parts(id)).arg(one)).collect(),
+        _ => ids.iter().map(|id| Cmd::new("HMGET").arg_parts(&keys.job_parts(id)).args(fields)).collect(),
     };
-    cmds.push(Cmd::new("EXISTS").args(ids.iter().map(|id| keys.job(id))));
+    let mut exists = Cmd::new("EXISTS");
+    for id in ids {
+        exists = exists.arg_parts(&keys.job_parts(id));
+    }
+    cmds.push(exists);
     cmds
 }
 

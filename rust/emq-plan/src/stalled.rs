@@ -22,7 +22,7 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
         let Row::Live { lane, stalls } = row else { continue };
         let stalls = stalls.saturating_add(1);
         let dies = dies(stalls, max_stalled);
-        let mut set = Cmd::new("HSET").arg(keys.job(id)).arg("state").arg(if dies { "dead" } else { "pending" });
+        let mut set = Cmd::new("HSET").arg_parts(&keys.job_parts(id)).arg("state").arg(if dies { "dead" } else { "pending" });
         set = set.arg("stalls").arg(stalls.to_string());
         if dies {
             set = set.arg("error").arg("stalled");
@@ -31,7 +31,7 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
             recovered.push(id.clone());
         }
         rows.push(set);
-        rows.push(Cmd::new("HDEL").arg(keys.job(id)).arg("token").arg("lease"));
+        rows.push(Cmd::new("HDEL").arg_parts(&keys.job_parts(id)).arg("token").arg("lease"));
         match lane {
             None if !dies => flat.push(id),
             None => {}

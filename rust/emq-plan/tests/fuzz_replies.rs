@@ -46,10 +46,10 @@ fn word(rng: &mut Rng) -> Reply {
 /// read again (a sweep's re-read under its watch) mostly repeats the first one.
 fn shaped(rng: &mut Rng, cmd: Option<&emq_plan::Cmd>, first_range: &mut Option<Vec<Reply>>) -> Reply {
     let Some(cmd) = cmd else { return reply(rng, 0) };
-    let argc = cmd.0.len();
+    let argc = cmd.argc();
     if cmd.name() == b"ZRANGE" && rng.below(4) != 0 {
         if let Some(first) = first_range {
-            let stop = std::str::from_utf8(&cmd.0[3]).ok().and_then(|s| s.parse::<usize>().ok()).unwrap_or(0);
+            let stop = std::str::from_utf8(cmd.to_args()[3]).ok().and_then(|s| s.parse::<usize>().ok()).unwrap_or(0);
             return Reply::Array(first.iter().take(2 * (stop + 1)).cloned().collect());
         }
     }

@@ -35,7 +35,7 @@ fn fields(values: &[Option<&str>]) -> Reply {
 }
 
 fn cmd(parts: &[&str]) -> Cmd {
-    Cmd(parts.iter().map(|p| p.as_bytes().to_vec()).collect())
+    Cmd::from_args(parts)
 }
 
 fn read(step: Step) -> (Vec<Vec<u8>>, Vec<Cmd>) {
@@ -127,7 +127,7 @@ fn a_lane_in_the_ring_paused_or_full_is_not_offered() {
         fields(&[None, Some("2"), Some("2"), None]),
     ] {
         let w = promote_to_plan(ctl, 5);
-        assert!(!w.iter().any(|c| c.0[1] == b"emq:{q}:ring".to_vec()), "{w:?}");
+        assert!(!w.iter().any(|c| c.to_args()[1] == b"emq:{q}:ring"), "{w:?}");
         assert!(w.contains(&cmd(&["RPUSH", "emq:{q}:wake", ""])), "the flat wake still goes out");
     }
 }

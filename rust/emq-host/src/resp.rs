@@ -1,0 +1,373 @@
+//! The wire: RESP2 over TCP, TLS or a Unix socket.
+//!
+//! The redis crate reads the URL (so `redis://user:pass@host:port/db`,
+//! `rediss://…#insecure` and `unix:///path?db=N` mean what they mean there); the
+//! socket, the handshake and the reading of replies are ours. The crate parses a
+//! reply into its own values through a general parser, which cost about half of a
+//! sweep's client CPU (1.5 µs a job against 0.14 µs for this reader, measured on
+//! the replies of a 1,000-job stalled check); a sweep reads several values a job.
+
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+#[cfg(unix)]
+use std::os::unix::net::UnixStream;
+use std::time::Duration;
+
+use emq_plan::{Cmd, Reply};
+use redis::{ConnectionAddr, ConnectionInfo};
+
+enum Stream {
+    Tcp(TcpStream),
+    Tls(Box<native_tls::TlsStream<TcpStream>>),
+    #[cfg(unix)]
+    Unix(UnixStream),
+}
+
+impl Stream {
+    fn set_timeouts(&self, read: Option<Duration>, write: Option<Duration>) -> io::Result<()> {
+        let tcp = match self {
+            Stream::Tcp(s) => s,
+            Stream::Tls(s) => s.get_ref(),
+            #[cfg(unix)]
+            Stream::Unix(s) => {
+                s.set_read_timeout(read)?;
+                return s.set_write_timeout(write);
+            }
+        };
+        tcp.set_read_timeout(read)?;
+        tcp.set_write_timeout(write)
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+            #[cfg(unix)]
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+            #[cfg(unix)]
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+            #[cfg(unix)]
+            Stream::Unix(s) => s.flush(),
+        }
+    }
+}
+
+/// Why a connection is no longer usable.
+#[derive(Debug)]
+pub enum WireError {
+    Io(io::Error),
+    Timeout,
+    /// The server sent something that is not RESP2.
+    Protocol(String),
+    /// The handshake's `AUTH` or `SELECT` was refused: the server's message.
+    Refused(String),
+}
+
+impl From<io::Error> for WireError {
+    fn from(e: io::Error) -> Self {
+        match e.kind() {
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => WireError::Timeout,
+            _ => WireError::Io(e),
+        }
+    }
+}
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WireError::Io(e) => write!(f, "{e}"),
+            WireError::Timeout => write!(f, "no reply within the read timeout"),
+            WireError::Protocol(what) => write!(f, "protocol error: {what}"),
+            WireError::Refused(message) => write!(f, "{message}"),
+        }
+    }
+}
+
+pub type WireResult<T> = Result<T, WireError>;
+
+/// One parsed element: a whole value, or the head of an array.
+enum Elem {
+    Value(Reply),
+    Array(usize),
+}
+
+/// An array being filled while its elements arrive.
+struct Frame {
+    items: Vec<Reply>,
+    left: usize,
+}
+
+/// A connected, authenticated socket and its read buffer.
+pub struct Wire {
+    stream: Stream,
+    buf: Vec<u8>,
+    /// Unread bytes are `buf[start..end]`.
+    start: usize,
+    end: usize,
+}
+
+const READ_CHUNK: usize = 64 * 1024;
+
+impl Wire {
+    /// Connects, authenticates, selects the database and names the client
+    /// (`CLIENT SETINFO`, whose refusal is ignored: older servers and narrow ACL
+    /// users connect all the same).
+    pub fn connect(info: &ConnectionInfo, connect_timeout: Duration, read_timeout: Option<Duration>) -> WireResult<Wire> {
+        let stream = match info.addr() {
+            ConnectionAddr::Tcp(host, port) => Stream::Tcp(tcp(host, *port, connect_timeout)?),
+            ConnectionAddr::TcpTls { host, port, insecure, .. } => {
+                let tcp = tcp(host, *port, connect_timeout)?;
+                tcp.set_read_timeout(Some(connect_timeout))?;
+                tcp.set_write_timeout(Some(connect_timeout))?;
+                let tls = native_tls::TlsConnector::builder()
+                    .danger_accept_invalid_certs(*insecure)
+                    .danger_accept_invalid_hostnames(*insecure)
+                    .build()
+                    .map_err(|e| WireError::Io(io::Error::other(e)))?;
+                Stream::Tls(Box::new(tls.connect(host, tcp).map_err(|e| WireError::Io(io::Error::other(e.to_string())))?))
+            }
+            #[cfg(unix)]
+            ConnectionAddr::Unix(path) => Stream::Unix(UnixStream::connect(path)?),
+            #[allow(unreachable_patterns)]
+            other => return Err(WireError::Protocol(format!("unsupported address {other:?}"))),
+        };
+        stream.set_timeouts(Some(connect_timeout), Some(connect_timeout))?;
+        let mut wire = Wire { stream, buf: vec![0; READ_CHUNK], start: 0, end: 0 };
+        wire.handshake(info)?;
+        wire.stream.set_timeouts(read_timeout, read_timeout)?;
+        Ok(wire)
+    }
+
+    fn handshake(&mut self, info: &ConnectionInfo) -> WireResult<()> {
+        let settings = info.redis_settings();
+        let mut cmds = vec![];
+        if let Some(password) = settings.password() {
+            cmds.push(match settings.username() {
+                Some(user) => Cmd::new("AUTH").arg(user).arg(password),
+                None => Cmd::new("AUTH").arg(password),
+            });
+        }
+        if settings.db() != 0 {
+            cmds.push(Cmd::new("SELECT").arg(settings.db().to_string()));
+        }
+        let checked = cmds.len();
+        cmds.push(Cmd::new("CLIENT").arg("SETINFO").arg("LIB-NAME").arg("emq"));
+        cmds.push(Cmd::new("CLIENT").arg("SETINFO").arg("LIB-VER").arg(env!("CARGO_PKG_VERSION")));
+        let replies = self.pipeline(&emq_plan::cmd::encode(&cmds), cmds.len())?;
+        for r in &replies[..checked] {
+            if let Reply::Error { message, .. } = r {
+                return Err(WireError::Refused(message.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `packed` (`count` commands) and reads one reply each.
+    pub fn pipeline(&mut self, packed: &[u8], count: usize) -> WireResult<Vec<Reply>> {
+        self.stream.write_all(packed)?;
+        (0..count).map(|_| self.read_reply(true)).collect()
+    }
+
+    /// Writes `packed` (`count` commands) and reads their replies, keeping the
+    /// last one only (the others are skipped without being built).
+    pub fn pipeline_last(&mut self, packed: &[u8], count: usize) -> WireResult<Reply> {
+        self.stream.write_all(packed)?;
+        for _ in 1..count {
+            self.read_reply(false)?;
+        }
+        self.read_reply(true)
+    }
+
+    /// Reads one reply; with `keep` false, reads past it and gives `Nil`.
+    fn read_reply(&mut self, keep: bool) -> WireResult<Reply> {
+        let mut stack: Vec<Frame> = vec![];
+        loop {
+            let Some(elem) = self.element(keep)? else {
+                self.fill()?;
+                continue;
+            };
+            let mut value = match elem {
+                Elem::Array(n) if n > 0 => {
+                    let items = if keep { Vec::with_capacity(n.min(1 << 16)) } else { vec![] };
+                    stack.push(Frame { items, left: n });
+                    continue;
+                }
+                Elem::Array(_) => Reply::Array(vec![]),
+                Elem::Value(v) => v,
+            };
+            // Attach the value to the arrays it completes.
+            loop {
+                let Some(frame) = stack.last_mut() else { return Ok(value) };
+                if keep {
+                    frame.items.push(value);
+                }
+                frame.left -= 1;
+                if frame.left > 0 {
+                    break;
+                }
+                let done = stack.pop().expect("a frame is there");
+                value = Reply::Array(done.items);
+            }
+        }
+    }
+
+    /// Parses the element at the head of the buffer, or `None` if it has not
+    /// all arrived yet (nothing is consumed then).
+    fn element(&mut self, keep: bool) -> WireResult<Option<Elem>> {
+        let unread = &self.buf[self.start..self.end];
+        let Some(cr) = memchr::memchr(b'\r', unread) else { return Ok(None) };
+        if cr + 1 >= unread.len() {
+            return Ok(None);
+        }
+        if cr == 0 || unread[cr + 1] != b'\n' {
+            return Err(WireError::Protocol("a line without its type or CRLF".into()));
+        }
+        let (kind, line) = (unread[0], &unread[1..cr]);
+        let after_line = cr + 2;
+        let elem = match kind {
+            b'+' => Elem::Value(if keep { Reply::Status(text(line)) } else { Reply::Nil }),
+            b'-' => Elem::Value(if keep { error(line) } else { Reply::Nil }),
+            b':' => Elem::Value(Reply::Int(int(line)?)),
+            b'$' => {
+                let n = int(line)?;
+                if n < 0 {
+                    Elem::Value(Reply::Nil)
+                } else {
+                    let n = n as usize;
+                    if unread.len() < after_line + n + 2 {
+                        self.reserve(after_line + n + 2);
+                        return Ok(None);
+                    }
+                    let body = &unread[after_line..after_line + n];
+                    let value = if keep { Reply::Bulk(body.to_vec()) } else { Reply::Nil };
+                    self.start += after_line + n + 2;
+                    return Ok(Some(Elem::Value(value)));
+                }
+            }
+            b'*' => {
+                let n = int(line)?;
+                if n < 0 {
+                    Elem::Value(Reply::Nil)
+                } else {
+                    Elem::Array(n as usize)
+                }
+            }
+            other => return Err(WireError::Protocol(format!("unknown reply type {:?}", other as char))),
+        };
+        self.start += after_line;
+        Ok(Some(elem))
+    }
+
+    /// Makes room for an element of `need` bytes from `start`.
+    fn reserve(&mut self, need: usize) {
+        if self.buf.len() < need {
+            self.buf.resize(need.next_power_of_two(), 0);
+        }
+    }
+
+    /// Reads more bytes into the buffer (moving the unread ones to its front
+    /// when the end is reached).
+    fn fill(&mut self) -> WireResult<()> {
+        if self.start == self.end {
+            self.start = 0;
+            self.end = 0;
+        } else if self.end == self.buf.len() || self.buf.len() - self.end < READ_CHUNK / 4 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            if self.end == self.buf.len() {
+                self.buf.resize(self.buf.len() * 2, 0);
+            }
+        }
+        let n = self.stream.read(&mut self.buf[self.end..])?;
+        if n == 0 {
+            return Err(WireError::Io(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection")));
+        }
+        self.end += n;
+        Ok(())
+    }
+}
+
+fn tcp(host: &str, port: u16, timeout: Duration) -> WireResult<TcpStream> {
+    let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{host}:{port} resolves to no address"));
+    for addr in (host, port).to_socket_addrs()? {
+        match TcpStream::connect_timeout(&addr, timeout) {
+            Ok(s) => {
+                s.set_nodelay(true)?;
+                return Ok(s);
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last.into())
+}
+
+fn int(line: &[u8]) -> WireResult<i64> {
+    let (negative, digits) = match line {
+        [b'-', rest @ ..] => (true, rest),
+        _ => (false, line),
+    };
+    if digits.is_empty() || digits.len() > 19 {
+        return Err(WireError::Protocol("an integer out of range".into()));
+    }
+    let mut v: i64 = 0;
+    for &d in digits {
+        if !d.is_ascii_digit() {
+            return Err(WireError::Protocol("an integer with a non-digit".into()));
+        }
+        v = v.checked_mul(10).and_then(|v| v.checked_add((d - b'0') as i64)).ok_or_else(|| WireError::Protocol("an integer out of range".into()))?;
+    }
+    Ok(if negative { -v } else { v })
+}
+
+fn text(line: &[u8]) -> String {
+    String::from_utf8_lossy(line).into_owned()
+}
+
+/// An error reply: its first word is the code (`WRONGTYPE`, `NOPERM`, …).
+fn error(line: &[u8]) -> Reply {
+    let message = text(line);
+    let code = message.split(' ').next().unwrap_or("").to_string();
+    Reply::Error { code, message }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers() {
+        assert_eq!(int(b"0").unwrap(), 0);
+        assert_eq!(int(b"-12").unwrap(), -12);
+        assert_eq!(int(b"9223372036854775807").unwrap(), i64::MAX);
+        assert!(int(b"9223372036854775808").is_err());
+        assert!(int(b"").is_err());
+        assert!(int(b"1x").is_err());
+    }
+
+    #[test]
+    fn error_codes() {
+        assert_eq!(
+            error(b"WRONGTYPE Operation against a key"),
+            Reply::Error { code: "WRONGTYPE".into(), message: "WRONGTYPE Operation against a key".into() }
+        );
+    }
+}
