@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import threading
 import time
 
 import pytest
 
 import emq
-from emq.embedded import free_port
+from emq.embedded import Server, free_port
 
 
 def test_ping_and_server_clock(client, r):
@@ -132,3 +134,54 @@ def test_connect_without_url_starts_the_embedded_server(monkeypatch):
     assert c.ping()
     assert c.info()["server_name"] == "valkey"
     assert c.address.startswith("redis://127.0.0.1:")
+
+
+def test_unix_socket_url(tmp_path):
+    sock = tmp_path / "s.sock"
+    with Server(extra=["--unixsocket", str(sock), "--unixsocketperm", "700"]) as s:
+        c = emq.connect(f"unix://{sock}?db=2")
+        c.command("SET", "k", "over-unix")
+        import redis
+
+        assert redis.Redis.from_url(s.url + "/2").get("k") == b"over-unix"
+        assert emq.promote(c, "u") == 0
+
+
+def _tls_server(tmp_path):
+    """Debian's redis-server with a TLS port and a self-signed certificate (the
+    embedded Valkey is built without TLS)."""
+    redis_server, openssl = shutil.which("redis-server"), shutil.which("openssl")
+    if not (redis_server and openssl):
+        pytest.skip("needs redis-server and openssl")
+    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
+    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "2", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+    port = free_port()
+    s = Server(redis_server, extra=["--tls-port", str(port), "--tls-cert-file", str(cert), "--tls-key-file", str(key),
+                                    "--tls-ca-cert-file", str(cert), "--tls-auth-clients", "no"])
+    return s.start(), port
+
+
+def test_tls_url(tmp_path):
+    s, port = _tls_server(tmp_path)
+    try:
+        c = emq.connect(f"rediss://127.0.0.1:{port}/#insecure")
+        assert c.ping()
+        c.command("ZADD", "emq:{t}:schedule", "1", "a")
+        c.command("HSET", "emq:{t}:job:a", "state", "scheduled")
+        assert emq.promote(c, "t") == 1
+        # Without #insecure the self-signed certificate is refused.
+        with pytest.raises(emq.ConnectionError):
+            emq.connect(f"rediss://127.0.0.1:{port}/", connect_timeout=2)
+    finally:
+        s.stop()
+
+
+def test_large_replies_and_values(client):
+    """Replies larger than the reader's buffer, values with CR and LF inside."""
+    blob = bytes(range(256)) * 4096 + b"\r\n$5\r\n"
+    client.command("SET", "big", blob)
+    assert client.command("GET", "big") == blob
+    client.command("RPUSH", "l", *[f"x{i}\r\n" for i in range(20_000)])
+    got = client.command("LRANGE", "l", "0", "-1")
+    assert len(got) == 20_000 and got[-1] == b"x19999\r\n"
