@@ -8,10 +8,10 @@ The conversation, per call (one guarded transaction):
 2. `pipe.watch(*rows)` on the transaction pipeline, then one `transaction=False`
    pipeline: `ZRANGE zset 0 k-1 WITHSCORES` for the k ids selected (any change: a
    new call), `HGET row lane` (promote) or `HMGET row lane stalls` (stalled check)
-   per id, one `EXISTS` over all rows, `LLEN` of pending, ring, wake (and
+   per id, one `EXISTS` per group of 32 rows, `LLEN` of pending, ring, wake (and
    `ZCARD dead` for the stalled check), which also check their types;
-3. only when the `EXISTS` count cannot tell ghosts from rows with none of the
-   fields: `TYPE` of each of those;
+3. only when a group's `EXISTS` count cannot tell its ghosts from its rows with
+   none of the fields: `TYPE` of each of those;
 4. only when lane rows were selected: `pipe.watch(*lanectls)`, then `HMGET lanectl
    paused limit active ring` and `LLEN lane` per lane; for the stalled check, a
    lane left out of the ring only because its list is empty (its rows all die):
@@ -36,6 +36,7 @@ from redis.exceptions import ResponseError, WatchError
 
 WAKE_MAX = 64
 MAX_ATTEMPTS = 32
+GROUP = 32  # rows per EXISTS (rust/emq-plan/src/rows.rs)
 CTL_FIELDS = ("paused", "limit", "active", "ring")
 
 
@@ -145,7 +146,8 @@ def _attempt(r: redis.Redis, p: bytes, stalled: bool, batch: int, max_stalled: i
                 rd.hmget(k, ("lane", "stalls"))
             else:
                 rd.hget(k, "lane")
-        rd.exists(*rows)
+        for g in range(0, len(rows), GROUP):
+            rd.exists(*rows[g:g + GROUP])
         rd.llen(p + b"pending")
         rd.llen(p + b"ring")
         rd.llen(p + b"wake")
@@ -156,23 +158,28 @@ def _attempt(r: redis.Redis, p: bytes, stalled: bool, batch: int, max_stalled: i
         if _check(rep[0], zset) != list(zip(ids, scores)):
             raise _Conflict()
         live: list[list | None] = []  # [lane, stalls] per id, None for a ghost
-        unsure, known_live = [], 0
-        for i, (k, f) in enumerate(zip(rows, rep[1 : n + 1])):
-            f = _check(f, k) if stalled else [_check(f, k)]
-            if all(v is None for v in f):
-                unsure.append(i)  # a ghost, or a hash with none of the fields
-            else:
-                known_live += 1
-            live.append([f[0], (_int(f[1]) or 0) if stalled else 0])
-        existing = rep[n + 1]
-        pending_ok, ring_ok, wake_ok = (not _wrongtype(x) for x in rep[n + 2 : n + 5])
-        dead_ok = not (stalled and _wrongtype(rep[n + 5]))
-        k = existing - known_live
-        if k == 0:
-            for i in unsure:
-                live[i] = None
-        elif k != len(unsure):
-            # 3. Some of the unsure rows exist: ask each its type.
+        groups = (n + GROUP - 1) // GROUP
+        unsure = []
+        for g in range(groups):
+            group_unsure, known_live = [], 0
+            for i in range(g * GROUP, min(n, (g + 1) * GROUP)):
+                f = _check(rep[1 + i], rows[i]) if stalled else [_check(rep[1 + i], rows[i])]
+                if all(v is None for v in f):
+                    group_unsure.append(i)  # a ghost, or a hash with none of the fields
+                else:
+                    known_live += 1
+                live.append([f[0], (_int(f[1]) or 0) if stalled else 0])
+            k = rep[1 + n + g] - known_live
+            if k == 0:
+                for i in group_unsure:
+                    live[i] = None
+            elif k != len(group_unsure):
+                unsure += group_unsure
+        t = 1 + n + groups
+        pending_ok, ring_ok, wake_ok = (not _wrongtype(x) for x in rep[t : t + 3])
+        dead_ok = not (stalled and _wrongtype(rep[t + 3]))
+        if unsure:
+            # 3. Some of a group's unsure rows exist: ask each its type.
             rd = r.pipeline(transaction=False)
             for i in unsure:
                 rd.type(rows[i])

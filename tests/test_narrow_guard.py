@@ -61,8 +61,8 @@ def seed(r: redis.Redis) -> list[str]:
 
 def attempts(r: redis.Redis) -> tuple[int, int]:
     """(EXISTS calls, UNWATCH calls) since the last CONFIG RESETSTAT. Only the
-    plan sends EXISTS here (one over its rows under the watch, once per attempt
-    that selected something), and only a dropped selection sends UNWATCH."""
+    plan sends EXISTS here (one per group of its rows under the watch, in each
+    attempt that selected something), and only a dropped selection sends UNWATCH."""
     stats = r.info("commandstats")
     return tuple(stats.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("exists", "unwatch"))
 

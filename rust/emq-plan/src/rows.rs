@@ -1,10 +1,10 @@
 //! Reading job rows under the watch, and telling live rows from ghosts.
 //!
-//! One `HMGET row fields…` per id (`HGET` for one field) and one `EXISTS` over all
-//! of them. `HMGET` refuses a row of another type; a row with any field read is a
+//! One `HMGET row fields…` per id (`HGET` for one field) and one `EXISTS` per group
+//! of rows. `HMGET` refuses a row of another type; a row with any field read is a
 //! hash; rows with none of the fields are ghosts or hashes without them, which the
-//! `EXISTS` count settles, except when some of each are there: then `TYPE` each of
-//! those.
+//! group's `EXISTS` count settles, except when some of each are there: then `TYPE`
+//! each of those.
 
 use crate::error::{Error, Result};
 use crate::names::Keys;
@@ -13,57 +13,72 @@ use crate::{Cmd, Reply};
 /// A row's fields in the order asked; `None` for a ghost.
 pub type Fields = Vec<Option<Vec<u8>>>;
 
+/// Rows per `EXISTS`. A count settles the rows of its group that had none of the
+/// fields read (all ghosts, or all rows) unless the group holds some of each; only
+/// then are that group's unsure rows typed, one by one. A sweep reads `lane` (and
+/// `stalls`) only, so every flat row is unsure: one count over a whole batch would
+/// type a thousand rows for one ghost, groups of 32 type at most 32.
+pub const GROUP: usize = 32;
+
 pub fn reads(keys: &Keys, ids: &[Vec<u8>], fields: &[&str]) -> Vec<Cmd> {
-    if ids.is_empty() {
-        return vec![];
-    }
     let mut cmds: Vec<Cmd> = match fields {
         [one] => ids.iter().map(|id| Cmd::new("HGET").arg_parts(&keys.job_parts(id)).arg(one)).collect(),
         _ => ids.iter().map(|id| Cmd::new("HMGET").arg_parts(&keys.job_parts(id)).args(fields)).collect(),
     };
-    let mut exists = Cmd::new("EXISTS");
-    for id in ids {
-        exists = exists.arg_parts(&keys.job_parts(id));
+    for group in ids.chunks(GROUP) {
+        let mut exists = Cmd::new("EXISTS");
+        for id in group {
+            exists = exists.arg_parts(&keys.job_parts(id));
+        }
+        cmds.push(exists);
     }
-    cmds.push(exists);
     cmds
 }
 
-/// Parses the replies of [`reads`] (`ids.len() + 1` of them, none for no ids). Gives each row, and the
+/// How many replies [`reads`] of `n` rows gives: one a row, one a group.
+pub fn replies(n: usize) -> usize {
+    n + n.div_ceil(GROUP)
+}
+
+/// Parses the replies of [`reads`] ([`replies`] of them). Gives each row, and the
 /// indexes of the rows that still need a `TYPE` ([`type_reads`], [`resolve`]).
 pub fn parse(verb: &str, keys: &Keys, ids: &[Vec<u8>], replies: &[Reply], width: usize) -> Result<(Vec<Option<Fields>>, Vec<usize>)> {
-    if ids.is_empty() {
-        return Ok((vec![], vec![]));
+    if replies.len() != self::replies(ids.len()) {
+        return Err(Error::server(verb, "rows: wrong number of replies"));
     }
     let mut rows = Vec::with_capacity(ids.len());
-    let (mut unsure, mut known) = (vec![], 0i64);
-    for (i, (r, id)) in replies.iter().zip(ids).enumerate() {
-        let fields: Fields = match r {
-            r if r.is_wrongtype() => return Err(wrong_type(verb, keys, id)),
-            Reply::Error { message, .. } => return Err(Error::server(verb, message)),
-            Reply::Array(a) if a.len() == width => a.iter().map(|v| v.as_bytes().map(<[u8]>::to_vec)).collect(),
-            Reply::Bulk(b) if width == 1 => vec![Some(b.clone())],
-            Reply::Nil if width == 1 => vec![None],
-            _ => return Err(Error::server(verb, "HMGET gave no fields")),
-        };
-        if fields.iter().all(Option::is_none) {
-            unsure.push(i);
-        } else {
-            known += 1;
-        }
-        rows.push(Some(fields));
-    }
-    let existing = replies.get(ids.len()).and_then(Reply::as_int).ok_or_else(|| Error::server(verb, "EXISTS gave no count"))?;
-    match existing - known {
-        0 => {
-            for &i in &unsure {
-                rows[i] = None;
+    let mut unsure = vec![];
+    for (g, (group, count)) in ids.chunks(GROUP).zip(&replies[ids.len()..]).enumerate() {
+        let base = g * GROUP;
+        let (mut group_unsure, mut known) = (vec![], 0i64);
+        for (j, id) in group.iter().enumerate() {
+            let fields: Fields = match &replies[base + j] {
+                r if r.is_wrongtype() => return Err(wrong_type(verb, keys, id)),
+                Reply::Error { message, .. } => return Err(Error::server(verb, message)),
+                Reply::Array(a) if a.len() == width => a.iter().map(|v| v.as_bytes().map(<[u8]>::to_vec)).collect(),
+                Reply::Bulk(b) if width == 1 => vec![Some(b.clone())],
+                Reply::Nil if width == 1 => vec![None],
+                _ => return Err(Error::server(verb, "HMGET gave no fields")),
+            };
+            if fields.iter().all(Option::is_none) {
+                group_unsure.push(base + j);
+            } else {
+                known += 1;
             }
-            Ok((rows, vec![]))
+            rows.push(Some(fields));
         }
-        n if n == unsure.len() as i64 => Ok((rows, vec![])),
-        _ => Ok((rows, unsure)),
+        let existing = count.as_int().ok_or_else(|| Error::server(verb, "EXISTS gave no count"))?;
+        match existing - known {
+            0 => {
+                for &i in &group_unsure {
+                    rows[i] = None;
+                }
+            }
+            n if n == group_unsure.len() as i64 => {}
+            _ => unsure.extend(group_unsure),
+        }
     }
+    Ok((rows, unsure))
 }
 
 pub fn type_reads(keys: &Keys, ids: &[Vec<u8>], unsure: &[usize]) -> Vec<Cmd> {

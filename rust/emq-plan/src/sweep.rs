@@ -4,10 +4,10 @@
 //!    clock is read before the selection; members with a score above it are cut.
 //! 2. rows: `WATCH` every selected row, then read the head of the zset again, as
 //!    many members as were selected (the selection was read before the watch: any
-//!    difference is a conflict), each row's `lane` (and `stalls`), one `EXISTS`
-//!    over all rows, and the types of the queue's lists.
-//! 3. (only when ghosts and flat rows cannot be told apart by the count) `EXISTS`
-//!    of each row that had no `lane`.
+//!    difference is a conflict), each row's `lane` (and `stalls`), an `EXISTS` per
+//!    group of rows (`rows::GROUP`), and the types of the queue's lists.
+//! 3. (only when a group's count cannot tell its ghosts from its rows with no
+//!    `lane`) `TYPE` of each of those.
 //! 4. (only when lane rows were selected) `WATCH` each lane's control hash, read
 //!    it and the lane's length.
 //! 5. `MULTI`, the write plan, `EXEC`.
@@ -233,8 +233,9 @@ impl Sweep {
 
     fn rows_read(&mut self, replies: &[Reply]) -> Result<Step> {
         let n = self.read.ids.len();
-        let extra = 4 + matches!(self.kind, Kind::Stalled { .. }) as usize;
-        if replies.len() != 1 + n + extra {
+        let extra = 3 + matches!(self.kind, Kind::Stalled { .. }) as usize;
+        let reads = rows::replies(n);
+        if replies.len() != 1 + reads + extra {
             return Err(self.host_error("rows: wrong number of replies"));
         }
         // The selection again, under the watch: the same members, the same scores.
@@ -248,9 +249,9 @@ impl Sweep {
         if !same {
             return Err(Error::conflict(self.verb(), "the selection changed before the watch"));
         }
-        let (fields, unsure) = rows::parse(self.verb(), &self.keys, &self.read.ids, &replies[1..=n + 1], self.fields().len())?;
+        let (fields, unsure) = rows::parse(self.verb(), &self.keys, &self.read.ids, &replies[1..1 + reads], self.fields().len())?;
         self.read.rows = fields.into_iter().map(|f| self.row(f)).collect();
-        let t = &replies[2 + n..];
+        let t = &replies[1 + reads..];
         self.read.types = Types {
             pending: !t[0].is_wrongtype(),
             ring: !t[1].is_wrongtype(),

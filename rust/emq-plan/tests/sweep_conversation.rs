@@ -228,3 +228,29 @@ fn the_reply_counts_from_exec() {
     // EXEC says ZREM removed none (what cannot happen under the guard): the reply says so too.
     assert_eq!(s.finish(&[Reply::Int(0)]).unwrap(), Outcome::Promoted(0));
 }
+
+#[test]
+fn a_ghost_costs_a_type_only_for_the_rows_of_its_group() {
+    // 40 flat rows (no lane: each one a ghost or a row, as far as the fields say);
+    // one `EXISTS` per group of 32; the ghost `m35` is in the second group.
+    let n = 40;
+    let ids: Vec<String> = (0..n).map(|i| format!("m{i:02}")).collect();
+    let mut s = Sweep::new(Kind::Promote, Keys::new(b"q"), 100);
+    s.start();
+    let sel = members(&ids.iter().map(|id| (id.as_str(), NOW - 1)).collect::<Vec<_>>());
+    let (_, cmds) = read(s.feed(&[time(), sel.clone()]).unwrap());
+    let exists: Vec<&Cmd> = cmds.iter().filter(|c| c.name() == b"EXISTS").collect();
+    assert_eq!(exists.iter().map(|c| c.argc() - 1).collect::<Vec<_>>(), vec![32, 8]);
+    let mut replies = vec![sel];
+    replies.extend((0..n).map(|_| field(None)));
+    replies.extend([Reply::Int(32), Reply::Int(7), Reply::Int(0), Reply::Int(0), Reply::Int(0)]);
+    let (_, cmds) = read(s.feed(&replies).unwrap());
+    let typed: Vec<String> = cmds.iter().map(|c| String::from_utf8_lossy(c.to_args()[1]).into_owned()).collect();
+    assert_eq!(typed, (32..40).map(|i| format!("emq:{{q}}:job:m{i:02}")).collect::<Vec<_>>());
+    let replies: Vec<Reply> =
+        (32..40).map(|i| Reply::Status(if i == 35 { "none" } else { "hash" }.into())).collect();
+    let w = writes(s.feed(&replies).unwrap());
+    let pushed = w.iter().find(|c| c.name() == b"RPUSH").unwrap();
+    assert_eq!(pushed.argc(), 2 + 39, "39 rows join pending, not the ghost");
+    assert!(!pushed.to_args().contains(&&b"m35"[..]));
+}
