@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use emq_plan::{cmd, Cmd, Reply};
+use emq_plan::{Cmd, Reply};
 use redis::{ConnectionInfo, IntoConnectionInfo};
 
 use crate::error::{HostError, HostResult};
@@ -61,19 +61,13 @@ impl Conn {
     /// Sends `cmds` as one pipeline and returns one reply each; error replies
     /// come back as `Reply::Error`, not as a failure of the call.
     pub fn pipeline(&mut self, cmds: &[Cmd]) -> HostResult<Vec<Reply>> {
-        let packed = cmd::encode(cmds);
-        self.pipeline_packed(&packed, cmds.len())
-    }
-
-    pub fn pipeline_packed(&mut self, packed: &[u8], count: usize) -> HostResult<Vec<Reply>> {
-        self.on_wire(|w| w.pipeline(packed, count))
+        self.on_wire(|w| w.pipeline(cmds))
     }
 
     /// Sends `cmds` as one pipeline and returns the last reply only (the others,
     /// `MULTI`'s `OK` and a `QUEUED` per command, are read past, not kept).
     pub fn pipeline_last(&mut self, cmds: &[Cmd]) -> HostResult<Reply> {
-        let packed = cmd::encode(cmds);
-        self.on_wire(|w| w.pipeline_last(&packed, cmds.len()))
+        self.on_wire(|w| w.pipeline_last(cmds))
     }
 
     pub fn one(&mut self, c: Cmd) -> HostResult<Reply> {

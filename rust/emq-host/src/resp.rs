@@ -122,9 +122,13 @@ pub struct Wire {
     /// Unread bytes are `buf[start..end]`.
     start: usize,
     end: usize,
+    /// The commands being sent, encoded.
+    out: Vec<u8>,
 }
 
 const READ_CHUNK: usize = 64 * 1024;
+/// The largest send buffer kept between calls (a sweep of 1,000 jobs needs about 200 KiB).
+const MAX_KEPT: usize = 4 << 20;
 
 impl Wire {
     /// Connects, authenticates, selects the database and names the client
@@ -150,7 +154,7 @@ impl Wire {
             other => return Err(WireError::Protocol(format!("unsupported address {other:?}"))),
         };
         stream.set_timeouts(Some(connect_timeout), Some(connect_timeout))?;
-        let mut wire = Wire { stream, buf: vec![0; READ_CHUNK], start: 0, end: 0 };
+        let mut wire = Wire { stream, buf: vec![0; READ_CHUNK], start: 0, end: 0, out: vec![] };
         wire.handshake(info)?;
         wire.stream.set_timeouts(read_timeout, read_timeout)?;
         Ok(wire)
@@ -171,7 +175,7 @@ impl Wire {
         let checked = cmds.len();
         cmds.push(Cmd::new("CLIENT").arg("SETINFO").arg("LIB-NAME").arg("emq"));
         cmds.push(Cmd::new("CLIENT").arg("SETINFO").arg("LIB-VER").arg(env!("CARGO_PKG_VERSION")));
-        let replies = self.pipeline(&emq_plan::cmd::encode(&cmds), cmds.len())?;
+        let replies = self.pipeline(&cmds)?;
         for r in &replies[..checked] {
             if let Reply::Error { message, .. } = r {
                 return Err(WireError::Refused(message.clone()));
@@ -180,20 +184,31 @@ impl Wire {
         Ok(())
     }
 
-    /// Writes `packed` (`count` commands) and reads one reply each.
-    pub fn pipeline(&mut self, packed: &[u8], count: usize) -> WireResult<Vec<Reply>> {
-        self.stream.write_all(packed)?;
-        (0..count).map(|_| self.read_reply(true)).collect()
+    /// Sends `cmds` and reads one reply each.
+    pub fn pipeline(&mut self, cmds: &[Cmd]) -> WireResult<Vec<Reply>> {
+        self.send(cmds)?;
+        (0..cmds.len()).map(|_| self.read_reply(true)).collect()
     }
 
-    /// Writes `packed` (`count` commands) and reads their replies, keeping the
-    /// last one only (the others are skipped without being built).
-    pub fn pipeline_last(&mut self, packed: &[u8], count: usize) -> WireResult<Reply> {
-        self.stream.write_all(packed)?;
-        for _ in 1..count {
+    /// Sends `cmds` and reads their replies, keeping the last one only (the others
+    /// are read past without being built).
+    pub fn pipeline_last(&mut self, cmds: &[Cmd]) -> WireResult<Reply> {
+        self.send(cmds)?;
+        for _ in 1..cmds.len() {
             self.read_reply(false)?;
         }
         self.read_reply(true)
+    }
+
+    fn send(&mut self, cmds: &[Cmd]) -> WireResult<()> {
+        self.out.clear();
+        emq_plan::cmd::encode_into(cmds, &mut self.out);
+        self.stream.write_all(&self.out)?;
+        // A buffer grown for one large call is not kept for good.
+        if self.out.capacity() > MAX_KEPT {
+            self.out = vec![];
+        }
+        Ok(())
     }
 
     /// Reads one reply; with `keep` false, reads past it and gives `Nil`.

@@ -13,7 +13,7 @@ pub struct Cmd {
 
 impl Cmd {
     pub fn new(name: &str) -> Self {
-        Cmd { argc: 0, buf: Vec::with_capacity(64) }.arg(name)
+        Cmd { argc: 0, buf: Vec::with_capacity(128) }.arg(name)
     }
 
     /// A command from its arguments, name first.
@@ -48,6 +48,9 @@ impl Cmd {
         I: IntoIterator<Item = A>,
         A: AsRef<[u8]>,
     {
+        let items = items.into_iter();
+        // Room for ids of a dozen bytes: long lists (a batch's ids) grow once or twice, not ten times.
+        self.buf.reserve(items.size_hint().0 * 24);
         for a in items {
             self = self.arg(a);
         }
@@ -110,11 +113,18 @@ fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
 
 /// Encodes commands back to back, as one pipeline.
 pub fn encode(cmds: &[Cmd]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(cmds.iter().map(Cmd::encoded_len).sum());
-    for c in cmds {
-        c.encode_into(&mut out);
-    }
+    let mut out = vec![];
+    encode_into(cmds, &mut out);
     out
+}
+
+/// Appends commands, encoded back to back, to `out` (a buffer kept from call to
+/// call, so a large pipeline does not fault in fresh pages each time).
+pub fn encode_into(cmds: &[Cmd], out: &mut Vec<u8>) {
+    out.reserve(cmds.iter().map(Cmd::encoded_len).sum());
+    for c in cmds {
+        c.encode_into(out);
+    }
 }
 
 #[cfg(test)]
