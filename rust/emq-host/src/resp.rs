@@ -239,7 +239,7 @@ impl Wire {
                     break;
                 }
                 let done = stack.pop().expect("a frame is there");
-                value = Reply::Array(done.items);
+                value = if keep { Reply::Array(done.items) } else { Reply::Nil };
             }
         }
     }
@@ -376,6 +376,42 @@ mod tests {
         assert!(int(b"9223372036854775808").is_err());
         assert!(int(b"").is_err());
         assert!(int(b"1x").is_err());
+    }
+
+    /// Replies that arrive a byte at a time (and one larger than the buffer) are
+    /// read whole, each exactly once, kept or skipped.
+    #[cfg(unix)]
+    #[test]
+    fn replies_in_pieces() {
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let big = vec![b'x'; 3 * READ_CHUNK + 7];
+        let mut sent = b"+OK\r\n:-42\r\n$-1\r\n*-1\r\n*0\r\n$4\r\na\r\nb\r\n*3\r\n*1\r\n:1\r\n$0\r\n\r\n-ERR no\r\n".to_vec();
+        sent.extend_from_slice(format!("*2\r\n$1\r\nz\r\n${}\r\n", big.len()).as_bytes());
+        sent.extend_from_slice(&big);
+        sent.extend_from_slice(b"\r\n:7\r\n");
+        let writer = std::thread::spawn(move || {
+            for (i, chunk) in sent.chunks(1).enumerate() {
+                theirs.write_all(chunk).unwrap();
+                if i % 4096 == 0 {
+                    std::thread::yield_now();
+                }
+            }
+        });
+        let mut w = Wire { stream: Stream::Unix(ours), buf: vec![0; 16], start: 0, end: 0, out: vec![] };
+        let bulk = |b: &[u8]| Reply::Bulk(b.to_vec());
+        assert_eq!(w.read_reply(true).unwrap(), Reply::Status("OK".into()));
+        assert_eq!(w.read_reply(true).unwrap(), Reply::Int(-42));
+        assert_eq!(w.read_reply(true).unwrap(), Reply::Nil);
+        assert_eq!(w.read_reply(true).unwrap(), Reply::Nil);
+        assert_eq!(w.read_reply(true).unwrap(), Reply::Array(vec![]));
+        assert_eq!(w.read_reply(true).unwrap(), bulk(b"a\r\nb"));
+        assert_eq!(
+            w.read_reply(true).unwrap(),
+            Reply::Array(vec![Reply::Array(vec![Reply::Int(1)]), bulk(b""), error(b"ERR no")])
+        );
+        assert_eq!(w.read_reply(false).unwrap(), Reply::Nil, "a skipped reply is read past");
+        assert_eq!(w.read_reply(true).unwrap(), Reply::Int(7));
+        writer.join().unwrap();
     }
 
     #[test]
