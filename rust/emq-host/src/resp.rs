@@ -127,6 +127,9 @@ pub struct Wire {
 }
 
 const READ_CHUNK: usize = 64 * 1024;
+/// The largest string reply read (the servers' own limit, `proto-max-bulk-len`, is
+/// 512 MiB by default); a longer length is taken for a broken stream.
+const MAX_BULK: i64 = 1 << 32;
 /// The largest send buffer kept between calls (a sweep of 1,000 jobs needs about 200 KiB).
 const MAX_KEPT: usize = 4 << 20;
 
@@ -265,6 +268,8 @@ impl Wire {
                 let n = int(line)?;
                 if n < 0 {
                     Elem::Value(Reply::Nil)
+                } else if n > MAX_BULK {
+                    return Err(WireError::Protocol(format!("a reply of {n} bytes")));
                 } else {
                     let n = n as usize;
                     if unread.len() < after_line + n + 2 {
