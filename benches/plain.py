@@ -6,8 +6,8 @@ The conversation, per call (one guarded transaction):
 1. one `transaction=False` pipeline: `TIME`, `ZRANGE zset 0 batch-1 WITHSCORES`;
    members scored above the clock reading are cut;
 2. `pipe.watch(*rows)` on the transaction pipeline, then one `transaction=False`
-   pipeline: `ZRANGE zset 0 k-1 WITHSCORES` for the k ids selected (any change: a
-   new call), `HGET row lane` (promote) or `HMGET row lane stalls` (stalled check)
+   pipeline: `ZRANGE zset 0 k-1+16 WITHSCORES` for the k ids selected (one gone or
+   scored anew: a new call), `HGET row lane` (promote) or `HMGET row lane stalls` (stalled check)
    per id, one `EXISTS` per group of 32 rows, `LLEN` of pending, ring, wake (and
    `ZCARD dead` for the stalled check), which also check their types;
 3. only when a group's `EXISTS` count cannot tell its ghosts from its rows with
@@ -37,6 +37,7 @@ from redis.exceptions import ResponseError, WatchError
 WAKE_MAX = 64
 MAX_ATTEMPTS = 32
 GROUP = 32  # rows per EXISTS (rust/emq-plan/src/rows.rs)
+SLACK = 16  # members past the selection that its re-read reads (rust/emq-plan/src/sweep.rs)
 CTL_FIELDS = ("paused", "limit", "active", "ring")
 
 
@@ -66,6 +67,21 @@ def _check(v, key: bytes):
     if isinstance(v, Exception):
         raise v
     return v
+
+
+def _still_selected(head: list, ids: list, scores: list) -> bool:
+    """The selected members are still in the head, in order, with their scores;
+    members between them joined since and are left for the next call."""
+    it = iter(head)
+    for i, s in zip(ids, scores):
+        for member, score in it:
+            if member == i:
+                if score != s:
+                    return False
+                break
+        else:
+            return False
+    return True
 
 
 def _int(v: bytes | None) -> int | None:
@@ -140,7 +156,7 @@ def _attempt(r: redis.Redis, p: bytes, stalled: bool, batch: int, max_stalled: i
         # 2. Watch the rows, then read again what was read before the watch.
         tx.watch(*rows)
         rd = r.pipeline(transaction=False)
-        rd.zrange(zset, 0, len(ids) - 1, withscores=True)
+        rd.zrange(zset, 0, len(ids) - 1 + SLACK, withscores=True)
         for k in rows:
             if stalled:
                 rd.hmget(k, ("lane", "stalls"))
@@ -155,7 +171,7 @@ def _attempt(r: redis.Redis, p: bytes, stalled: bool, batch: int, max_stalled: i
             rd.zcard(p + b"dead")
         rep = rd.execute(raise_on_error=False)
         n = len(ids)
-        if _check(rep[0], zset) != list(zip(ids, scores)):
+        if not _still_selected(_check(rep[0], zset), ids, scores):
             raise _Conflict()
         live: list[list | None] = []  # [lane, stalls] per id, None for a ghost
         groups = (n + GROUP - 1) // GROUP

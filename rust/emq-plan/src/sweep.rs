@@ -2,9 +2,9 @@
 //!
 //! 1. select: `TIME` and the first `batch` members of the zset, pipelined. The
 //!    clock is read before the selection; members with a score above it are cut.
-//! 2. rows: `WATCH` every selected row, then read the head of the zset again, as
-//!    many members as were selected (the selection was read before the watch: any
-//!    difference is a conflict), each row's `lane` (and `stalls`), an `EXISTS` per
+//! 2. rows: `WATCH` every selected row, then read the head of the zset again (the
+//!    selection was read before the watch: a selected member gone or scored anew is
+//!    a conflict), each row's `lane` (and `stalls`), an `EXISTS` per
 //!    group of rows (`rows::GROUP`), and the types of the queue's lists.
 //! 3. (only when a group's count cannot tell its ghosts from its rows with no
 //!    `lane`) `TYPE` of each of those.
@@ -207,11 +207,10 @@ impl Sweep {
             return Step::Done(self.empty());
         }
         let rows: Vec<Vec<u8>> = self.read.ids.iter().map(|id| self.keys.job(id)).collect();
-        // The selection again: the same range, cut to the members selected. A
-        // range costs the server less than `ZMSCORE` of each member, and it also
-        // sees a member that joined the head since (which only a lease or due time
-        // at or before this call's clock reading could do).
-        let last = (self.read.ids.len() - 1).to_string();
+        // The selection again: the head of the zset, as far as the members selected
+        // and `SLACK` more (a range costs the server less than `ZMSCORE` of each
+        // member).
+        let last = (self.read.ids.len() - 1 + SLACK).to_string();
         let mut cmds = vec![Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(last).arg("WITHSCORES")];
         cmds.extend(rows::reads(&self.keys, &self.read.ids, self.fields()));
         cmds.push(Cmd::new("LLEN").arg(self.keys.pending()));
@@ -238,15 +237,7 @@ impl Sweep {
         if replies.len() != 1 + reads + extra {
             return Err(self.host_error("rows: wrong number of replies"));
         }
-        // The selection again, under the watch: the same members, the same scores.
-        let again = replies[0].as_array().filter(|a| a.len() == 2 * n);
-        let same = again.is_some_and(|a| {
-            a.chunks_exact(2).zip(self.read.ids.iter().zip(&self.scores)).all(|(pair, (id, s))| {
-                pair[0].as_bytes() == Some(id.as_slice())
-                    && pair[1].as_bytes().and_then(|b| std::str::from_utf8(b).ok()?.parse::<f64>().ok()) == Some(*s)
-            })
-        });
-        if !same {
+        if !replies[0].as_array().is_some_and(|a| still_selected(a, &self.read.ids, &self.scores)) {
             return Err(Error::conflict(self.verb(), "the selection changed before the watch"));
         }
         let (fields, unsure) = rows::parse(self.verb(), &self.keys, &self.read.ids, &replies[1..1 + reads], self.fields().len())?;
@@ -350,6 +341,25 @@ impl Sweep {
         self.stage = Stage::Exec;
         Ok(Step::Exec(writes))
     }
+}
+
+/// Members past the selection that its re-read also reads: room for members that
+/// joined the head since the selection.
+const SLACK: usize = 16;
+
+/// Whether the selected members are still in the zset's head (`ZRANGE … WITHSCORES`
+/// pairs), in order and with the scores they had. Members between them joined since
+/// the selection: a job joins with a due time or lease later than the clock reading of
+/// the call that adds it, so such a member was added by a call that may be ordered
+/// after this one (SPEC §9), and is left for the next call, as `ZMSCORE` of the
+/// selection would leave it. More than `SLACK` of them: a conflict, a new call.
+fn still_selected(again: &[Reply], ids: &[Vec<u8>], scores: &[f64]) -> bool {
+    let mut pairs = again.chunks_exact(2);
+    ids.iter().zip(scores).all(|(id, s)| {
+        pairs.find(|p| p[0].as_bytes() == Some(id.as_slice())).is_some_and(|p| {
+            p[1].as_bytes().and_then(|b| std::str::from_utf8(b).ok()?.parse::<f64>().ok()) == Some(*s)
+        })
+    })
 }
 
 /// `TIME` as milliseconds: `sec * 1000 + floor(usec / 1000)` (SPEC §4).
