@@ -111,14 +111,7 @@ fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
     out.extend_from_slice(&digits[i..]);
 }
 
-/// Encodes commands back to back, as one pipeline.
-pub fn encode(cmds: &[Cmd]) -> Vec<u8> {
-    let mut out = vec![];
-    encode_into(cmds, &mut out);
-    out
-}
-
-/// Appends commands, encoded back to back, to `out` (a buffer kept from call to
+/// Appends commands, encoded back to back as one pipeline, to `out` (a buffer kept from call to
 /// call, so a large pipeline does not fault in fresh pages each time).
 pub fn encode_into(cmds: &[Cmd], out: &mut Vec<u8>) {
     out.reserve(cmds.iter().map(Cmd::encoded_len).sum());
@@ -134,7 +127,9 @@ mod tests {
     #[test]
     fn encodes_resp_arrays_of_bulk_strings() {
         let c = Cmd::new("RPUSH").arg("k").arg(b"\xffx");
-        assert_eq!(encode(&[c]), b"*3\r\n$5\r\nRPUSH\r\n$1\r\nk\r\n$2\r\n\xffx\r\n".to_vec());
+        let mut out = b"*1\r\n$4\r\nPING\r\n".to_vec();
+        encode_into(&[c], &mut out);
+        assert_eq!(out, b"*1\r\n$4\r\nPING\r\n*3\r\n$5\r\nRPUSH\r\n$1\r\nk\r\n$2\r\n\xffx\r\n".to_vec());
     }
 
     #[test]
