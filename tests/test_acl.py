@@ -10,6 +10,7 @@ import pytest
 import redis
 
 import emq
+from test_jobs_model import server_ms
 
 Q = "acl"
 P = f"emq:{{{Q}}}:"
@@ -47,8 +48,8 @@ def user_url(server) -> str:
 def seed(r: redis.Redis) -> None:
     """One queue that takes every path of both sweeps: flat and lane rows, a
     paused lane, ghosts among flat rows, rows with none of the fields a sweep
-    reads (so it asks their TYPE), more rows than one transaction takes on a
-    server whose WATCH cost grows with the keys (so a call is split), a full
+    reads (told from ghosts by their group's EXISTS count, or by TYPE), more
+    rows than one EXISTS group, a full
     `wake`, deaths and recoveries, a lane already in the ring. Times are fixed, so
     two seeds give the same keyspace."""
     r.flushdb()
@@ -159,11 +160,6 @@ def check_expected(r: redis.Redis, promoted, stalled, t0: int, t1: int) -> None:
         row = r.hgetall(key(f"job:{id_}"))
         assert (row[b"state"], row[b"stalls"], row[b"error"]) == (b"dead", b"2", b"stalled"), (id_, row)
         assert b"token" not in row and b"lease" not in row, (id_, row)
-
-
-def server_ms(r: redis.Redis) -> int:
-    sec, usec = r.time()
-    return sec * 1000 + usec // 1000
 
 
 def denied(r: redis.Redis) -> set[str]:

@@ -25,7 +25,7 @@ import threading
 import pytest
 
 import emq
-from test_jobs_model import assert_invariants, expire_lease, make_due, server_ms, snapshot
+from test_jobs_model import assert_invariants, expire_lease, lrange, make_due, server_ms, snapshot
 
 Q = "jobs"
 P = f"emq:{{{Q}}}:"
@@ -44,10 +44,6 @@ def ctl_key(lane: str) -> str:
 
 def job_key(id_: str) -> str:
     return f"{P}job:{id_}"
-
-
-def lrange(r, key) -> list[str]:
-    return [x.decode() for x in r.lrange(key, 0, -1)]
 
 
 def zmembers(r, key) -> list[str]:

@@ -36,7 +36,7 @@ from collections import Counter, defaultdict
 import pytest
 
 import emq
-from test_jobs_model import assert_invariants, expire_lease, make_due, read_queue, snapshot
+from test_jobs_model import assert_invariants, expire_lease, lrange, make_due, read_queue, snapshot
 
 Q = "jconc"
 P = f"emq:{{{Q}}}:"
@@ -50,10 +50,6 @@ def lane_key(lane: str) -> str:
 
 def job_key(id_: str) -> str:
     return f"{P}job:{id_}"
-
-
-def lrange(r, key) -> list[str]:
-    return [x.decode() for x in r.lrange(key, 0, -1)]
 
 
 # ---------------------------------------------------------------------------

@@ -56,6 +56,10 @@ def server_ms(r: redis.Redis) -> int:
     return sec * 1000 + usec // 1000
 
 
+def lrange(r, key) -> list[str]:
+    return [x.decode() for x in r.lrange(key, 0, -1)]
+
+
 def _glob(text: str) -> str:
     return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
 
@@ -263,6 +267,15 @@ class Model:
     def trim(self) -> None:
         self.wake = self.wake[-WAKE_MAX:]
 
+    def announce(self, lanes: list[str], flat: bool) -> None:
+        """After work became ready: offer(L) for each lane in order, the flat
+        token, the trim of `wake` (SPEC §5 step 6)."""
+        for lane in lanes:
+            self.offer(lane)
+        if flat:
+            self.wake.append("")
+        self.trim()
+
     def push_ready(self, id_: str) -> None:
         lane = self.rows[id_].get("lane") if id_ in self.rows else None
         if lane is None:
@@ -283,18 +296,13 @@ class Model:
             self.rows[id_] = row
             if later:
                 self.schedule[id_] = None
-            elif lane is None:
-                self.pending.append(id_)
+                continue
+            self.push_ready(id_)
+            if lane is None:
                 flat = True
-            else:
-                self.lanes.setdefault(lane, []).append(id_)
-                if lane not in lanes_hit:
-                    lanes_hit.append(lane)
-        for lane in lanes_hit:
-            self.offer(lane)
-        if flat:
-            self.wake.append("")
-        self.trim()
+            elif lane not in lanes_hit:
+                lanes_hit.append(lane)
+        self.announce(lanes_hit, flat)
 
     def claim(self, n: int) -> list[str]:
         out: list[str] = []
@@ -395,11 +403,7 @@ class Model:
                 flat = True
             elif lane not in lanes_hit:
                 lanes_hit.append(lane)
-        for lane in lanes_hit:
-            self.offer(lane)
-        if flat:
-            self.wake.append("")
-        self.trim()
+        self.announce(lanes_hit, flat)
         return len(due)
 
     def stalled_check(self, max_stalled: int | None, batch: int) -> tuple[list[str], list[str]]:
@@ -433,10 +437,7 @@ class Model:
         for lane, n in left.items():
             c = self.c(lane)
             c["active"] = max(c["active"] - n, 0)
-            self.offer(lane)
-        if flat:
-            self.wake.append("")
-        self.trim()
+        self.announce(list(left), flat)
         return recovered, dead
 
     def lane_op(self, lane: str, op: str, n: int = 0) -> None:

@@ -17,6 +17,7 @@ import pytest
 import redis
 
 import emq
+from test_jobs_model import server_ms
 
 Q = "conc"
 P = f"emq:{{{Q}}}:"
@@ -56,11 +57,6 @@ def ctl_key(lane: str) -> str:
 
 def job_key(id_: str) -> str:
     return f"{P}job:{id_}"
-
-
-def server_ms(r: redis.Redis) -> int:
-    sec, usec = r.time()
-    return sec * 1000 + usec // 1000
 
 
 def exec_stats(r: redis.Redis) -> dict[str, int]:
@@ -154,7 +150,7 @@ def test_promoters_race_each_other_and_producers(server, r, mode):
     pipe.execute()
 
     n_promoters = 4
-    batches = [7, 50, 7, 250]  # 250: more rows than one transaction takes on Redis 7 (a split call)
+    batches = [7, 50, 7, 250]  # 250: a call of many EXISTS groups, one transaction on every server
     backends = backends_for(mode, n_promoters)
     produced_done = threading.Event()
     stop = threading.Event()
@@ -377,7 +373,7 @@ def test_stalled_checks_race_each_other(server, r, mode):
     expiring = [i for i in lane_of if i not in keep]
     last_lease = max(lease_of[i] for i in expiring)
     n_checkers = 4
-    batches = [7, 50, 7, 250]  # 250: more rows than one transaction takes on Redis 7 (a split call)
+    batches = [7, 50, 7, 250]  # 250: a call of many EXISTS groups, one transaction on every server
     backends = backends_for(mode, n_checkers)
     deadline = time.monotonic() + 60
     errors: list[str] = []
