@@ -191,7 +191,7 @@ impl Claim {
         let k = self.keys.clone();
         let lanes = self.considered();
         let nf = self.flat.len();
-        let row_replies = rows::replies(nf);
+        let row_replies = rows::reply_count(nf);
         let expected = 1 + row_replies + if lanes > 0 { 1 + 3 * lanes } else { 0 } + 2;
         if replies.len() != expected {
             return Err(Error::server(CLAIM, "wrong number of replies"));
@@ -324,7 +324,7 @@ impl Claim {
 
     fn lane_rows_read(&mut self, replies: &[Reply]) -> Result<Step<Vec<Claimed>>> {
         let ids: Vec<Vec<u8>> = self.lane_ids.iter().map(|(_, id)| id.clone()).collect();
-        let row_replies = rows::replies(ids.len());
+        let row_replies = rows::reply_count(ids.len());
         let drops = self.drops();
         if replies.len() != row_replies + drops.len() {
             return Err(Error::server(CLAIM, "wrong number of replies"));

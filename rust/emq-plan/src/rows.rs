@@ -36,14 +36,14 @@ pub fn reads(keys: &Keys, ids: &[Vec<u8>], fields: &[&str]) -> Vec<Cmd> {
 }
 
 /// How many replies [`reads`] of `n` rows gives: one a row, one a group.
-pub fn replies(n: usize) -> usize {
+pub fn reply_count(n: usize) -> usize {
     n + n.div_ceil(GROUP)
 }
 
-/// Parses the replies of [`reads`] ([`replies`] of them). Gives each row, and the
+/// Parses the replies of [`reads`] ([`reply_count`] of them). Gives each row, and the
 /// indexes of the rows that still need a `TYPE` ([`type_reads`], [`resolve`]).
 pub fn parse(verb: &str, keys: &Keys, ids: &[Vec<u8>], replies: &[Reply], width: usize) -> Result<(Vec<Option<Fields>>, Vec<usize>)> {
-    if replies.len() != self::replies(ids.len()) {
+    if replies.len() != reply_count(ids.len()) {
         return Err(Error::server(verb, "rows: wrong number of replies"));
     }
     let mut rows = Vec::with_capacity(ids.len());

@@ -233,7 +233,7 @@ impl Sweep {
     fn rows_read(&mut self, replies: &[Reply]) -> Result<Step> {
         let n = self.read.ids.len();
         let extra = 3 + matches!(self.kind, Kind::Stalled { .. }) as usize;
-        let reads = rows::replies(n);
+        let reads = rows::reply_count(n);
         if replies.len() != 1 + reads + extra {
             return Err(self.host_error("rows: wrong number of replies"));
         }
