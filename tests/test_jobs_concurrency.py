@@ -91,7 +91,7 @@ def test_claimers_producers_and_sweepers_race(server, r):
         def run():
             try:
                 fn()
-            except Exception as e:  # noqa: BLE001 - reported by the main thread
+            except BaseException as e:  # noqa: BLE001 - reported by the main thread (a Rust panic is a BaseException)
                 errors.append(f"{name}: {e!r}")
                 stop.set()
 

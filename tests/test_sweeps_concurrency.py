@@ -183,7 +183,7 @@ def test_promoters_race_each_other_and_producers(server, r, mode):
                 time.sleep(prng.random() * 0.002)
             if made < count:
                 errors.append(f"producer {k} ran out of time after {made} of {count}")
-        except Exception as e:  # noqa: BLE001 - reported by the main thread
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread (a Rust panic is a BaseException)
             errors.append(f"producer {k}: {e!r}")
         finally:
             pr.close()
@@ -205,7 +205,7 @@ def test_promoters_race_each_other_and_producers(server, r, mode):
                         return
                     time.sleep(0.0005)
             errors.append(f"promoter {k} did not see schedule empty within the time limit")
-        except Exception as e:  # noqa: BLE001
+        except BaseException as e:  # noqa: BLE001 - a Rust panic too
             errors.append(f"promoter {k}: {e!r}")
         finally:
             c.close()
@@ -233,7 +233,7 @@ def test_promoters_race_each_other_and_producers(server, r, mode):
                 time.sleep(0.003)
         except AssertionError as e:
             errors.append(f"monitor: {e}")
-        except Exception as e:  # noqa: BLE001
+        except BaseException as e:  # noqa: BLE001 - a Rust panic too
             errors.append(f"monitor: {e!r}")
         finally:
             mr.close()
@@ -403,7 +403,7 @@ def test_stalled_checks_race_each_other(server, r, mode):
                         return
                     time.sleep(0.0005)
             errors.append(f"checker {k} did not finish within the time limit")
-        except Exception as e:  # noqa: BLE001
+        except BaseException as e:  # noqa: BLE001 - a Rust panic too
             errors.append(f"checker {k}: {e!r}")
         finally:
             c.close()
@@ -439,7 +439,7 @@ def test_stalled_checks_race_each_other(server, r, mode):
                 time.sleep(0.003)
         except AssertionError as e:
             errors.append(f"monitor: {e}")
-        except Exception as e:  # noqa: BLE001
+        except BaseException as e:  # noqa: BLE001 - a Rust panic too
             errors.append(f"monitor: {e!r}")
         finally:
             mr.close()

@@ -354,6 +354,13 @@ impl Claim {
     /// ghosts or rows not `pending` (they count against neither a slot nor a
     /// lane's limit).
     fn lane_rows_known(&mut self) -> Result<Step<Vec<Claimed>>> {
+        // A row it skipped on an earlier read (its turn taken, no slot) that is
+        // `pending` now changed before this read's watch: the turns it simulated
+        // no longer hold (planned, it would take more than `n`).
+        let revived = self.lane_ids.iter().zip(&self.lane_rows).any(|((_, id), row)| claimable(row) && self.ghosts.contains(id));
+        if revived {
+            return Err(Error::conflict(CLAIM, "a lane row it had skipped became pending before the watch"));
+        }
         let new: Vec<Vec<u8>> = self
             .lane_ids
             .iter()
