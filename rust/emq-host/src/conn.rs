@@ -64,10 +64,18 @@ impl Conn {
         self.on_wire(|w| w.pipeline(cmds))
     }
 
-    /// Sends `cmds` as one pipeline and returns the last reply only (the others,
-    /// `MULTI`'s `OK` and a `QUEUED` per command, are read past, not kept).
-    pub fn pipeline_last(&mut self, cmds: &[Cmd]) -> HostResult<Reply> {
-        self.on_wire(|w| w.pipeline_last(cmds))
+    /// Sends `cmds` as one pipeline without reading; `replies` or `last_reply`
+    /// reads what they answer (the caller may work in between, while the server does).
+    pub fn send(&mut self, cmds: &[Cmd]) -> HostResult<()> {
+        self.on_wire(|w| w.send(cmds))
+    }
+
+    pub fn replies(&mut self, n: usize) -> HostResult<Vec<Reply>> {
+        self.on_wire(|w| w.replies(n))
+    }
+
+    pub fn last_reply(&mut self, n: usize) -> HostResult<Reply> {
+        self.on_wire(|w| w.last_reply(n))
     }
 
     pub fn one(&mut self, c: Cmd) -> HostResult<Reply> {

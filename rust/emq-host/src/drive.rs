@@ -40,6 +40,9 @@ pub fn drive<C: Conversation>(
 fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Option<C::Out>> {
     let mut step = c.start();
     let mut watching = false;
+    // What the last step sent and got back, freed while the server works on the
+    // next one rather than before it is sent.
+    let mut spent: (Vec<Cmd>, Vec<Reply>) = (vec![], vec![]);
     loop {
         let result = match step {
             Step::Done(out) => {
@@ -56,18 +59,28 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
                 }
                 let skip = all.len();
                 all.extend(cmds);
-                let replies = conn.pipeline(&all)?;
-                match replies[..skip].first() {
+                conn.send(&all)?;
+                let n = all.len();
+                drop(std::mem::replace(&mut spent, (all, vec![])));
+                c.speculate();
+                let replies = conn.replies(n)?;
+                let fed = match replies[..skip].first() {
                     Some(Reply::Error { message, .. }) => Err(emq_plan::Error::server(c.verb(), message)),
                     _ => c.feed(&replies[skip..]),
-                }
+                };
+                spent.1 = replies;
+                fed
             }
             Step::Exec(writes) => {
                 let mut all = Vec::with_capacity(writes.len() + 2);
                 all.push(Cmd::new("MULTI"));
                 all.extend(writes);
                 all.push(Cmd::new("EXEC"));
-                return match conn.pipeline_last(&all)? {
+                conn.send(&all)?;
+                let n = all.len();
+                drop(all);
+                drop(spent);
+                return match conn.last_reply(n)? {
                     Reply::Nil => Ok(None),
                     Reply::Array(exec) => Ok(Some(c.finish(&exec)?)),
                     Reply::Error { message, .. } => {

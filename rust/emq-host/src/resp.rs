@@ -190,20 +190,26 @@ impl Wire {
     /// Sends `cmds` and reads one reply each.
     pub fn pipeline(&mut self, cmds: &[Cmd]) -> WireResult<Vec<Reply>> {
         self.send(cmds)?;
-        (0..cmds.len()).map(|_| self.read_reply(true)).collect()
+        self.replies(cmds.len())
     }
 
-    /// Sends `cmds` and reads their replies, keeping the last one only (the others
-    /// are read past without being built).
-    pub fn pipeline_last(&mut self, cmds: &[Cmd]) -> WireResult<Reply> {
-        self.send(cmds)?;
-        for _ in 1..cmds.len() {
+    /// Reads `n` replies.
+    pub fn replies(&mut self, n: usize) -> WireResult<Vec<Reply>> {
+        (0..n).map(|_| self.read_reply(true)).collect()
+    }
+
+    /// Reads `n` replies, keeping the last one only (the others are read past
+    /// without being built).
+    pub fn last_reply(&mut self, n: usize) -> WireResult<Reply> {
+        for _ in 1..n {
             self.read_reply(false)?;
         }
         self.read_reply(true)
     }
 
-    fn send(&mut self, cmds: &[Cmd]) -> WireResult<()> {
+    /// Sends `cmds` as one pipeline; their replies are read with `replies` or
+    /// `last_reply`.
+    pub fn send(&mut self, cmds: &[Cmd]) -> WireResult<()> {
         self.out.clear();
         emq_plan::cmd::encode_into(cmds, &mut self.out);
         self.stream.write_all(&self.out)?;

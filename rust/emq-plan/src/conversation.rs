@@ -24,6 +24,12 @@ pub trait Conversation {
     fn start(&mut self) -> Step<Self::Out>;
     fn feed(&mut self, replies: &[Reply]) -> Result<Step<Self::Out>>;
     fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out>;
+
+    /// Called by the host once a `Read` step is sent and before its replies are
+    /// read, while the server works on them: a conversation may get ready for
+    /// the replies it expects (a sweep builds the plan for the likely read). It
+    /// must not change what `feed` returns for any replies.
+    fn speculate(&mut self) {}
 }
 
 /// The step that watches lane lists a plan found empty and relies on staying

@@ -76,6 +76,10 @@ pub struct Types {
     pub dead: bool,
 }
 
+impl Types {
+    pub const ALL: Types = Types { pending: true, ring: true, wake: true, dead: true };
+}
+
 /// Everything a plan is built from.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Read {
@@ -123,6 +127,8 @@ pub struct Sweep {
     scores: Vec<f64>,
     /// The planned reply, once the plan is built.
     outcome: Option<Outcome>,
+    /// The plan for the likely read (`speculate`), and the rows it assumed.
+    guess: Option<(Vec<Row>, Plan)>,
 }
 
 impl Sweep {
@@ -135,6 +141,7 @@ impl Sweep {
             read: Read::default(),
             scores: vec![],
             outcome: None,
+            guess: None,
         }
     }
 
@@ -332,14 +339,35 @@ impl Sweep {
     }
 
     fn build(&mut self) -> Result<Step> {
-        let plan = match self.kind {
-            Kind::Promote => promote::plan(&self.keys, &self.read)?,
-            Kind::Stalled { max_stalled } => stalled::plan(&self.keys, &self.read, max_stalled)?,
+        let plan = match self.guess.take() {
+            Some((rows, plan)) if rows == self.read.rows && self.read.lanes.is_empty() && self.read.types == Types::ALL => plan,
+            _ => self.plan(&self.read)?,
         };
         let writes = plan.writes;
         self.outcome = Some(plan.outcome);
         self.stage = Stage::Exec;
         Ok(Step::Exec(writes))
+    }
+
+    /// The write plan for `read`: a pure function of it.
+    fn plan(&self, read: &Read) -> Result<Plan> {
+        match self.kind {
+            Kind::Promote => promote::plan(&self.keys, read),
+            Kind::Stalled { max_stalled } => stalled::plan(&self.keys, read, max_stalled),
+        }
+    }
+
+    /// While the server runs the rows step: the plan for the likely read, every
+    /// row live and flat with no stalls yet, each list of its type. `build` takes
+    /// it only when the read turns out exactly so; as the plan is a function of
+    /// the read, it is then the plan `build` would make.
+    fn guess_plan(&mut self) {
+        let rows = vec![Row::Live { lane: None, stalls: 0 }; self.read.ids.len()];
+        let ids = std::mem::take(&mut self.read.ids);
+        let read = Read { now: self.read.now, ids, rows, lanes: vec![], types: Types::ALL, next: self.read.next };
+        let plan = self.plan(&read);
+        self.read.ids = read.ids;
+        self.guess = plan.ok().map(|p| (read.rows, p));
     }
 }
 
@@ -397,6 +425,12 @@ impl Conversation for Sweep {
                 self.build()
             }
             Stage::Exec => Err(self.host_error("a read was fed after the plan was built")),
+        }
+    }
+
+    fn speculate(&mut self) {
+        if matches!(self.stage, Stage::Rows) && !self.read.ids.is_empty() {
+            self.guess_plan();
         }
     }
 

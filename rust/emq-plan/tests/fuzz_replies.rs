@@ -1,7 +1,8 @@
 //! Every conversation fed random replies of the right count (and the wrong
 //! count) refuses or plans, and never panics: the replies come from a server we
 //! do not control. A small, dependency-free fuzzer: xorshift over reply shapes
-//! biased towards what the reads really return.
+//! biased towards what the reads really return. Each conversation runs twice,
+//! once told to `speculate` before every feed: the two must not differ.
 
 use emq_plan::add::{Add, NewJob, When};
 use emq_plan::claim::Claim;
@@ -75,8 +76,15 @@ fn shaped(rng: &mut Rng, cmd: Option<&emq_plan::Cmd>, first_range: &mut Option<V
 
 static PLANNED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-fn drive<C: Conversation>(rng: &mut Rng, mut c: C) {
+/// Drives two copies of a conversation with the same replies, one of them told to
+/// `speculate` before each feed: they must answer alike at every step.
+fn drive<C: Conversation>(rng: &mut Rng, make: impl Fn() -> C)
+where
+    C::Out: std::fmt::Debug,
+{
+    let (mut c, mut twin) = (make(), make());
     let mut step = c.start();
+    assert_eq!(format!("{step:?}"), format!("{:?}", twin.start()));
     let mut first_range = None;
     for _ in 0..8 {
         match step {
@@ -90,7 +98,10 @@ fn drive<C: Conversation>(rng: &mut Rng, mut c: C) {
                 };
                 let replies: Vec<Reply> =
                     (0..n).map(|i| if rng.below(10) == 0 { reply(rng, 0) } else { shaped(rng, cmds.get(i), &mut first_range) }).collect();
-                match c.feed(&replies) {
+                twin.speculate();
+                let (got, twin_got) = (c.feed(&replies), twin.feed(&replies));
+                assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed a step");
+                match got {
                     Ok(next) => step = next,
                     Err(_) => return,
                 }
@@ -98,7 +109,8 @@ fn drive<C: Conversation>(rng: &mut Rng, mut c: C) {
             Step::Exec(writes) => {
                 PLANNED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let replies: Vec<Reply> = (0..writes.len()).map(|_| reply(rng, 1)).collect();
-                let _ = c.finish(&replies);
+                let (got, twin_got) = (c.finish(&replies), twin.finish(&replies));
+                assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed an outcome");
                 return;
             }
         }
@@ -115,13 +127,13 @@ fn no_conversation_panics_on_any_reply() {
     for i in 0..iters {
         let batch = 1 + rng.below(4);
         match i % 7 {
-            0 => drive(&mut rng, Sweep::new(Kind::Promote, keys(), batch)),
+            0 => drive(&mut rng, || Sweep::new(Kind::Promote, keys(), batch)),
             1 => {
                 let max_stalled = Some(rng.below(3));
-                drive(&mut rng, Sweep::new(Kind::Stalled { max_stalled }, keys(), batch));
+                drive(&mut rng, || Sweep::new(Kind::Stalled { max_stalled }, keys(), batch));
             }
             2 => {
-                let jobs = (0..1 + rng.below(3))
+                let jobs: Vec<NewJob> = (0..1 + rng.below(3))
                     .map(|j| NewJob {
                         id: (j % 2 == 0).then(|| format!("id{j}").into_bytes()),
                         data: vec![],
@@ -130,11 +142,11 @@ fn no_conversation_panics_on_any_reply() {
                         max_attempts: 1,
                     })
                     .collect();
-                drive(&mut rng, Add::new(keys(), jobs, (1, 0)).unwrap());
+                drive(&mut rng, || Add::new(keys(), jobs.clone(), (1, 0)).unwrap());
             }
             3 => {
                 let n = 1 + rng.below(4);
-                drive(&mut rng, Claim::new(keys(), n, 1000, vec![b"t".to_vec(); n as usize]).unwrap());
+                drive(&mut rng, || Claim::new(keys(), n, 1000, vec![b"t".to_vec(); n as usize]).unwrap());
             }
             4 => {
                 let action = match rng.below(3) {
@@ -143,13 +155,13 @@ fn no_conversation_panics_on_any_reply() {
                     _ => Action::Fail { error: b"e".to_vec(), retry_in_ms: (rng.below(2) == 0).then_some(0) },
                 };
                 let lane = (rng.below(2) == 0).then(|| b"L".to_vec());
-                drive(&mut rng, Settle::new(keys(), b"a".to_vec(), b"1".to_vec(), lane, action, 0.5).unwrap());
+                drive(&mut rng, || Settle::new(keys(), b"a".to_vec(), b"1".to_vec(), lane.clone(), action.clone(), 0.5).unwrap());
             }
             5 => {
                 let op = [LaneOp::Pause, LaneOp::Resume, LaneOp::Limit(2)][rng.below(3) as usize];
-                drive(&mut rng, LaneControl::new(keys(), b"L".to_vec(), op).unwrap());
+                drive(&mut rng, || LaneControl::new(keys(), b"L".to_vec(), op).unwrap());
             }
-            _ => drive(&mut rng, Sweep::new(Kind::Stalled { max_stalled: None }, keys(), batch)),
+            _ => drive(&mut rng, || Sweep::new(Kind::Stalled { max_stalled: None }, keys(), batch)),
         }
     }
     // The fuzzer must reach plans, not only early refusals.
