@@ -58,7 +58,7 @@ impl Cmd {
     pub fn push_parts(&mut self, parts: &[&[u8]]) {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         let mut line = [0u8; 24];
-        let n = length_line(len, &mut line);
+        let n = header(b'$', len, &mut line);
         let buf = &mut self.buf;
         buf.reserve(n + len + 2);
         buf.extend_from_slice(&line[..n]);
@@ -98,9 +98,9 @@ impl Cmd {
 
     /// Appends this command, RESP-encoded, to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        out.push(b'*');
-        push_decimal(out, self.argc);
-        out.extend_from_slice(b"\r\n");
+        let mut line = [0u8; 24];
+        let n = header(b'*', self.argc, &mut line);
+        out.extend_from_slice(&line[..n]);
         out.extend_from_slice(&self.buf);
     }
 
@@ -115,11 +115,12 @@ impl fmt::Debug for Cmd {
     }
 }
 
-/// `$<len>\r\n` at the start of `line`; gives its length.
-fn length_line(len: usize, line: &mut [u8; 24]) -> usize {
+/// `<kind><n>\r\n` (`$` and a length, `*` and a count) at the start of `line`;
+/// gives its length.
+fn header(kind: u8, n: usize, line: &mut [u8; 24]) -> usize {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
-    let mut n = len;
+    let mut n = n;
     loop {
         i -= 1;
         digits[i] = b'0' + (n % 10) as u8;
@@ -129,25 +130,11 @@ fn length_line(len: usize, line: &mut [u8; 24]) -> usize {
         }
     }
     let d = digits.len() - i;
-    line[0] = b'$';
+    line[0] = kind;
     line[1..1 + d].copy_from_slice(&digits[i..]);
     line[1 + d] = b'\r';
     line[2 + d] = b'\n';
     3 + d
-}
-
-fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
 }
 
 /// Appends commands, encoded back to back as one pipeline, to `out` (a buffer kept from call to
