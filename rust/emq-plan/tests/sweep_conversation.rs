@@ -261,3 +261,39 @@ fn a_ghost_costs_a_type_only_for_the_rows_of_its_group() {
     assert_eq!(pushed.argc(), 2 + 39, "39 rows join pending, not the ghost");
     assert!(!pushed.to_args().contains(&&b"m35"[..]));
 }
+
+/// A stalled check of `x` and `y` whose rows read `x_fields` and `y_fields`
+/// (`lane`, `stalls`); with `speculate`, told to speculate before the rows are
+/// fed. Gives the plan.
+fn stalled_plan(speculate: bool, x_fields: Reply, y_fields: Reply) -> Vec<Cmd> {
+    let mut s = Sweep::new(Kind::Stalled { max_stalled: Some(1) }, Keys::new(b"q"), 100);
+    s.start();
+    read(s.feed(&[time(), members(&[("x", NOW - 2), ("y", NOW - 1)])]).unwrap());
+    if speculate {
+        s.speculate();
+    }
+    let again = members(&[("x", NOW - 2), ("y", NOW - 1)]);
+    let replies = [again, x_fields, y_fields, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+    match s.feed(&replies).unwrap() {
+        Step::Exec(w) => w,
+        Step::Read { .. } => writes(s.feed(&[fields(&[None, None, None, None]), Reply::Int(0)]).unwrap()),
+        other => panic!("expected a plan, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_speculated_plan_is_the_plan_whether_or_not_the_guess_holds() {
+    let cases = [
+        // The guess: flat rows at their first stall.
+        (fields(&[None, None]), fields(&[None, None])),
+        // Not the guess: a row that stalled before (it dies here), a lane row.
+        (fields(&[None, None]), fields(&[None, Some("1")])),
+        (fields(&[Some("L"), None]), fields(&[None, None])),
+    ];
+    for (x, y) in cases {
+        let plain = stalled_plan(false, x.clone(), y.clone());
+        assert_eq!(stalled_plan(true, x, y), plain);
+    }
+    let w = stalled_plan(true, fields(&[None, None]), fields(&[None, Some("1")]));
+    assert!(w.contains(&cmd(&["HSET", "emq:{q}:job:y", "state", "dead", "stalls", "2", "error", "stalled"])), "{w:?}");
+}
