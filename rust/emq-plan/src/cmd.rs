@@ -12,7 +12,6 @@ pub struct Cmd {
 }
 
 impl Cmd {
-    #[inline]
     pub fn new(name: &str) -> Self {
         Cmd { argc: 0, buf: Vec::with_capacity(128) }.arg(name)
     }
@@ -26,15 +25,21 @@ impl Cmd {
         Cmd::default().args(items)
     }
 
-    #[inline]
     pub fn arg(self, a: impl AsRef<[u8]>) -> Self {
         self.arg_parts(&[a.as_ref()])
     }
 
     /// One argument made of `parts` end to end (a key: prefix, kind, name).
-    #[inline]
     pub fn arg_parts(mut self, parts: &[&[u8]]) -> Self {
-        self.push_parts(parts);
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        self.buf.push(b'$');
+        push_decimal(&mut self.buf, len);
+        self.buf.extend_from_slice(b"\r\n");
+        for p in parts {
+            self.buf.extend_from_slice(p);
+        }
+        self.buf.extend_from_slice(b"\r\n");
+        self.argc += 1;
         self
     }
 
@@ -47,32 +52,9 @@ impl Cmd {
         // Room for ids of a dozen bytes: long lists (a batch's ids) grow once or twice, not ten times.
         self.buf.reserve(items.size_hint().0 * 24);
         for a in items {
-            self.push_parts(&[a.as_ref()]);
+            self = self.arg(a);
         }
         self
-    }
-
-    /// Appends one argument made of `parts`, in place: its length line built on
-    /// the stack, one reservation, then plain copies (the builders above move
-    /// `self`, which is slower in long loops).
-    pub fn push_parts(&mut self, parts: &[&[u8]]) {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        let mut line = [0u8; 24];
-        let n = header(b'$', len, &mut line);
-        let buf = &mut self.buf;
-        buf.reserve(n + len + 2);
-        buf.extend_from_slice(&line[..n]);
-        for p in parts {
-            buf.extend_from_slice(p);
-        }
-        buf.extend_from_slice(b"\r\n");
-        self.argc += 1;
-    }
-
-    /// Appends `other`'s arguments (a tail shared by many commands, encoded once).
-    pub fn append(&mut self, other: &Cmd) {
-        self.buf.extend_from_slice(&other.buf);
-        self.argc += other.argc;
     }
 
     pub fn argc(&self) -> usize {
@@ -98,9 +80,9 @@ impl Cmd {
 
     /// Appends this command, RESP-encoded, to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        let mut line = [0u8; 24];
-        let n = header(b'*', self.argc, &mut line);
-        out.extend_from_slice(&line[..n]);
+        out.push(b'*');
+        push_decimal(out, self.argc);
+        out.extend_from_slice(b"\r\n");
         out.extend_from_slice(&self.buf);
     }
 
@@ -115,12 +97,9 @@ impl fmt::Debug for Cmd {
     }
 }
 
-/// `<kind><n>\r\n` (`$` and a length, `*` and a count) at the start of `line`;
-/// gives its length.
-fn header(kind: u8, n: usize, line: &mut [u8; 24]) -> usize {
+fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
-    let mut n = n;
     loop {
         i -= 1;
         digits[i] = b'0' + (n % 10) as u8;
@@ -129,12 +108,7 @@ fn header(kind: u8, n: usize, line: &mut [u8; 24]) -> usize {
             break;
         }
     }
-    let d = digits.len() - i;
-    line[0] = kind;
-    line[1..1 + d].copy_from_slice(&digits[i..]);
-    line[1 + d] = b'\r';
-    line[2 + d] = b'\n';
-    3 + d
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// Appends commands, encoded back to back as one pipeline, to `out` (a buffer kept from call to
@@ -165,11 +139,6 @@ mod tests {
         assert_eq!(c.to_args(), vec![&b"HSET"[..], b"emq:{q}:job:a\r\nb", b"", &[7u8; 300][..]]);
         assert_eq!(c, Cmd::from_args(["HSET".as_bytes(), b"emq:{q}:job:a\r\nb", b"", &[7u8; 300]]));
         assert_eq!(c.name(), b"HSET");
-        let mut head = Cmd::new("HMGET");
-        head.push_parts(&[b"k", b"ey"]);
-        head.append(&Cmd::from_args(["lane", "stalls"]));
-        assert_eq!(head, Cmd::from_args(["HMGET", "key", "lane", "stalls"]));
-        assert_eq!(head.argc(), 4);
         assert_eq!(format!("{:?}", Cmd::new("GET").arg("k")), r#"["GET", "k"]"#);
     }
 }

@@ -40,13 +40,9 @@ pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
     for (name, ids) in &by_lane {
         w.push(Cmd::new("RPUSH").arg(keys.lane(name)).args(ids));
     }
-    let pending = Cmd::from_args(["state", "pending"]);
     for (id, row) in read.ids.iter().zip(&read.rows) {
         if let Row::Live { .. } = row {
-            let mut set = Cmd::new("HSET");
-            set.push_parts(&keys.job_parts(id));
-            set.append(&pending);
-            w.push(set);
+            w.push(Cmd::new("HSET").arg_parts(&keys.job_parts(id)).arg("state").arg("pending"));
         }
     }
     offers.writes(keys, &mut w);

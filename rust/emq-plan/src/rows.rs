@@ -21,19 +21,14 @@ pub type Fields = Vec<Option<Vec<u8>>>;
 pub const GROUP: usize = 32;
 
 pub fn reads(keys: &Keys, ids: &[Vec<u8>], fields: &[&str]) -> Vec<Cmd> {
-    let name = if fields.len() == 1 { "HGET" } else { "HMGET" };
-    let tail = Cmd::from_args(fields);
-    let mut cmds: Vec<Cmd> = Vec::with_capacity(reply_count(ids.len()));
-    for id in ids {
-        let mut c = Cmd::new(name);
-        c.push_parts(&keys.job_parts(id));
-        c.append(&tail);
-        cmds.push(c);
-    }
+    let mut cmds: Vec<Cmd> = match fields {
+        [one] => ids.iter().map(|id| Cmd::new("HGET").arg_parts(&keys.job_parts(id)).arg(one)).collect(),
+        _ => ids.iter().map(|id| Cmd::new("HMGET").arg_parts(&keys.job_parts(id)).args(fields)).collect(),
+    };
     for group in ids.chunks(GROUP) {
         let mut exists = Cmd::new("EXISTS");
         for id in group {
-            exists.push_parts(&keys.job_parts(id));
+            exists = exists.arg_parts(&keys.job_parts(id));
         }
         cmds.push(exists);
     }

@@ -16,32 +16,22 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
     let mut flat: Vec<&[u8]> = vec![];
     // Per lane, in the order of its first live row: (name, recovered ids, rows that left active).
     let mut by_lane: Vec<(&[u8], Vec<&[u8]>, i64)> = vec![];
-    let mut rows = Vec::with_capacity(2 * read.ids.len());
-    // The arguments every row's writes share, encoded once.
-    let (to_pending, to_dead) = (Cmd::from_args(["state", "pending", "stalls"]), Cmd::from_args(["state", "dead", "stalls"]));
-    let (died, lease) = (Cmd::from_args(["error", "stalled"]), Cmd::from_args(["token", "lease"]));
-    let mut digits = [0u8; 20];
+    let mut rows = vec![];
 
     for (id, row) in read.ids.iter().zip(&read.rows) {
         let Row::Live { lane, stalls } = row else { continue };
         let stalls = stalls.saturating_add(1);
         let dies = dies(stalls, max_stalled);
-        let key = keys.job_parts(id);
-        let mut set = Cmd::new("HSET");
-        set.push_parts(&key);
-        set.append(if dies { &to_dead } else { &to_pending });
-        set.push_parts(&[decimal(stalls, &mut digits)]);
+        let mut set = Cmd::new("HSET").arg_parts(&keys.job_parts(id)).arg("state").arg(if dies { "dead" } else { "pending" });
+        set = set.arg("stalls").arg(stalls.to_string());
         if dies {
-            set.append(&died);
+            set = set.arg("error").arg("stalled");
             dead.push(id.clone());
         } else {
             recovered.push(id.clone());
         }
         rows.push(set);
-        let mut del = Cmd::new("HDEL");
-        del.push_parts(&key);
-        del.append(&lease);
-        rows.push(del);
+        rows.push(Cmd::new("HDEL").arg_parts(&keys.job_parts(id)).arg("token").arg("lease"));
         match lane {
             None if !dies => flat.push(id),
             None => {}
@@ -120,15 +110,6 @@ pub fn empty_lanes_relied_on(read: &Read, max_stalled: Option<u64>) -> Vec<Vec<u
         })
         .map(|lane| lane.name.clone())
         .collect()
-}
-
-/// `n` in decimal, written into `buf` (no allocation per row).
-fn decimal(n: i64, buf: &mut [u8; 20]) -> &[u8] {
-    use std::io::Write;
-    let mut cur = std::io::Cursor::new(&mut buf[..]);
-    write!(cur, "{n}").expect("an i64 fits in 20 bytes");
-    let len = cur.position() as usize;
-    &buf[..len]
 }
 
 /// A row dies once its stalls (counting this one) pass `max_stalled`.
