@@ -8,6 +8,7 @@ import threading
 import time
 
 import pytest
+import redis
 
 import emq
 from emq.embedded import Server, free_port
@@ -37,8 +38,6 @@ def test_url_options_db_and_password(server, r):
     r.execute_command("ACL", "SETUSER", "app", "on", ">s3cret", "~*", "+@all")
     c = emq.connect(f"redis://app:s3cret@127.0.0.1:{server.port}/3")
     c.command("SET", "k", "in-db-3")
-    import redis
-
     assert redis.Redis.from_url(server.url + "/3").get("k") == b"in-db-3"
     assert redis.Redis.from_url(server.url + "/0").get("k") is None
     with pytest.raises(emq.ConnectionError):
@@ -141,8 +140,6 @@ def test_unix_socket_url(tmp_path):
     with Server(extra=["--unixsocket", str(sock), "--unixsocketperm", "700"]) as s:
         c = emq.connect(f"unix://{sock}?db=2")
         c.command("SET", "k", "over-unix")
-        import redis
-
         assert redis.Redis.from_url(s.url + "/2").get("k") == b"over-unix"
         assert emq.promote(c, "u") == 0
 

@@ -63,7 +63,6 @@ fn shaped(rng: &mut Rng, cmd: Option<&emq_plan::Cmd>, first_range: &mut Option<V
             first_range.get_or_insert_with(|| items.clone());
             Reply::Array(items)
         }
-        b"ZMSCORE" => Reply::Array((2..argc).map(|_| if rng.below(8) == 0 { Reply::Nil } else { score(rng) }).collect()),
         b"HGET" => if rng.below(3) == 0 { Reply::Nil } else { word(rng) },
         b"HMGET" => Reply::Array((2..argc).map(|_| if rng.below(3) == 0 { Reply::Nil } else { word(rng) }).collect()),
         b"LRANGE" => Reply::Array((0..rng.below(4)).map(|i| Reply::Bulk(format!("m{i}").into_bytes())).collect()),
