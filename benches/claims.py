@@ -329,7 +329,7 @@ def run_server(name: str, binary: str, args) -> dict:
     pools: dict[int, ProcPool] = {}
     try:
         ctl = emq.connect(srv.url)
-        version = server_version(ctl)
+        version = f"{server_version(ctl)} ({srv.allocator})"
         print(f"\n== {name}: {version} at {srv.url}", flush=True)
         started = time.monotonic()
         res = {

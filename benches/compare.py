@@ -858,8 +858,8 @@ def main() -> int:
         h = Harness(srv.url)
         info = h.client.info("server")
         server = {"name": cfg.server, "version": info.get("valkey_version") or info.get("redis_version"),
-                  "hz": h.client.command("CONFIG", "GET", "hz")[1].decode()}
-        log(f"{server['name']} {server['version']} at {srv.url}; logs and records in {logdir}")
+                  "hz": h.client.command("CONFIG", "GET", "hz")[1].decode(), "allocator": srv.allocator}
+        log(f"{server['name']} {server['version']} ({srv.allocator}) at {srv.url}; logs and records in {logdir}")
         versions = {s: versions_of(s) for s in systems}
         results: dict = {s: {"runs": []} for s in systems}
         for run in range(cfg.runs):

