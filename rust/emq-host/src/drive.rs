@@ -43,13 +43,19 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
     // What the last step sent and got back, freed while the server works on the
     // next one rather than before it is sent.
     let mut spent: (Vec<Cmd>, Vec<Reply>) = (vec![], vec![]);
+    // Replies to a `WATCH` sent ahead (`Step::Watch`) and not read yet.
+    let mut unread = 0;
     loop {
         let result = match step {
             Step::Done(out) => {
-                if watching {
-                    conn.unwatch()?;
-                }
+                end_watch(conn, watching, unread)?;
                 return Ok(Some(out));
+            }
+            Step::Watch(keys) => {
+                conn.send(&[Cmd::new("WATCH").args(&keys)])?;
+                watching = true;
+                unread += 1;
+                c.feed(&[])
             }
             Step::Read { watch, cmds } => {
                 let mut all = Vec::with_capacity(cmds.len() + 1);
@@ -57,19 +63,28 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
                     all.push(Cmd::new("WATCH").args(&watch));
                     watching = true;
                 }
-                let skip = all.len();
+                let skip = unread + all.len();
                 all.extend(cmds);
                 conn.send(&all)?;
-                let n = all.len();
+                let n = unread + all.len();
+                unread = 0;
                 drop(std::mem::replace(&mut spent, (all, vec![])));
                 c.speculate();
                 let replies = conn.replies(n)?;
-                let fed = match replies[..skip].first() {
-                    Some(Reply::Error { message, .. }) => Err(emq_plan::Error::server(c.verb(), message)),
-                    _ => c.feed(&replies[skip..]),
+                let fed = match watch_refused(&replies[..skip]) {
+                    Some(message) => Err(emq_plan::Error::server(c.verb(), message)),
+                    None => c.feed(&replies[skip..]),
                 };
                 spent.1 = replies;
                 fed
+            }
+            Step::Exec(_) if unread > 0 => {
+                // A watch sent ahead must hold before anything is queued.
+                let replies = conn.replies(std::mem::take(&mut unread))?;
+                match watch_refused(&replies) {
+                    Some(message) => Err(emq_plan::Error::server(c.verb(), message)),
+                    None => Ok(step),
+                }
             }
             Step::Exec(writes) => {
                 let mut all = Vec::with_capacity(writes.len() + 2);
@@ -93,13 +108,31 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
         match result {
             Ok(next) => step = next,
             Err(e) => {
-                if watching {
-                    conn.unwatch()?;
-                }
+                end_watch(conn, watching, unread)?;
                 return if e.kind == ErrorKind::Conflict { Ok(None) } else { Err(e.into()) };
             }
         }
     }
+}
+
+/// Ends a call that does not reach `EXEC`: the replies of a watch sent ahead
+/// are read first, so the connection's replies stay in step.
+fn end_watch(conn: &mut Conn, watching: bool, unread: usize) -> HostResult<()> {
+    if unread > 0 {
+        conn.replies(unread)?;
+    }
+    if watching {
+        conn.unwatch()?;
+    }
+    Ok(())
+}
+
+/// The message of the first error among `WATCH` replies.
+fn watch_refused(replies: &[Reply]) -> Option<&str> {
+    replies.iter().find_map(|r| match r {
+        Reply::Error { message, .. } => Some(message.as_str()),
+        _ => None,
+    })
 }
 
 /// Full jitter: a random pause up to a cap that doubles with each attempt.

@@ -2,7 +2,8 @@
 //!
 //! 1. select: `TIME` and the first `batch` members of the zset, pipelined. The
 //!    clock is read before the selection; members with a score above it are cut.
-//! 2. rows: `WATCH` every selected row, then read the head of the zset again (the
+//! 2. rows: `WATCH` every selected row (sent ahead, `Step::Watch`: the reads are
+//!    built while the server works on it), then read the head of the zset again (the
 //!    selection was read before the watch: a selected member gone or scored anew is
 //!    a conflict), each row's `lane` (and `stalls`), an `EXISTS` per
 //!    group of rows (`rows::GROUP`), and the types of the queue's lists.
@@ -110,6 +111,8 @@ pub struct Plan {
 
 enum Stage {
     Select,
+    /// The rows are watched; their reads are next.
+    Watched,
     Rows,
     Types { unsure: Vec<usize> },
     Lanes,
@@ -208,12 +211,17 @@ impl Sweep {
         Ok(self.rows_step())
     }
 
-    /// Step 2: the watch on the selected rows and the reads under it.
+    /// Step 2: the watch on the selected rows, sent ahead of the reads under it.
     fn rows_step(&mut self) -> Step {
         if self.read.ids.is_empty() {
             return Step::Done(self.empty());
         }
-        let rows: Vec<Vec<u8>> = self.read.ids.iter().map(|id| self.keys.job(id)).collect();
+        self.stage = Stage::Watched;
+        Step::Watch(self.read.ids.iter().map(|id| self.keys.job(id)).collect())
+    }
+
+    /// The reads under the rows' watch.
+    fn rows_reads(&mut self) -> Step {
         // The selection again: the head of the zset, as far as the members selected
         // and `SLACK` more (a range costs the server less than `ZMSCORE` of each
         // member).
@@ -227,7 +235,7 @@ impl Sweep {
             cmds.push(Cmd::new("ZCARD").arg(self.keys.dead()));
         }
         self.stage = Stage::Rows;
-        Step::Read { watch: rows, cmds }
+        Step::Read { watch: vec![], cmds }
     }
 
     fn empty(&self) -> Outcome {
@@ -415,6 +423,8 @@ impl Conversation for Sweep {
     fn feed(&mut self, replies: &[Reply]) -> Result<Step> {
         match std::mem::replace(&mut self.stage, Stage::Exec) {
             Stage::Select => self.selected(replies),
+            Stage::Watched if replies.is_empty() => Ok(self.rows_reads()),
+            Stage::Watched => Err(self.host_error("rows: a watch has no replies to feed")),
             Stage::Rows => self.rows_read(replies),
             Stage::Types { unsure } => self.types_read(&unsure, replies),
             Stage::Lanes => self.lanes_read(replies),

@@ -45,6 +45,18 @@ fn read(step: Step) -> (Vec<Vec<u8>>, Vec<Cmd>) {
     }
 }
 
+/// Feeds the selection's replies: the rows are watched first (sent ahead, no
+/// replies to feed), then read. Gives what was watched and the reads.
+fn select(s: &mut Sweep, replies: &[Reply]) -> (Vec<Vec<u8>>, Vec<Cmd>) {
+    let watch = match s.feed(replies).unwrap() {
+        Step::Watch(w) => w,
+        other => panic!("expected the rows' watch, got {other:?}"),
+    };
+    let (more, cmds) = read(s.feed(&[]).unwrap());
+    assert!(more.is_empty(), "the reads watch nothing more");
+    (watch, cmds)
+}
+
 fn writes(step: Step) -> Vec<Cmd> {
     match step {
         Step::Exec(w) => w,
@@ -77,7 +89,7 @@ fn promote_to_plan(lanectl: Reply, lane_len: i64) -> Vec<Cmd> {
     let mut s = promote();
     s.start();
     let sel = members(&[("a", NOW - 5), ("g", NOW - 4), ("b", NOW - 3), ("c", NOW), ("later", NOW + 1)]);
-    let (watch, cmds) = read(s.feed(&[time(), sel]).unwrap());
+    let (watch, cmds) = select(&mut s, &[time(), sel]);
     assert_eq!(watch, ["a", "g", "b", "c"].map(|id| format!("emq:{{q}}:job:{id}").into_bytes()).to_vec());
     assert_eq!(cmds[0], cmd(&["ZRANGE", "emq:{q}:schedule", "0", "19", "WITHSCORES"]), "the selection, read again");
     assert_eq!(cmds[1], cmd(&["HGET", "emq:{q}:job:a", "lane"]));
@@ -136,7 +148,7 @@ fn a_lane_in_the_ring_paused_or_full_is_not_offered() {
 fn a_changed_selection_is_a_conflict() {
     let mut s = promote();
     s.start();
-    read(s.feed(&[time(), members(&[("a", NOW - 5)])]).unwrap());
+    select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
     // `a` left schedule between the selection and the watch.
     let rest = [field(None), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
     let e = s.feed(&[&[Reply::Array(vec![])][..], &rest].concat());
@@ -145,14 +157,14 @@ fn a_changed_selection_is_a_conflict() {
     for again in [members(&[("a", NOW - 4)]), members(&[("z", NOW - 6)])] {
         let mut s = promote();
         s.start();
-        read(s.feed(&[time(), members(&[("a", NOW - 5)])]).unwrap());
+        select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
         let e = s.feed(&[&[again][..], &rest].concat());
         assert_eq!(e.unwrap_err().kind, ErrorKind::Conflict);
     }
     // A member that joined the head since is left for the next call.
     let mut s = promote();
     s.start();
-    read(s.feed(&[time(), members(&[("a", NOW - 5)])]).unwrap());
+    select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
     let again = members(&[("z", NOW - 6), ("a", NOW - 5), ("later", NOW + 1)]);
     let w = writes(s.feed(&[&[again][..], &rest].concat()).unwrap());
     assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:schedule", "a"]));
@@ -162,7 +174,7 @@ fn a_changed_selection_is_a_conflict() {
 fn a_row_of_the_wrong_type_is_a_layout_error() {
     let mut s = promote();
     s.start();
-    read(s.feed(&[time(), members(&[("a", NOW - 5)])]).unwrap());
+    select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
     let e = s
         .feed(&[members(&[("a", NOW - 5)]), wrongtype(), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)])
         .unwrap_err();
@@ -175,7 +187,7 @@ fn a_row_of_the_wrong_type_is_a_layout_error() {
 fn pending_of_the_wrong_type_refuses_only_when_flat_rows_would_go_there() {
     let mut s = promote();
     s.start();
-    read(s.feed(&[time(), members(&[("a", NOW - 5)])]).unwrap());
+    select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
     let e = s.feed(&[members(&[("a", NOW - 5)]), field(None), Reply::Int(1), wrongtype(), Reply::Int(0), Reply::Int(0)]);
     assert_eq!(e.unwrap_err().kind, ErrorKind::Layout);
 }
@@ -185,7 +197,7 @@ fn unsure_rows_are_typed_when_the_count_cannot_tell() {
     // Two rows with no fields read; one of them exists: which one needs TYPE.
     let mut s = promote();
     s.start();
-    read(s.feed(&[time(), members(&[("a", NOW - 5), ("b", NOW - 4)])]).unwrap());
+    select(&mut s, &[time(), members(&[("a", NOW - 5), ("b", NOW - 4)])]);
     let again = members(&[("a", NOW - 5), ("b", NOW - 4)]);
     let (watch, cmds) =
         read(s.feed(&[again, field(None), field(None), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
@@ -201,7 +213,7 @@ fn stalled_check_counts_stalls_recovers_and_kills() {
     let mut s = Sweep::new(Kind::Stalled { max_stalled: Some(1) }, Keys::new(b"q"), 100);
     let (_, cmds) = read(s.start());
     assert_eq!(cmds[1], cmd(&["ZRANGE", "emq:{q}:active", "0", "99", "WITHSCORES"]));
-    read(s.feed(&[time(), members(&[("x", NOW - 2), ("y", NOW - 1)])]).unwrap());
+    select(&mut s, &[time(), members(&[("x", NOW - 2), ("y", NOW - 1)])]);
     let again = members(&[("x", NOW - 2), ("y", NOW - 1)]);
     let x = fields(&[None, None]);
     let y = fields(&[Some("L"), Some("1")]);
@@ -230,7 +242,7 @@ fn stalled_check_counts_stalls_recovers_and_kills() {
 fn the_reply_counts_from_exec() {
     let mut s = promote();
     s.start();
-    read(s.feed(&[time(), members(&[("a", NOW)])]).unwrap());
+    select(&mut s, &[time(), members(&[("a", NOW)])]);
     writes(s.feed(&[members(&[("a", NOW)]), field(None), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
     // EXEC says ZREM removed none (what cannot happen under the guard): the reply says so too.
     assert_eq!(s.finish(&[Reply::Int(0)]).unwrap(), Outcome::Promoted(0));
@@ -245,7 +257,7 @@ fn a_ghost_costs_a_type_only_for_the_rows_of_its_group() {
     let mut s = Sweep::new(Kind::Promote, Keys::new(b"q"), 100);
     s.start();
     let sel = members(&ids.iter().map(|id| (id.as_str(), NOW - 1)).collect::<Vec<_>>());
-    let (_, cmds) = read(s.feed(&[time(), sel.clone()]).unwrap());
+    let (_, cmds) = select(&mut s, &[time(), sel.clone()]);
     let exists: Vec<&Cmd> = cmds.iter().filter(|c| c.name() == b"EXISTS").collect();
     assert_eq!(exists.iter().map(|c| c.argc() - 1).collect::<Vec<_>>(), vec![32, 8]);
     let mut replies = vec![sel];
@@ -268,7 +280,7 @@ fn a_ghost_costs_a_type_only_for_the_rows_of_its_group() {
 fn stalled_plan(speculate: bool, x_fields: Reply, y_fields: Reply) -> Vec<Cmd> {
     let mut s = Sweep::new(Kind::Stalled { max_stalled: Some(1) }, Keys::new(b"q"), 100);
     s.start();
-    read(s.feed(&[time(), members(&[("x", NOW - 2), ("y", NOW - 1)])]).unwrap());
+    select(&mut s, &[time(), members(&[("x", NOW - 2), ("y", NOW - 1)])]);
     if speculate {
         s.speculate();
     }
