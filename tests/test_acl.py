@@ -256,3 +256,26 @@ def test_the_user_really_cannot_run_scripts(server, r):
             u.get("emq:{acl}:x")  # and commands off the list
     finally:
         u.close()
+
+
+@pytest.mark.parametrize("verb", ["promote", "stalled_check"])
+def test_a_refused_watch_stops_the_sweep_before_it_writes(server, r, verb):
+    """The rows' WATCH is sent ahead of the reads, its reply read with theirs: a
+    user denied WATCH gets a server error naming the verb, nothing is written,
+    and the connection's replies stay in step for the next command."""
+    make_user(r, [c for c in PLAN_COMMANDS if c != "watch"])
+    seed(r)
+    before = snapshot(r)
+    c = emq.connect(user_url(server))
+    with pytest.raises(emq.ServerError) as e:
+        if verb == "promote":
+            emq.promote(c, Q, batch=1000)
+        else:
+            emq.stalled_check(c, Q, max_stalled=1)
+    msg = str(e.value)
+    assert ("EMQ.PROMOTE" if verb == "promote" else "EMQ.STALLED.CHECK") in msg, msg
+    assert "watch" in msg.lower(), msg
+    assert snapshot(r) == before, "a sweep wrote without its guard"
+    assert c.ping()
+    assert c.command("ZCARD", key("schedule")) == r.zcard(key("schedule"))
+    c.close()
