@@ -18,7 +18,7 @@ fills the three queues at once and sweeps them in alternating turns.) Every run 
 reads `INFO commandstats` (reset before the sweeping starts): calls and usec per
 command per job, medians over the repeats.
 
-    python benches/sweeps.py                 # all three servers, the full grid (8 to 12 min here)
+    python benches/sweeps.py                 # all three servers, the full grid (6 to 10 min here)
     python benches/sweeps.py --quick         # a smoke run (under 1 min)
     python benches/sweeps.py --servers valkey --sweeps promote --batches 1000
 
