@@ -167,9 +167,12 @@ def test_server_built_with_jemalloc_is_left_as_built():
     assert Server(redis_server).preload is None
 
 
-def test_server_malloc_must_be_known():
-    with pytest.raises(ValueError, match="malloc must be"):
+def test_server_malloc_must_be_known(monkeypatch):
+    with pytest.raises(ValueError, match="malloc .*must be"):
         Server(malloc="tcmalloc")
+    monkeypatch.setenv("EMQ_SERVER_MALLOC", "glibc")
+    with pytest.raises(ValueError, match="EMQ_SERVER_MALLOC.*'glibc'"):
+        Server()
 
 
 def test_unix_socket_url(tmp_path):

@@ -86,7 +86,7 @@ class Server:
         self.port = port
         malloc = malloc or os.environ.get("EMQ_SERVER_MALLOC") or "jemalloc"
         if malloc not in ("jemalloc", "build"):
-            raise ValueError(f"emq: Server: malloc must be 'jemalloc' or 'build', not {malloc!r}")
+            raise ValueError(f"emq: Server: malloc (or EMQ_SERVER_MALLOC) must be 'jemalloc' or 'build', not {malloc!r}")
         self.preload = jemalloc_library() if malloc == "jemalloc" and built_malloc(self.binary) == "libc" else None
         self.dir = Path(tempfile.mkdtemp(prefix="emq-server-"))
         self.proc: subprocess.Popen | None = None
