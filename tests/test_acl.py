@@ -261,13 +261,13 @@ def test_the_user_really_cannot_run_scripts(server, r):
 @pytest.mark.parametrize("verb", ["promote", "stalled_check"])
 def test_a_refused_watch_stops_the_sweep_before_it_writes(server, r, verb):
     """The rows' WATCH is sent ahead of the reads, its reply read with theirs: a
-    user denied WATCH gets a server error naming the verb, nothing is written,
+    user denied WATCH gets a permission error naming the verb, nothing is written,
     and the connection's replies stay in step for the next command."""
     make_user(r, [c for c in PLAN_COMMANDS if c != "watch"])
     seed(r)
     before = snapshot(r)
     c = emq.connect(user_url(server))
-    with pytest.raises(emq.ServerError) as e:
+    with pytest.raises(emq.PermissionError) as e:
         if verb == "promote":
             emq.promote(c, Q, batch=1000)
         else:

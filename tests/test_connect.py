@@ -41,7 +41,7 @@ def test_url_options_db_and_password(server, r):
     c.command("SET", "k", "in-db-3")
     assert redis.Redis.from_url(server.url + "/3").get("k") == b"in-db-3"
     assert redis.Redis.from_url(server.url + "/0").get("k") is None
-    with pytest.raises(emq.ConnectionError):
+    with pytest.raises(emq.AuthenticationError):
         emq.connect(f"redis://app:wrong@127.0.0.1:{server.port}/0")
 
 
@@ -118,9 +118,12 @@ def test_reconnects_after_the_connection_is_killed(client, r):
 
 def test_server_errors_raise(client):
     client.command("SET", "s", "x")
-    with pytest.raises(emq.ServerError) as e:
+    with pytest.raises(emq.LayoutError) as e:  # a key of the wrong type, by its class
         client.command("LPUSH", "s", "y")
-    assert "WRONGTYPE" in str(e.value)
+    assert "LPUSH: WRONGTYPE" in str(e.value)
+    with pytest.raises(emq.ServerError) as e:
+        client.command("NOSUCHCOMMAND")
+    assert "NOSUCHCOMMAND" in str(e.value)
 
 
 def test_connect_without_url_uses_emq_url(server, monkeypatch):

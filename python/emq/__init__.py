@@ -13,14 +13,21 @@ from ._core import Client
 from .client import connect
 from .errors import (
     ArgumentError,
+    AuthenticationError,
     ConnectionError,
     ContentionError,
     DuplicateJobError,
     EmqError,
     LayoutError,
+    OutcomeUnknownError,
+    OutOfMemoryError,
+    PermissionError,
+    ReadOnlyError,
+    RedirectError,
     ScriptingError,
     ServerError,
     TimeoutError,
+    UnavailableError,
 )
 from .queue import Job, Queue
 from .sweeps import promote, stalled_check, wire
@@ -30,18 +37,25 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ArgumentError",
+    "AuthenticationError",
     "Client",
     "ConnectionError",
     "ContentionError",
     "DuplicateJobError",
     "EmqError",
     "Job",
-    "Queue",
     "LayoutError",
+    "OutOfMemoryError",
+    "OutcomeUnknownError",
+    "PermissionError",
+    "Queue",
+    "ReadOnlyError",
+    "RedirectError",
     "ScriptingError",
     "ServerError",
     "Stalled",
     "TimeoutError",
+    "UnavailableError",
     "Worker",
     "connect",
     "promote",

@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> None:
 
     def with_queue(p):
         p.add_argument("--queue", "-q", required=True)
-        p.add_argument("--url", default=None, help="redis:// URL (default: EMQ_URL, else an embedded Valkey)")
+        p.add_argument("--url", default=None, help="redis://, rediss:// or unix:// URL (default: EMQ_URL, else an embedded Valkey); "
+                       "prefer EMQ_URL for a URL with a password, which a command line shows to every user of the machine")
         return p
 
     w = with_queue(sub.add_parser("worker", help="run a worker: emq worker MODULE:FUNCTION --queue Q"))
@@ -135,4 +136,11 @@ def main(argv: list[str] | None = None) -> None:
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    sys.exit(args.run(args))
+    from .errors import EmqError
+
+    try:
+        code = args.run(args)
+    except EmqError as e:  # the class says what happened; the message never holds a password
+        print(f"emq {args.verb}: {type(e).__name__}: {e}", file=sys.stderr)
+        code = 1
+    sys.exit(code)

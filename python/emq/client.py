@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
+import math
+
 from ._core import Client
 from .errors import ArgumentError
+
+
+def _seconds(name: str, value: object, *, none_ok: bool) -> float:
+    if value is None and none_ok:
+        return math.inf
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ArgumentError(f"emq.connect: {name} must be a number of seconds, not {type(value).__name__}")
+    return value
 
 
 def connect(
@@ -14,10 +24,17 @@ def connect(
 ) -> Client:
     """A connection owned by the Rust core.
 
-    `url` is `redis://[user:password@]host:port/db` or `rediss://…` (TLS); with no
-    URL, `EMQ_URL` when set, else a private valkey-server started on 127.0.0.1
-    (stopped when the process exits). Timeouts are in seconds; `read_timeout=None`
-    waits as long as the server takes.
+    `url` is `redis://[user:password@]host:port/db`, `rediss://…` (TLS; the
+    system's trusted certificates, or `SSL_CERT_FILE`; `#insecure` skips the
+    check) or `unix:///path?db=N&user=U&pass=P`; with no URL, `EMQ_URL` when
+    set, else a private valkey-server started on 127.0.0.1 (stopped when the
+    process exits). Timeouts are in seconds; `read_timeout=None` waits as long
+    as the server takes. Credentials the server refuses (or a server that wants
+    some) raise `emq.AuthenticationError` here.
+
+    Every connection emq opens for this client's work (a worker's, a sweeper's)
+    is a `client.sibling()`: the same address, credentials, TLS, database and
+    timeouts. No string emq shows holds the password.
     """
     if url is None:
         from .embedded import default_url
@@ -25,4 +42,8 @@ def connect(
         url = default_url()
     if not isinstance(url, str):
         raise ArgumentError(f"emq.connect: url must be a str, not {type(url).__name__}")
-    return Client(url, connect_timeout=connect_timeout, read_timeout=read_timeout)
+    return Client(
+        url,
+        connect_timeout=_seconds("connect_timeout", connect_timeout, none_ok=False),
+        read_timeout=_seconds("read_timeout", read_timeout, none_ok=True),
+    )

@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 LANES = ["eu", "us", "ap", "bulk:low"]
@@ -19,7 +21,7 @@ def handler(job) -> None:
     """The demo's handler: record when it started, work a little, sometimes fail."""
     d = json.loads(job.data)
     started = time.time() * 1000
-    _results(job).command("RPUSH", _key(job, "results"), json.dumps([job.id, d["due"], started, job.attempts]))
+    _record([job.id, d["due"], started, job.attempts])
     time.sleep(d["work_ms"] / 1000)
     if d.get("flaky") and job.attempts == 1:
         raise RuntimeError("flaky once")
@@ -27,20 +29,23 @@ def handler(job) -> None:
         raise ValueError("poison")
 
 
-_client = None
+def _record(row: list) -> None:
+    """Appends a start to this worker process's file in the demo's directory
+    (one write of one line: the lines of concurrent handlers never mix)."""
+    path = os.path.join(os.environ["EMQ_DEMO_DIR"], f"starts-{os.getpid()}.jsonl")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, (json.dumps(row) + "\n").encode())
+    finally:
+        os.close(fd)
 
 
-def _results(job):
-    global _client
-    if _client is None:
-        import emq
-
-        _client = emq.connect(os.environ["EMQ_DEMO_URL"])
-    return _client
-
-
-def _key(job, name: str) -> str:
-    return "emq:{" + os.environ["EMQ_DEMO_QUEUE"] + "}:demo:" + name
+def _starts(directory: str) -> list[list]:
+    rows = []
+    for name in sorted(os.listdir(directory)):
+        with open(os.path.join(directory, name)) as f:
+            rows.extend(json.loads(line) for line in f if line.strip())
+    return rows
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -85,12 +90,14 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
         q.add_many(specs[i : i + 500])
     console.print(f"scheduled {jobs} jobs over {seconds:.0f} s ({sum(1 for s in specs if s['lane'])} in {len(LANES)} lanes, one limited to 2 at a time)")
 
-    env = dict(os.environ, EMQ_DEMO_URL=url, EMQ_DEMO_QUEUE=name)
-    cmd = [sys.executable, "-m", "emq", "worker", "emq.demo:handler", "--queue", name, "--url", url,
+    # The URL (and its password, if any) goes to the workers in their environment,
+    # never on a command line, which every user of the machine can read.
+    starts_dir = tempfile.mkdtemp(prefix="emq-demo-")
+    env = dict(os.environ, EMQ_URL=url, EMQ_DEMO_DIR=starts_dir)
+    cmd = [sys.executable, "-m", "emq", "worker", "emq.demo:handler", "--queue", name,
            "--concurrency", "16", "--lease-ms", "1500", "--beat-ms", "1000"]
     procs = [subprocess.Popen(cmd, env=env) for _ in range(workers)]
     killed = False
-    results_key = "emq:{" + name + "}:demo:results"
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as bar:
             task = bar.add_task("jobs settled", total=jobs)
@@ -116,7 +123,8 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
             except subprocess.TimeoutExpired:
                 p.kill()
 
-    rows = [json.loads(x) for x in client.command("LRANGE", results_key, 0, -1)]
+    rows = _starts(starts_dir)
+    shutil.rmtree(starts_dir, ignore_errors=True)
     first: dict[str, float] = {}
     for job_id, due, started, attempts in rows:
         late = started - due

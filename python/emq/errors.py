@@ -1,4 +1,26 @@
-"""The errors emq raises (SPEC §10). Every message names the verb and what is wrong."""
+"""The errors emq raises (SPEC §10). Every message names the verb and what is wrong.
+
+What happened is told by the class, never by the text: a transaction the server
+discarded (`EXECABORT`) is raised as the error of the command that made it
+discard it (`READONLY`, `OOM`, `NOPERM`, `MOVED`, …).
+
+    EmqError
+    ├── ArgumentError (also ValueError)   bad input; nothing read or written
+    ├── LayoutError                       a key of the wrong type; nothing written
+    ├── DuplicateJobError                 another job has this id; nothing written
+    ├── ContentionError                   EXEC kept being aborted; nothing written
+    ├── ScriptingError                    the Lua backend may not run scripts
+    ├── PermissionError (also builtins.PermissionError)   NOPERM: an ACL denies a command or key
+    ├── ConnectionError (also builtins.ConnectionError)   the server could not be reached, or the connection broke
+    │   ├── TimeoutError (also builtins.TimeoutError)     no reply within the timeout; nothing was written
+    │   ├── OutcomeUnknownError           the write was sent, its reply was lost: it may have run
+    │   └── AuthenticationError           credentials refused or missing (WRONGPASS, NOAUTH)
+    └── ServerError                       any other error reply
+        ├── ReadOnlyError                 READONLY: a replica
+        ├── OutOfMemoryError              OOM: maxmemory reached with noeviction
+        ├── RedirectError                 MOVED / ASK: another node serves the queue's slot
+        └── UnavailableError              LOADING, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN: try later
+"""
 
 import builtins
 
@@ -20,11 +42,26 @@ class ContentionError(EmqError):
 
 
 class ConnectionError(EmqError, builtins.ConnectionError):
-    """The server could not be reached, or the connection broke."""
+    """The server could not be reached, or the connection broke before the call's
+    write was sent: nothing was written."""
 
 
 class TimeoutError(ConnectionError, builtins.TimeoutError):
-    """The server did not answer within the read (or connect) timeout."""
+    """The server did not answer a read within the read (or connect) timeout,
+    before the call's write was sent: nothing was written."""
+
+
+class OutcomeUnknownError(ConnectionError):
+    """The call's write (its `EXEC`, or its script) was sent whole, and then the
+    connection broke or the reply did not come within the read timeout: the write
+    may or may not have run. Retrying an `add` that gave its ids is safe: an
+    identical add that landed returns its ids, another job with the id is a
+    `DuplicateJobError`."""
+
+
+class AuthenticationError(ConnectionError):
+    """The server refused the credentials, or wants some (`WRONGPASS`, `NOAUTH`):
+    no retry mends it."""
 
 
 class ScriptingError(EmqError):
@@ -32,21 +69,50 @@ class ScriptingError(EmqError):
 
 
 class DuplicateJobError(EmqError):
-    """An add named a job id that exists; nothing was written."""
+    """An add named a job id that another job has; nothing was written."""
+
+
+class PermissionError(EmqError, builtins.PermissionError):
+    """`NOPERM`: this user may not run a command the call needs, or touch its keys."""
 
 
 class ServerError(EmqError):
     """Any other error reply from the server."""
 
 
+class ReadOnlyError(ServerError):
+    """`READONLY`: the server is a replica; nothing was written. The connection is
+    dropped, so the next call connects again (to a primary, after a failover)."""
+
+
+class OutOfMemoryError(ServerError):
+    """`OOM`: the server is at `maxmemory` and evicts nothing; nothing was written."""
+
+
+class RedirectError(ServerError):
+    """`MOVED` or `ASK`: another cluster node serves the queue's slot; nothing was written."""
+
+
+class UnavailableError(ServerError):
+    """The server cannot serve the call now (`LOADING`, `BUSY`, `MASTERDOWN`,
+    `TRYAGAIN`, `CLUSTERDOWN`, …): nothing was written; try again later."""
+
+
 __all__ = [
     "ArgumentError",
+    "AuthenticationError",
     "ConnectionError",
     "ContentionError",
     "DuplicateJobError",
     "EmqError",
     "LayoutError",
+    "OutOfMemoryError",
+    "OutcomeUnknownError",
+    "PermissionError",
+    "ReadOnlyError",
+    "RedirectError",
     "ScriptingError",
     "ServerError",
     "TimeoutError",
+    "UnavailableError",
 ]

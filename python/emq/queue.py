@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping
 
-from ._core import Client
+from ._core import Client, check_name, check_queue, check_text
 from .errors import ArgumentError
 from .sweeps import ClientLike, _client, promote, stalled_check
 
@@ -50,17 +50,21 @@ def _int(verb: str, name: str, value: Any, *, minimum: int, maximum: int = U64) 
 
 
 def _text(verb: str, name: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise ArgumentError(f"{verb}: {name} must be a str, not {type(value).__name__}")
-    return value
+    """A str that encodes to UTF-8 (no lone surrogates)."""
+    return check_text(verb, name, value)
 
 
-def _data(verb: str, data: Any) -> bytes:
+def _name(verb: str, what: str, value: Any) -> str:
+    """A job id or lane name (SPEC §1: 1 to 256 bytes of UTF-8, no control characters)."""
+    return check_name(verb, what, value)
+
+
+def _data(verb: str, data: Any, what: str = "data") -> bytes:
     if isinstance(data, (bytes, bytearray, memoryview)):
         return bytes(data)
     if isinstance(data, str):
-        return data.encode()
-    raise ArgumentError(f"{verb}: data must be bytes or str, not {type(data).__name__}")
+        return check_text(verb, what, data).encode()
+    raise ArgumentError(f"{verb}: {what} must be bytes or str, not {type(data).__name__}")
 
 
 class Queue:
@@ -68,7 +72,7 @@ class Queue:
 
     def __init__(self, client: ClientLike, name: str):
         self.client: Client = _client(client)
-        self.name = _text("emq.Queue", "name", name)
+        self.name = check_queue("emq.Queue", name)  # SPEC §1, checked once here
         self.prefix = "emq:{" + name + "}:"
 
     def __repr__(self) -> str:
@@ -78,9 +82,9 @@ class Queue:
 
     def _job_args(self, verb: str, data, id=None, delay_ms=0, at_ms=None, lane=None, max_attempts=3):
         if id is not None:
-            _text(verb, "id", id)
+            _name(verb, "id", id)
         if lane is not None:
-            _text(verb, "lane", lane)
+            _name(verb, "lane", lane)
         if at_ms is not None:
             _int(verb, "at_ms", at_ms, minimum=0, maximum=I64)
             if delay_ms:
@@ -139,6 +143,10 @@ class Queue:
             raise ArgumentError(f"{verb}: job must be an emq.Job, not {type(job).__name__}")
         if not job.token:
             raise ArgumentError(f"{verb}: job holds no lease (it has no token)")
+        _name(verb, "job id", job.id)
+        _text(verb, "job token", job.token)
+        if job.lane is not None:
+            _name(verb, "job lane", job.lane)
         return job
 
     def extend(self, job: Job, lease_ms: int) -> bool:
@@ -160,24 +168,25 @@ class Queue:
         if retry_in_ms is not None:
             retry_in_ms = _int("EMQ.FAIL", "retry_in_ms", retry_in_ms, minimum=0)
         if isinstance(error, BaseException):
-            error = f"{type(error).__name__}: {error}"
+            # A handler's exception is recorded whatever its text holds.
+            error = f"{type(error).__name__}: {error}".encode("utf-8", "backslashreplace")
         if not isinstance(error, (str, bytes, bytearray, memoryview)):
             raise ArgumentError(f"EMQ.FAIL: error must be a str, bytes or an exception, not {type(error).__name__}")
-        err = _data("EMQ.FAIL", error)
+        err = _data("EMQ.FAIL", error, "error")
         return self.client._settle(self.name, job.id, job.token, job.lane, "fail", error=err, retry_in_ms=retry_in_ms)
 
     # -- lanes ----------------------------------------------------------------
 
     def pause_lane(self, lane: str) -> None:
-        self.client._lane(self.name, _text("EMQ.LANE", "lane", lane), "pause")
+        self.client._lane(self.name, _name("EMQ.LANE", "lane", lane), "pause")
 
     def resume_lane(self, lane: str) -> None:
-        self.client._lane(self.name, _text("EMQ.LANE", "lane", lane), "resume")
+        self.client._lane(self.name, _name("EMQ.LANE", "lane", lane), "resume")
 
     def set_lane_limit(self, lane: str, n: int) -> None:
         """At most `n` of the lane's jobs active at once (0: no limit)."""
         n = _int("EMQ.LANE", "n", n, minimum=0, maximum=10**15 - 1)  # stored fields are read to 15 digits
-        self.client._lane(self.name, _text("EMQ.LANE", "lane", lane), "limit", n)
+        self.client._lane(self.name, _name("EMQ.LANE", "lane", lane), "limit", n)
 
     # -- looking --------------------------------------------------------------
 

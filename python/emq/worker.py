@@ -3,7 +3,14 @@ opt-in stalled sweeper.
 
 A worker owns three connections: the beat's (sweeps and claims), the park's
 (a blocking pop on `wake`, so a parked worker never holds up the others), and
-the handlers' (extend, complete, fail).
+the handlers' (extend, complete, fail). Each is a sibling of the queue's client:
+the same address, credentials, TLS, database and timeouts.
+
+A wire error (the connection broke, a timeout, an unknown outcome), contention,
+or a server that cannot serve now (a replica, out of memory, loading) degrades a
+beat: it backs off and tries again. An error that no retry can mend (bad
+arguments, a key of the wrong type, credentials refused, a permission denied)
+is fatal for the queue: the worker stops, and `run()` raises it.
 """
 
 from __future__ import annotations
@@ -17,13 +24,22 @@ import queue as _queue
 from dataclasses import dataclass, field
 from typing import Callable, Literal
 
-from .client import connect
-from .errors import ArgumentError, EmqError
-from .queue import Job, Queue
+from .errors import (
+    ArgumentError,
+    AuthenticationError,
+    EmqError,
+    LayoutError,
+    PermissionError,
+    ScriptingError,
+)
+from .queue import U32, U64, Job, Queue
 
 log = logging.getLogger("emq.worker")
 
 Recovery = Literal["reap", "stalled", "off"]
+
+# Errors no retry mends: the worker stops with them.
+FATAL = (ArgumentError, LayoutError, AuthenticationError, PermissionError, ScriptingError)
 
 # Where a user may not CLIENT UNBLOCK: how long before a due time a parked
 # worker stops blocking on the server and waits on its own clock (more than one
@@ -56,6 +72,20 @@ class Counters:
     def snapshot(self) -> dict[str, int]:
         with self._lock:
             return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+
+def _option(name: str, value: object, *, minimum: int, maximum: int, none_ok: bool = False) -> None:
+    if value is None and none_ok:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise ArgumentError(f"emq.Worker: {name} must be an int from {minimum} to {maximum}, not {value!r}")
+
+
+def _seconds(name: str, value: object, *, none_ok: bool) -> None:
+    if value is None and none_ok:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise ArgumentError(f"emq.Worker: {name} must be a non-negative number of seconds, not {value!r}")
 
 
 def degraded_sleep(streak: int, *, base_ms: int = 50, cap_ms: int = 5000) -> float:
@@ -91,12 +121,15 @@ class Worker:
             raise ArgumentError(f"emq.Worker: queue must be an emq.Queue, not {type(queue).__name__}")
         if not callable(handler):
             raise ArgumentError("emq.Worker: handler must be callable")
-        for name, v in (("concurrency", concurrency), ("lease_ms", lease_ms), ("beat_ms", beat_ms), ("pump_batch", pump_batch)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ArgumentError(f"emq.Worker: {name} must be a positive int, not {v!r}")
+        _option("concurrency", concurrency, minimum=1, maximum=10_000)
+        _option("lease_ms", lease_ms, minimum=1, maximum=U64)
+        _option("beat_ms", beat_ms, minimum=1, maximum=U32)
+        _option("pump_batch", pump_batch, minimum=1, maximum=U32)
+        _option("max_stalled", max_stalled, minimum=0, maximum=U32)
+        _seconds("ttl_s", ttl_s, none_ok=True)
+        _seconds("grace_s", grace_s, none_ok=False)
         if recovery not in ("reap", "stalled", "off"):
             raise ArgumentError(f"emq.Worker: recovery must be 'reap', 'stalled' or 'off', not {recovery!r}")
-        url = queue.client.address
         self.queue = queue
         self.handler = handler
         self.concurrency = concurrency
@@ -108,10 +141,11 @@ class Worker:
         self.ttl_s = ttl_s
         self.grace_s = grace_s
         self.counters = Counters()
-        # Connections of its own: the park blocks one for up to a beat.
-        self._beat = Queue(connect(url), queue.name)
-        self._park = connect(url, read_timeout=beat_ms / 1000 + 5)
-        self._work = Queue(connect(url), queue.name)
+        # Connections of its own, siblings of the queue's: the park blocks one for up to a beat.
+        client = queue.client
+        self._beat = Queue(client.sibling(), queue.name)
+        self._park = client.sibling(read_timeout=beat_ms / 1000 + 5)
+        self._work = Queue(client.sibling(), queue.name)
         self._stop = threading.Event()  # claim nothing more
         self._halt = threading.Event()  # stop extending leases: run() is over
         self._jobs: _queue.SimpleQueue[Job | None] = _queue.SimpleQueue()
@@ -123,6 +157,7 @@ class Worker:
         self._last_recover = 0.0
         self._park_id: int | None = None
         self._can_unblock = True
+        self._fatal: EmqError | None = None
 
     # -- control ------------------------------------------------------------
 
@@ -136,8 +171,16 @@ class Worker:
         with self._running_lock:
             return len(self._running)
 
+    def _give_up(self, e: EmqError) -> None:
+        """A fatal error: stop claiming; `run()` raises it once running jobs end."""
+        if self._fatal is None:
+            self._fatal = e
+            log.error("stopping: %s", e)
+        self.stop()
+
     def run(self) -> dict[str, int]:
-        """The beat loop; returns the counters when it stops."""
+        """The beat loop; returns the counters when it stops, or raises the
+        fatal error that stopped it (see the module's doc)."""
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())
@@ -165,6 +208,8 @@ class Worker:
             for _ in threads:
                 self._jobs.put(None)
             keeper.join(timeout=5)
+        if self._fatal is not None:
+            raise self._fatal
         return self.counters.snapshot()
 
     # -- the beat -------------------------------------------------------------
@@ -187,6 +232,8 @@ class Worker:
                 # How long until the next due time, from what the promote saw.
                 due_in = None if next_ms is None else (next_ms - now_ms) / 1000 - (time.monotonic() - promoted_at)
                 self._wait(due_in)
+        except FATAL as e:
+            self._give_up(e)
         except EmqError as e:
             if self._stop.is_set():  # a signal interrupted a blocking call: we are stopping
                 return
@@ -226,10 +273,10 @@ class Worker:
             if self._free_slots() == 0:
                 self._freed.wait(timeout)
             return
-        wake = self.queue.prefix + "wake"
+        name = self.queue.name
         if due_in is None or due_in > self.beat_ms / 1000:
             # A token left by a claim (work left) or a producer wakes us at once.
-            self._park.command("BLPOP", wake, f"{timeout:.3f}")
+            self._park._park(name, timeout)
             return
         # Due before the beat: the server times out a blocking pop only on its
         # own tick (every 1/hz s, 100 ms by default), so a timer unblocks the pop
@@ -237,7 +284,7 @@ class Worker:
         park_id = self._park_client_id()
         if park_id is None:
             if timeout > PARK_SLACK_S:
-                self._park.command("BLPOP", wake, f"{timeout - PARK_SLACK_S:.3f}")
+                self._park._park(name, timeout - PARK_SLACK_S)
             else:
                 self._stop.wait(timeout)
             return
@@ -245,7 +292,7 @@ class Worker:
         timer.daemon = True
         timer.start()
         try:
-            self._park.command("BLPOP", wake, f"{timeout + 1:.3f}")
+            self._park._park(name, timeout + 1)
         finally:
             timer.cancel()
 
@@ -254,17 +301,19 @@ class Worker:
         unblock clients (then the worker waits the last stretch on its own clock)."""
         if self._park_id is None and self._can_unblock:
             try:
-                self._park_id = self._park.command("CLIENT", "ID")
-            except EmqError:
+                self._park_id = self._park._client_id()
+            except PermissionError:
                 self._can_unblock = False
         return self._park_id if self._can_unblock else None
 
     def _unblock_park(self, park_id: int) -> None:
         try:
-            if self._beat.client.command("CLIENT", "UNBLOCK", park_id) == 0:
+            if not self._beat.client._unblock(park_id):
                 self._park_id = None  # not blocked (any more), or a new connection: ask again
-        except EmqError:
+        except PermissionError:
             self._can_unblock = False
+        except EmqError:
+            self._park_id = None
 
     # -- running jobs --------------------------------------------------------
 
@@ -302,6 +351,9 @@ class Worker:
         while True:
             try:
                 return call()
+            except FATAL as e:
+                self._give_up(e)
+                return None
             except EmqError as e:
                 streak += 1
                 if time.monotonic() > deadline:
@@ -326,6 +378,8 @@ class Worker:
                     if not self._work.extend(job, self.lease_ms) and self._is_running(job):
                         self.counters.add(lost_leases=1)
                         log.warning("lease of job %s was lost", job.id)
+                except FATAL as e:
+                    self._give_up(e)
                 except EmqError as e:
                     log.warning("extending job %s: %s", job.id, e)
 
@@ -340,14 +394,21 @@ class Worker:
 
 class Stalled:
     """The opt-in stalled sweeper: a timer that runs the stalled check every
-    `interval_ms`, re-armed after each sweep ends, so sweeps never overlap."""
+    `interval_ms`, re-armed after each sweep ends, so sweeps never overlap. A
+    fatal error (see the module's doc) stops it; it is kept in `error`."""
 
     def __init__(self, queue: Queue, *, interval_ms: int = 5000, max_stalled: int | None = 1, batch: int = 100):
-        self.queue = Queue(connect(queue.client.address), queue.name)
+        if not isinstance(queue, Queue):
+            raise ArgumentError(f"emq.Stalled: queue must be an emq.Queue, not {type(queue).__name__}")
+        for name, v, lo, none_ok in (("interval_ms", interval_ms, 1, False), ("max_stalled", max_stalled, 0, True), ("batch", batch, 1, False)):
+            if not (none_ok and v is None) and (isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= U32):
+                raise ArgumentError(f"emq.Stalled: {name} must be an int from {lo} to {U32}, not {v!r}")
+        self.queue = Queue(queue.client.sibling(), queue.name)
         self.interval_ms = interval_ms
         self.max_stalled = max_stalled
         self.batch = batch
         self.counters = Counters()
+        self.error: EmqError | None = None  # the fatal error that stopped it, if any
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -362,6 +423,10 @@ class Stalled:
             try:
                 self.sweep()
                 streak = 0
+            except FATAL as e:
+                self.error = e
+                log.error("stalled sweeper stopping: %s", e)
+                return
             except EmqError as e:
                 streak += 1
                 self.counters.add(degraded_beats=1)
@@ -373,6 +438,7 @@ class Stalled:
         return self
 
     def stop(self) -> None:
+        """Stops the timer (a fatal error stops it by itself: see `error`)."""
         self._stop.set()
         if self._thread:
             self._thread.join()

@@ -1,10 +1,14 @@
 //! One connection to the server, owned by the core: raw pipelines of packed
 //! commands, reconnecting on the next call after a wire error.
+//!
+//! A `Conn` keeps everything it was opened with (address, credentials, TLS,
+//! database, timeouts), so `sibling` opens another connection exactly like it:
+//! a worker's other connections run as the same user, over the same TLS.
 
 use std::time::Duration;
 
 use emq_plan::{Cmd, Reply};
-use redis::{ConnectionInfo, IntoConnectionInfo};
+use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
 
 use crate::error::{HostError, HostResult};
 use crate::resp::{Wire, WireError};
@@ -12,7 +16,7 @@ use crate::resp::{Wire, WireError};
 pub struct Conn {
     info: ConnectionInfo,
     wire: Option<Wire>,
-    /// The address, without credentials, for messages.
+    /// Where it connects, never with a password: for messages and reprs.
     pub address: String,
     connect_timeout: Duration,
     read_timeout: Option<Duration>,
@@ -27,7 +31,25 @@ impl Conn {
                 redact(url)
             ))
         })?;
-        Ok(Conn { info, wire: None, address: redact(url), connect_timeout, read_timeout })
+        let address = address(&info);
+        Ok(Conn { info, wire: None, address, connect_timeout, read_timeout })
+    }
+
+    /// A new connection with the same settings (`read_timeout`: `None` keeps this
+    /// one's), not yet connected.
+    pub fn sibling(&self, read_timeout: Option<Option<Duration>>) -> Conn {
+        Conn {
+            info: self.info.clone(),
+            wire: None,
+            address: self.address.clone(),
+            connect_timeout: self.connect_timeout,
+            read_timeout: read_timeout.unwrap_or(self.read_timeout),
+        }
+    }
+
+    /// Connects now (if not connected): a bad address or refused credentials fail here.
+    pub fn connect(&mut self) -> HostResult<()> {
+        self.wire().map(drop)
     }
 
     fn wire(&mut self) -> HostResult<&mut Wire> {
@@ -39,10 +61,11 @@ impl Conn {
     }
 
     fn wire_error(&self, e: &WireError) -> HostError {
-        let msg = format!("emq: {}: {e}", self.address);
+        let msg = format!("{}: {e}", self.address);
         match e {
             WireError::Timeout => HostError::Timeout(msg),
-            WireError::Io(_) | WireError::Refused(..) => HostError::Connection(msg),
+            WireError::Io(_) => HostError::Connection(msg),
+            WireError::Refused { code, message } => HostError::classify(&self.address, code, message),
             WireError::Protocol(_) => HostError::Server(msg),
         }
     }
@@ -64,8 +87,10 @@ impl Conn {
         self.on_wire(|w| w.pipeline(cmds))
     }
 
-    /// Sends `cmds` as one pipeline without reading; `replies` or `last_reply`
+    /// Sends `cmds` as one pipeline without reading; `replies` or `exec_replies`
     /// reads what they answer (the caller may work in between, while the server does).
+    /// A failure here means the pipeline was not sent whole: its last command
+    /// did not reach the server.
     pub fn send(&mut self, cmds: &[Cmd]) -> HostResult<()> {
         self.on_wire(|w| w.send(cmds))
     }
@@ -74,12 +99,23 @@ impl Conn {
         self.on_wire(|w| w.replies(n))
     }
 
-    pub fn last_reply(&mut self, n: usize) -> HostResult<Reply> {
-        self.on_wire(|w| w.last_reply(n))
+    /// Reads the `n` replies of a sent pipeline that ends with a write (an
+    /// `EXEC`, a script): the first error reply among all but the last, and the
+    /// last. The write was sent whole, so a failure now leaves its outcome
+    /// unknown.
+    pub fn write_replies(&mut self, n: usize) -> HostResult<(Option<Reply>, Reply)> {
+        self.on_wire(|w| w.exec_replies(n)).map_err(unknown)
     }
 
     pub fn one(&mut self, c: Cmd) -> HostResult<Reply> {
         Ok(self.pipeline(std::slice::from_ref(&c))?.pop().unwrap_or(Reply::Nil))
+    }
+
+    /// One command that writes (a script): its reply, or `OutcomeUnknown` when
+    /// the reply is lost after the command was sent.
+    pub fn one_write(&mut self, c: Cmd) -> HostResult<Reply> {
+        self.send(std::slice::from_ref(&c))?;
+        Ok(self.write_replies(1)?.1)
     }
 
     /// Ends a watch; if the server refuses, drops the connection instead (its
@@ -96,10 +132,107 @@ impl Conn {
     }
 }
 
-/// The URL without its password.
+/// A lost reply to a write that was sent whole.
+fn unknown(e: HostError) -> HostError {
+    match e {
+        HostError::Connection(m) | HostError::Timeout(m) | HostError::Server(m) => {
+            HostError::OutcomeUnknown(format!("{m}; the write was sent, whether it ran is unknown"))
+        }
+        other => other,
+    }
+}
+
+/// The connection's address as a URL without its password: `redis://user@host:port/db`,
+/// `rediss://…`, `unix:///path?db=N`.
+fn address(info: &ConnectionInfo) -> String {
+    let s = info.redis_settings();
+    let user = s.username().map(|u| format!("{u}@")).unwrap_or_default();
+    let db = s.db();
+    match info.addr() {
+        ConnectionAddr::Unix(path) => {
+            let mut q = vec![];
+            if db != 0 {
+                q.push(format!("db={db}"));
+            }
+            if let Some(u) = s.username() {
+                q.push(format!("user={u}"));
+            }
+            let q = if q.is_empty() { String::new() } else { format!("?{}", q.join("&")) };
+            format!("unix://{}{q}", path.display())
+        }
+        addr => {
+            let (scheme, host, port, insecure) = match addr {
+                ConnectionAddr::Tcp(h, p) => ("redis", h, *p, false),
+                ConnectionAddr::TcpTls { host, port, insecure, .. } => ("rediss", host, *port, *insecure),
+                #[allow(unreachable_patterns)]
+                _ => ("redis", &String::new(), 0, false),
+            };
+            let host = if host.contains(':') { format!("[{host}]") } else { host.clone() };
+            let db = if db != 0 { format!("/{db}") } else { String::new() };
+            let frag = if insecure { "#insecure" } else { "" };
+            format!("{scheme}://{user}{host}:{port}{db}{frag}")
+        }
+    }
+}
+
+/// A URL that did not parse, without anything that may be a password: the
+/// userinfo's password and `pass`/`password` query values.
 pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}{}", &url[..s + 3], &url[at + 1..]),
-        _ => url.to_string(),
+    let mut out = url.to_string();
+    if let (Some(s), Some(at)) = (out.find("://"), out.rfind('@')) {
+        if at > s {
+            let userinfo = &out[s + 3..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            let kept = if userinfo.contains(':') { format!("{user}:***") } else { user.to_string() };
+            out = format!("{}{kept}{}", &out[..s + 3], &out[at..]);
+        }
+    }
+    if let Some(q) = out.find('?') {
+        let (head, query) = out.split_at(q + 1);
+        let query: Vec<String> = query
+            .split('&')
+            .map(|kv| match kv.split_once('=') {
+                Some((k, _)) if k.eq_ignore_ascii_case("pass") || k.eq_ignore_ascii_case("password") => format!("{k}=***"),
+                _ => kv.to_string(),
+            })
+            .collect();
+        out = format!("{head}{}", query.join("&"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(url: &str) -> String {
+        Conn::open(url, Duration::from_secs(1), None).unwrap().address
+    }
+
+    #[test]
+    fn addresses_never_hold_a_password() {
+        assert_eq!(addr("redis://u:secret@127.0.0.1:6380/3"), "redis://u@127.0.0.1:6380/3");
+        assert_eq!(addr("redis://:secret@localhost:6379"), "redis://localhost:6379");
+        assert_eq!(addr("rediss://u:secret@h:1/0#insecure"), "rediss://u@h:1#insecure");
+        assert_eq!(addr("unix:///tmp/r.sock?db=2&pass=secret&user=u"), "unix:///tmp/r.sock?db=2&user=u");
+        assert_eq!(addr("redis+unix:///tmp/r.sock?pass=secret"), "unix:///tmp/r.sock");
+    }
+
+    #[test]
+    fn redacted_urls() {
+        assert_eq!(redact("redis://u:secret@h:1"), "redis://u:***@h:1");
+        assert_eq!(redact("bad://h?pass=secret&db=1"), "bad://h?pass=***&db=1");
+        assert_eq!(redact("unix:///s?password=x"), "unix:///s?password=***");
+        assert_eq!(redact("redis://h:1"), "redis://h:1");
+    }
+
+    #[test]
+    fn siblings_keep_the_settings() {
+        let c = Conn::open("redis://u:p@h:1/2", Duration::from_secs(3), Some(Duration::from_secs(4))).unwrap();
+        let s = c.sibling(None);
+        assert_eq!(s.address, c.address);
+        assert_eq!(s.info.redis_settings().password(), Some("p"));
+        assert_eq!((s.connect_timeout, s.read_timeout), (Duration::from_secs(3), Some(Duration::from_secs(4))));
+        assert_eq!(c.sibling(Some(Some(Duration::from_secs(9)))).read_timeout, Some(Duration::from_secs(9)));
     }
 }

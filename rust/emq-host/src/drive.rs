@@ -5,7 +5,7 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use emq_plan::conversation::{Conversation, Step};
-use emq_plan::{Cmd, ErrorKind, Reply};
+use emq_plan::{Cmd, Reply};
 
 use crate::conn::Conn;
 use crate::error::{HostError, HostResult};
@@ -55,7 +55,7 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
                 conn.send(&[Cmd::new("WATCH").args(&keys)])?;
                 watching = true;
                 unread += 1;
-                c.feed(&[])
+                c.feed(&[]).map_err(HostError::from)
             }
             Step::Read { watch, cmds } => {
                 let mut all = Vec::with_capacity(cmds.len() + 1);
@@ -71,9 +71,12 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
                 drop(std::mem::replace(&mut spent, (all, vec![])));
                 c.speculate();
                 let replies = conn.replies(n)?;
-                let fed = match watch_refused(&replies[..skip]) {
-                    Some(message) => Err(emq_plan::Error::server(c.verb(), message)),
-                    None => c.feed(&replies[skip..]),
+                // An error reply other than a wrong type (which the plan names as
+                // a layout error) is what the call fails with, by its class.
+                let refused = first_error(&replies[..skip]).or_else(|| replies[skip..].iter().find(|r| is_error(r) && !r.is_wrongtype()));
+                let fed = match refused {
+                    Some(r) => Err(refusal(c.verb(), r)),
+                    None => c.feed(&replies[skip..]).map_err(HostError::from),
                 };
                 spent.1 = replies;
                 fed
@@ -81,8 +84,8 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
             Step::Exec(_) if unread > 0 => {
                 // A watch sent ahead must hold before anything is queued.
                 let replies = conn.replies(std::mem::take(&mut unread))?;
-                match watch_refused(&replies) {
-                    Some(message) => Err(emq_plan::Error::server(c.verb(), message)),
+                match first_error(&replies) {
+                    Some(r) => Err(refusal(c.verb(), r)),
                     None => Ok(step),
                 }
             }
@@ -95,13 +98,19 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
                 let n = all.len();
                 drop(all);
                 drop(spent);
-                return match conn.last_reply(n)? {
-                    Reply::Nil => Ok(None),
-                    Reply::Array(exec) => Ok(Some(c.finish(&exec)?)),
-                    Reply::Error { message, .. } => {
-                        Err(HostError::Server(format!("{}: EXEC refused: {message}", c.verb())))
-                    }
-                    _ => Err(HostError::Server(format!("{}: EXEC gave no reply", c.verb()))),
+                // A command refused while queued (READONLY, OOM, NOPERM, MOVED, …)
+                // makes EXEC discard the transaction: that command's error is the
+                // call's, not EXECABORT's.
+                let verb = c.verb();
+                return match conn.write_replies(n)? {
+                    (Some(queued), _) => Err(refusal(verb, &queued)),
+                    (None, Reply::Nil) => Ok(None),
+                    (None, Reply::Array(exec)) => match first_error(&exec) {
+                        Some(r) => Err(ran_with(verb, r)),
+                        None => Ok(Some(c.finish(&exec)?)),
+                    },
+                    (None, r @ Reply::Error { .. }) => Err(refusal(verb, &r)),
+                    _ => Err(HostError::Server(format!("{verb}: EXEC gave no reply"))),
                 };
             }
         };
@@ -109,7 +118,15 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
             Ok(next) => step = next,
             Err(e) => {
                 end_watch(conn, watching, unread)?;
-                return if e.kind == ErrorKind::Conflict { Ok(None) } else { Err(e.into()) };
+                return match e {
+                    HostError::Contention(_) => Ok(None),
+                    e => {
+                        if e.drops_connection() {
+                            conn.close();
+                        }
+                        Err(e)
+                    }
+                };
             }
         }
     }
@@ -127,22 +144,44 @@ fn end_watch(conn: &mut Conn, watching: bool, unread: usize) -> HostResult<()> {
     Ok(())
 }
 
-/// The message of the first error among `WATCH` replies.
-fn watch_refused(replies: &[Reply]) -> Option<&str> {
-    replies.iter().find_map(|r| match r {
-        Reply::Error { message, .. } => Some(message.as_str()),
-        _ => None,
-    })
+fn is_error(r: &Reply) -> bool {
+    matches!(r, Reply::Error { .. })
+}
+
+/// The first error reply among `replies`.
+fn first_error(replies: &[Reply]) -> Option<&Reply> {
+    replies.iter().find(|r| is_error(r))
+}
+
+/// The error a refusal by the server stands for, by its code.
+fn refusal(verb: &str, r: &Reply) -> HostError {
+    match r {
+        Reply::Error { code, message } => HostError::classify(verb, code, message),
+        other => HostError::Server(format!("{verb}: {other:?}")),
+    }
+}
+
+/// A command that failed while `EXEC` ran the transaction (the others ran):
+/// every check a plan relies on is made before `EXEC`, so this is the server's
+/// own refusal, surfaced by its class.
+fn ran_with(verb: &str, r: &Reply) -> HostError {
+    let e = refusal(verb, r);
+    if let Reply::Error { message, .. } = r {
+        eprintln!("emq: {verb}: a command failed inside EXEC after the transaction started: {message}");
+    }
+    e
 }
 
 /// Full jitter: a random pause up to a cap that doubles with each attempt.
 pub struct Jitter(u64);
 
 impl Jitter {
+    /// Seeded from the operating system's randomness (the clock where it has none).
     pub fn new() -> Self {
-        let t = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
-        let local = 0u8;
-        Jitter((t ^ (&local as *const u8 as u64).rotate_left(29)) | 1)
+        let seed = getrandom::u64().unwrap_or_else(|_| {
+            SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+        });
+        Jitter(seed | 1)
     }
 
     /// xorshift64*: not for secrets, only to spread retries.

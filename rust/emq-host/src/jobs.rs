@@ -5,20 +5,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use emq_plan::add::{Add, NewJob};
-use emq_plan::claim::{Claim, Claimed};
+use emq_plan::claim::{Claim, Claimed, CLAIM};
 use emq_plan::lane_ops::{LaneControl, LaneOp};
 use emq_plan::settle::{Action, Settle, Settled};
 use emq_plan::Keys;
 
 use crate::conn::Conn;
 use crate::drive::{drive, Jitter};
-use crate::error::HostResult;
+use crate::error::{HostError, HostResult};
 
 /// This process's tag for generated ids, and their sequence.
 fn id_gen(count: usize) -> (u32, u64) {
     static TAG: OnceLock<u32> = OnceLock::new();
     static SEQ: AtomicU64 = AtomicU64::new(0);
-    let tag = *TAG.get_or_init(|| (Jitter::new().next() as u32) ^ std::process::id().rotate_left(16));
+    let tag = *TAG.get_or_init(|| getrandom::u32().unwrap_or_else(|_| Jitter::new().next() as u32 ^ std::process::id()));
     (tag, SEQ.fetch_add(count as u64, Ordering::Relaxed))
 }
 
@@ -28,9 +28,22 @@ pub fn add(conn: &mut Conn, queue: &[u8], jobs: Vec<NewJob>) -> HostResult<Vec<V
     drive(conn, || Ok(Add::new(Keys::new(queue), jobs.clone(), gen)?), |_| {})
 }
 
-/// A fresh claim token: 128 random bits in hex.
-fn token(rng: &mut Jitter) -> Vec<u8> {
-    format!("{:016x}{:016x}", rng.next(), rng.next()).into_bytes()
+/// `n` fresh claim tokens: 128 bits each from the operating system's
+/// randomness, in hex. A token is a lease's proof: it must not be guessable
+/// from another (a late worker's word is refused by it).
+fn tokens(n: usize) -> HostResult<Vec<Vec<u8>>> {
+    let mut bytes = vec![0u8; 16 * n];
+    getrandom::fill(&mut bytes).map_err(|e| HostError::Server(format!("{CLAIM}: no randomness from the operating system: {e}")))?;
+    Ok(bytes
+        .chunks_exact(16)
+        .map(|t| {
+            let mut hex = Vec::with_capacity(32);
+            for b in t {
+                hex.extend_from_slice(format!("{b:02x}").as_bytes());
+            }
+            hex
+        })
+        .collect())
 }
 
 /// Most ids one claim takes.
@@ -38,15 +51,7 @@ pub const MAX_CLAIM: u64 = 10_000;
 
 pub fn claim(conn: &mut Conn, queue: &[u8], n: u64, lease_ms: u64) -> HostResult<Vec<Claimed>> {
     let n = n.min(MAX_CLAIM);
-    let mut rng = Jitter::new();
-    drive(
-        conn,
-        || {
-            let tokens = (0..n).map(|_| token(&mut rng)).collect();
-            Ok(Claim::new(Keys::new(queue), n, lease_ms, tokens)?)
-        },
-        |_| {},
-    )
+    drive(conn, || Ok(Claim::new(Keys::new(queue), n, lease_ms, tokens(n as usize)?)?), |_| {})
 }
 
 pub fn settle(conn: &mut Conn, queue: &[u8], id: &[u8], token: &[u8], lane: Option<&[u8]>, action: Action) -> HostResult<Settled> {

@@ -17,10 +17,9 @@ use emq_plan::sweep::{Kind, Outcome, PROMOTE, STALLED};
 use emq_plan::add::{NewJob, When};
 use emq_plan::lane_ops::LaneOp;
 use emq_plan::settle::{Action, Settled};
-use emq_plan::{names, wire, Cmd, Reply};
-use pyo3::exceptions::PyTypeError;
+use emq_plan::{names, wire, Cmd, Keys, Reply};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use conn::Conn;
 
@@ -41,40 +40,90 @@ struct Client {
 }
 
 impl Client {
-    /// Runs `f` on the connection with the GIL released.
+    /// Runs `f` on the connection with the GIL released. A connection whose
+    /// last call panicked is in an unknown state (a watch, unread replies): it is
+    /// closed, and connects again for this call.
     fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Conn) -> HostResult<T> + Send) -> PyResult<T> {
         py.detach(|| {
-            let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+            let mut conn = self.conn.lock().unwrap_or_else(|poisoned| {
+                let mut conn = poisoned.into_inner();
+                conn.close();
+                self.conn.clear_poison();
+                conn
+            });
             f(&mut conn)
         })
         .map_err(PyErr::from)
+    }
+
+    fn from_conn(py: Python<'_>, conn: Conn) -> PyResult<Self> {
+        let address = conn.address.clone();
+        let client = Client { conn: Mutex::new(conn), address };
+        // Connect now, so a bad address or refused credentials fail here and not on first use.
+        client.with(py, Conn::connect)?;
+        Ok(client)
+    }
+}
+
+/// Seconds as a timeout: a positive number; `inf`: no timeout (`None`).
+fn seconds(verb: &str, name: &str, v: &Bound<'_, PyAny>) -> HostResult<Option<Duration>> {
+    let secs = (!v.is_instance_of::<PyBool>()).then(|| v.extract::<f64>().ok()).flatten();
+    match secs {
+        Some(s) if s == f64::INFINITY => Some(None),
+        Some(s) => Duration::try_from_secs_f64(s).ok().filter(|d| !d.is_zero()).map(Some),
+        None => None,
+    }
+    .ok_or_else(|| HostError::Argument(format!("{verb}: {name} must be a positive number of seconds, not {}", short_repr(v))))
+}
+
+/// A value for a message: its repr, cut short.
+fn short_repr(v: &Bound<'_, PyAny>) -> String {
+    let r = v.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
+    if r.chars().count() > 40 {
+        format!("{}…", r.chars().take(40).collect::<String>())
+    } else {
+        r
     }
 }
 
 #[pymethods]
 impl Client {
     #[new]
-    #[pyo3(signature = (url, *, connect_timeout=5.0, read_timeout=30.0))]
-    fn new(py: Python<'_>, url: &str, connect_timeout: f64, read_timeout: Option<f64>) -> PyResult<Self> {
-        let secs = |name: &str, v: f64| -> HostResult<Duration> {
-            Duration::try_from_secs_f64(v).ok().filter(|d| !d.is_zero()).ok_or_else(|| {
-                HostError::Argument(format!("emq.connect: {name} must be a positive number of seconds, not {v}"))
-            })
+    /// `Client(url, *, connect_timeout=5.0, read_timeout=30.0)`, in seconds;
+    /// `math.inf`: no read timeout (`emq.connect(read_timeout=None)`).
+    #[pyo3(signature = (url, *, connect_timeout=None, read_timeout=None))]
+    fn new(py: Python<'_>, url: &Bound<'_, PyAny>, connect_timeout: Option<&Bound<'_, PyAny>>, read_timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        const VERB: &str = "emq.connect";
+        let url = text_arg(VERB, "url", url)?;
+        let ct = match connect_timeout {
+            Some(v) => seconds(VERB, "connect_timeout", v)?
+                .ok_or_else(|| HostError::Argument(format!("{VERB}: connect_timeout must be finite")))?,
+            None => Duration::from_secs(5),
         };
-        let ct = secs("connect_timeout", connect_timeout)?;
-        let rt = read_timeout.map(|v| secs("read_timeout", v)).transpose()?;
-        let conn = Conn::open(url, ct, rt)?;
-        let address = conn.address.clone();
-        let client = Client { conn: Mutex::new(conn), address };
-        // Connect now, so a bad address fails here and not on first use.
-        client.with(py, |c| c.one(Cmd::new("PING")).map(drop))?;
-        Ok(client)
+        let rt = match read_timeout {
+            Some(v) => seconds(VERB, "read_timeout", v)?,
+            None => Some(Duration::from_secs(30)),
+        };
+        Client::from_conn(py, Conn::open(&url, ct, rt)?)
     }
 
-    /// `PING`: `True` when the server answers.
+    /// A new connection with this one's settings (address, credentials, TLS,
+    /// database, timeouts); `read_timeout` in seconds (`math.inf`: none)
+    /// replaces this one's.
+    #[pyo3(signature = (*, read_timeout=None))]
+    fn sibling(&self, py: Python<'_>, read_timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let rt = read_timeout.map(|v| seconds("emq.Client.sibling", "read_timeout", v)).transpose()?;
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner()).sibling(rt);
+        Client::from_conn(py, conn)
+    }
+
+    /// `PING`: `True` when the server answers; an error reply raises its class.
     fn ping(&self, py: Python<'_>) -> PyResult<bool> {
         let r = self.with(py, |c| c.one(Cmd::new("PING")))?;
-        Ok(matches!(r, Reply::Status(ref s) if s == "PONG"))
+        match r {
+            Reply::Error { code, message } => Err(HostError::classify("PING", &code, &message).into()),
+            r => Ok(matches!(r, Reply::Status(ref s) if s == "PONG")),
+        }
     }
 
     /// The server's clock in ms: `TIME` as `sec * 1000 + floor(usec / 1000)`.
@@ -84,38 +133,35 @@ impl Client {
     }
 
     /// Any command, for tools and tests: replies as Python values (bytes,
-    /// int, str, list, None); an error reply raises `emq.ServerError`.
+    /// int, str, list, None); an error reply raises its class (`emq.ServerError`
+    /// or a subclass, `emq.PermissionError`, …).
     #[pyo3(signature = (*args))]
     fn command<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>) -> PyResult<Bound<'py, PyAny>> {
-        let cmd = Cmd::from_args(args.iter().map(|a| arg_bytes(&a)).collect::<PyResult<Vec<_>>>()?);
-        if cmd.argc() == 0 {
-            return Err(HostError::Argument("command: no command given".into()).into());
+        let cmd = raw_command(args.iter())?;
+        match self.with(py, |c| c.one(cmd))? {
+            Reply::Error { code, message } => {
+                let verb = args.get_item(0).and_then(|a| a.str()).map(|n| n.to_string().to_uppercase()).unwrap_or_default();
+                Err(HostError::classify(&verb, &code, &message).into())
+            }
+            r => to_py(py, r),
         }
-        let r = self.with(py, |c| c.one(cmd))?;
-        to_py(py, r)
     }
 
-    /// Several commands in one round trip; error replies come back as
-    /// `emq.ServerError` instances in the list, not raised.
-    fn pipeline<'py>(&self, py: Python<'py>, cmds: Vec<Vec<Bound<'py, PyAny>>>) -> PyResult<Bound<'py, PyList>> {
-        let cmds: Vec<Cmd> = cmds
-            .iter()
-            .map(|c| Ok(Cmd::from_args(c.iter().map(arg_bytes).collect::<PyResult<Vec<_>>>()?)))
-            .collect::<PyResult<_>>()?;
+    /// Several commands in one round trip; an error reply raises its class
+    /// (after every reply is read, so the connection stays in step).
+    fn pipeline<'py>(&self, py: Python<'py>, cmds: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyList>> {
+        let cmds: Vec<Cmd> = cmds.iter().map(|c| raw_command(c.try_iter()?.collect::<PyResult<Vec<_>>>()?.into_iter()).map_err(PyErr::from)).collect::<PyResult<_>>()?;
         let replies = self.with(py, |c| c.pipeline(&cmds))?;
         let out = PyList::empty(py);
         for r in replies {
-            match r {
-                Reply::Error { message, .. } => out.append(PyErr::from(HostError::Server(message)).into_value(py))?,
-                r => out.append(to_py(py, r)?)?,
-            }
+            out.append(to_py(py, r)?)?;
         }
         Ok(out)
     }
 
     /// PROMOTE (SPEC §5): the number of ids taken out of `schedule`. The facade
     /// (`emq.promote`) gives the defaults.
-        fn promote(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, batch: &Bound<'_, PyAny>, backend: &str) -> PyResult<i64> {
+    fn promote(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, batch: &Bound<'_, PyAny>, backend: &Bound<'_, PyAny>) -> PyResult<i64> {
         let (q, batch, backend) = (queue_arg(PROMOTE, queue)?, count(PROMOTE, "batch", batch, false)?, backend_arg(PROMOTE, backend)?);
         match self.with(py, |c| sweeps::run(c, backend, Kind::Promote, &q, batch))? {
             Outcome::Promoted(n) => Ok(n),
@@ -136,13 +182,13 @@ impl Client {
 
     /// STALLED CHECK (SPEC §6): `(recovered ids, dead ids)`; `max_stalled=None`:
     /// nothing dies.
-        fn stalled_check<'py>(
+    fn stalled_check<'py>(
         &self,
         py: Python<'py>,
         queue: &Bound<'py, PyAny>,
         max_stalled: Option<&Bound<'py, PyAny>>,
         batch: &Bound<'py, PyAny>,
-        backend: &str,
+        backend: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let q = queue_arg(STALLED, queue)?;
         let max_stalled = max_stalled.map(|m| count(STALLED, "max_stalled", m, true)).transpose()?;
@@ -154,12 +200,12 @@ impl Client {
 
     /// The wire form: the seed's EVALSHA tail with the command's name first,
     /// checked as the module checks it, then run by `backend`.
-    #[pyo3(signature = (*args, backend="plan"))]
-    fn wire<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>, backend: &str) -> PyResult<Bound<'py, PyAny>> {
-        let args: Vec<Vec<u8>> = args.iter().map(|a| arg_bytes(&a)).collect::<PyResult<_>>()?;
+    #[pyo3(signature = (*args, backend=None))]
+    fn wire<'py>(&self, py: Python<'py>, args: &Bound<'py, PyTuple>, backend: Option<&Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        let args: Vec<Vec<u8>> = args.iter().map(|a| arg_bytes("emq.wire", &a)).collect::<HostResult<_>>()?;
         let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let req = wire::parse(&refs).map_err(HostError::from)?;
-        let backend = backend_arg(req.kind.verb(), backend)?;
+        let backend = backend.map(|b| backend_arg(req.kind.verb(), b)).transpose()?.unwrap_or(Backend::Plan);
         match self.with(py, |c| sweeps::run(c, backend, req.kind, &req.queue, req.batch))? {
             Outcome::Promoted(n) => Ok(n.into_pyobject(py)?.into_any()),
             Outcome::Stalled { recovered, dead } => {
@@ -252,6 +298,47 @@ impl Client {
         self.with(py, |c| jobs::lane(c, &q, &lane, op))
     }
 
+    /// The park of a worker's beat: blocks on the queue's `wake` list until a
+    /// token comes (`True`) or `timeout_s` passes (`False`).
+    fn _park(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, timeout_s: f64) -> PyResult<bool> {
+        let q = queue_arg("EMQ.PARK", queue)?;
+        let cmd = Cmd::new("BLPOP").arg(Keys::new(&q).wake()).arg(format!("{:.3}", timeout_s.max(0.001)));
+        match self.with(py, |c| c.one(cmd))? {
+            Reply::Error { code, message } => Err(HostError::classify("EMQ.PARK", &code, &message).into()),
+            r => Ok(r != Reply::Nil),
+        }
+    }
+
+    /// This connection's `CLIENT ID` (it connects first if it must).
+    fn _client_id(&self, py: Python<'_>) -> PyResult<i64> {
+        match self.with(py, |c| c.one(Cmd::new("CLIENT").arg("ID")))? {
+            Reply::Int(id) => Ok(id),
+            Reply::Error { code, message } => Err(HostError::classify("CLIENT ID", &code, &message).into()),
+            other => Err(HostError::Server(format!("CLIENT ID gave {other:?}")).into()),
+        }
+    }
+
+    /// `CLIENT UNBLOCK id`: whether a client blocked with that id was unblocked.
+    fn _unblock(&self, py: Python<'_>, id: i64) -> PyResult<bool> {
+        let cmd = Cmd::new("CLIENT").arg("UNBLOCK").arg(id.to_string());
+        match self.with(py, |c| c.one(cmd))? {
+            Reply::Int(n) => Ok(n == 1),
+            Reply::Error { code, message } => Err(HostError::classify("CLIENT UNBLOCK", &code, &message).into()),
+            other => Err(HostError::Server(format!("CLIENT UNBLOCK gave {other:?}")).into()),
+        }
+    }
+
+    /// For the tests of a call that panics: watches `key` and panics while the
+    /// connection is held, leaving a watch and the lock poisoned behind. The next
+    /// call must run on a new connection.
+    fn _panic_while_watching(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<()> {
+        let key = text_arg("_panic_while_watching", "key", key)?;
+        self.with(py, |c| -> HostResult<()> {
+            c.one(Cmd::new("WATCH").arg(key))?;
+            panic!("emq: a panic for the tests, while a call holds the connection");
+        })
+    }
+
     /// `INFO section` as a dict of str (`server_name`, `redis_version`, …).
     #[pyo3(signature = (section="server"))]
     fn info<'py>(&self, py: Python<'py>, section: &str) -> PyResult<Bound<'py, PyDict>> {
@@ -277,28 +364,35 @@ impl Client {
     }
 }
 
-fn arg_bytes(a: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+/// A raw command's argument: bytes, str, int (any size) or float.
+fn arg_bytes(verb: &str, a: &Bound<'_, PyAny>) -> HostResult<Vec<u8>> {
     if let Ok(b) = a.cast::<PyBytes>() {
         Ok(b.as_bytes().to_vec())
-    } else if let Ok(s) = a.cast::<PyString>() {
-        Ok(s.to_str()?.as_bytes().to_vec())
-    } else if a.is_instance_of::<PyBool>() {
-        Err(PyTypeError::new_err("command arguments are str, bytes, int or float, not bool"))
-    } else if let Ok(n) = a.extract::<i64>() {
-        Ok(n.to_string().into_bytes())
-    } else if let Ok(f) = a.extract::<f64>() {
-        Ok(f.to_string().into_bytes())
+    } else if a.is_instance_of::<PyString>() {
+        text_arg(verb, "an argument", a).map(String::into_bytes)
+    } else if a.is_instance_of::<PyInt>() && !a.is_instance_of::<PyBool>() || a.is_instance_of::<PyFloat>() {
+        Ok(a.str().map_err(|_| HostError::Argument(format!("{verb}: an argument has no text form")))?.to_string().into_bytes())
     } else {
-        Err(PyTypeError::new_err(format!("command arguments are str, bytes, int or float, not {}", a.get_type().name()?)))
+        Err(HostError::Argument(format!("{verb}: arguments are str, bytes, int or float, not {}", type_name(a))))
     }
 }
 
-fn queue_arg(verb: &str, q: &Bound<'_, PyAny>) -> HostResult<Vec<u8>> {
-    let q = q
+fn type_name(v: &Bound<'_, PyAny>) -> String {
+    v.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+}
+
+/// A `str` argument that encodes to UTF-8 (no lone surrogates).
+fn text_arg(verb: &str, name: &str, v: &Bound<'_, PyAny>) -> HostResult<String> {
+    let s = v
         .cast::<PyString>()
-        .ok()
-        .and_then(|s| s.to_str().ok().map(|s| s.as_bytes().to_vec()))
-        .ok_or_else(|| HostError::Argument(format!("{verb}: queue must be a str")))?;
+        .map_err(|_| HostError::Argument(format!("{verb}: {name} must be a str, not {}", type_name(v))))?;
+    s.to_str()
+        .map(str::to_owned)
+        .map_err(|_| HostError::Argument(format!("{verb}: {name} must be valid UTF-8 text (it holds a lone surrogate)")))
+}
+
+fn queue_arg(verb: &str, q: &Bound<'_, PyAny>) -> HostResult<Vec<u8>> {
+    let q = text_arg(verb, "queue", q)?.into_bytes();
     match names::queue_name_problem(&q) {
         Some(why) => Err(HostError::Argument(format!("{verb}: queue {why}"))),
         None => Ok(q),
@@ -315,17 +409,30 @@ fn count(verb: &str, name: &str, v: &Bound<'_, PyAny>, zero_ok: bool) -> HostRes
     }
 }
 
-fn backend_arg(verb: &str, b: &str) -> HostResult<Backend> {
-    match b {
+fn backend_arg(verb: &str, b: &Bound<'_, PyAny>) -> HostResult<Backend> {
+    match text_arg(verb, "backend", b)?.as_str() {
         "plan" => Ok(Backend::Plan),
         "lua" => Ok(Backend::Lua),
-        _ => Err(HostError::Argument(format!("{verb}: backend must be \"plan\" or \"lua\", not {b:?}"))),
+        other => Err(HostError::Argument(format!("{verb}: backend must be \"plan\" or \"lua\", not {other:?}"))),
     }
 }
 
 fn id_list(py: Python<'_>, ids: Vec<Vec<u8>>) -> PyResult<Bound<'_, PyList>> {
     let strs: Vec<String> = ids.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect();
     PyList::new(py, strs)
+}
+
+/// A raw command from Python values; its name (upper-cased) is the verb of its errors.
+fn raw_command<'py>(args: impl Iterator<Item = Bound<'py, PyAny>>) -> HostResult<Cmd> {
+    let mut parts = vec![];
+    for a in args {
+        let verb = parts.first().map(|n: &Vec<u8>| String::from_utf8_lossy(n).to_uppercase()).unwrap_or_else(|| "command".into());
+        parts.push(arg_bytes(&verb, &a)?);
+    }
+    if parts.is_empty() {
+        return Err(HostError::Argument("command: no command given".into()));
+    }
+    Ok(Cmd::from_args(parts))
 }
 
 fn to_py(py: Python<'_>, r: Reply) -> PyResult<Bound<'_, PyAny>> {
@@ -341,8 +448,33 @@ fn to_py(py: Python<'_>, r: Reply) -> PyResult<Bound<'_, PyAny>> {
             }
             l.into_any()
         }
-        Reply::Error { message, .. } => return Err(HostError::Server(message).into()),
+        Reply::Error { code, message } => return Err(HostError::classify("emq", &code, &message).into()),
     })
+}
+
+/// A queue name as SPEC §1 has it (1 to 128 bytes of UTF-8, no braces, control
+/// characters or whitespace), or `emq.ArgumentError` naming `verb`.
+#[pyfunction]
+fn check_queue(verb: &str, name: &Bound<'_, PyAny>) -> PyResult<String> {
+    let q = queue_arg(verb, name)?;
+    Ok(String::from_utf8(q).expect("checked UTF-8"))
+}
+
+/// A job id or lane name as SPEC §1 has it (1 to 256 bytes of UTF-8, no control
+/// characters), or `emq.ArgumentError` naming `verb` and `what`.
+#[pyfunction]
+fn check_name(verb: &str, what: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
+    let v = text_arg(verb, what, value)?;
+    match names::id_problem(v.as_bytes()) {
+        Some(why) => Err(HostError::Argument(format!("{verb}: {what} {why}")).into()),
+        None => Ok(v),
+    }
+}
+
+/// A `str` that encodes to UTF-8, or `emq.ArgumentError` naming `verb` and `what`.
+#[pyfunction]
+fn check_text(verb: &str, what: &str, value: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(text_arg(verb, what, value)?)
 }
 
 /// Parses `INFO` text into a dict of str.
@@ -361,6 +493,9 @@ fn parse_info<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyDict>> 
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Client>()?;
     m.add_function(wrap_pyfunction!(parse_info, m)?)?;
+    m.add_function(wrap_pyfunction!(check_queue, m)?)?;
+    m.add_function(wrap_pyfunction!(check_name, m)?)?;
+    m.add_function(wrap_pyfunction!(check_text, m)?)?;
     m.add("PROMOTE_LUA", sweeps::PROMOTE_LUA)?;
     m.add("STALLED_LUA", sweeps::STALLED_LUA)?;
     m.add("WAKE_MAX", emq_plan::WAKE_MAX)?;

@@ -77,8 +77,9 @@ pub enum WireError {
     Timeout,
     /// The server sent something that is not RESP2.
     Protocol(String),
-    /// The handshake's `AUTH` or `SELECT` was refused: the server's message.
-    Refused(String),
+    /// The handshake was refused (`AUTH`, `SELECT`, or a `PING` that wants
+    /// credentials): the error reply's code and message.
+    Refused { code: String, message: String },
 }
 
 impl From<io::Error> for WireError {
@@ -96,7 +97,7 @@ impl std::fmt::Display for WireError {
             WireError::Io(e) => write!(f, "{e}"),
             WireError::Timeout => write!(f, "no reply within the read timeout"),
             WireError::Protocol(what) => write!(f, "protocol error: {what}"),
-            WireError::Refused(message) => write!(f, "{message}"),
+            WireError::Refused { message, .. } => write!(f, "{message}"),
         }
     }
 }
@@ -176,15 +177,23 @@ impl Wire {
             cmds.push(Cmd::new("SELECT").arg(settings.db().to_string()));
         }
         let checked = cmds.len();
+        // A server that wants credentials answers `NOAUTH`: the connection is
+        // refused now, not on its first call. (A user denied `PING` is fine.)
+        cmds.push(Cmd::new("PING"));
         cmds.push(Cmd::new("CLIENT").arg("SETINFO").arg("LIB-NAME").arg("emq"));
         cmds.push(Cmd::new("CLIENT").arg("SETINFO").arg("LIB-VER").arg(env!("CARGO_PKG_VERSION")));
         let replies = self.pipeline(&cmds)?;
-        for r in &replies[..checked] {
-            if let Reply::Error { message, .. } = r {
-                return Err(WireError::Refused(message.clone()));
-            }
+        let refused = |r: &Reply| match r {
+            Reply::Error { code, message } => Some(WireError::Refused { code: code.clone(), message: message.clone() }),
+            _ => None,
+        };
+        if let Some(e) = replies[..checked].iter().find_map(refused) {
+            return Err(e);
         }
-        Ok(())
+        match &replies[checked] {
+            Reply::Error { code, .. } if code == "NOAUTH" => Err(refused(&replies[checked]).expect("an error")),
+            _ => Ok(()),
+        }
     }
 
     /// Sends `cmds` and reads one reply each.
@@ -198,17 +207,22 @@ impl Wire {
         (0..n).map(|_| self.read_reply(true)).collect()
     }
 
-    /// Reads `n` replies, keeping the last one only (the others are read past
-    /// without being built).
-    pub fn last_reply(&mut self, n: usize) -> WireResult<Reply> {
+    /// Reads `n` replies (`MULTI`, the queued commands, `EXEC`): the first error
+    /// among all but the last, and the last. The others are read past without
+    /// being built.
+    pub fn exec_replies(&mut self, n: usize) -> WireResult<(Option<Reply>, Reply)> {
+        let mut first_error = None;
         for _ in 1..n {
-            self.read_reply(false)?;
+            let r = self.read_reply(false)?;
+            if first_error.is_none() && matches!(r, Reply::Error { .. }) {
+                first_error = Some(r);
+            }
         }
-        self.read_reply(true)
+        Ok((first_error, self.read_reply(true)?))
     }
 
     /// Sends `cmds` as one pipeline; their replies are read with `replies` or
-    /// `last_reply`.
+    /// `exec_replies`.
     pub fn send(&mut self, cmds: &[Cmd]) -> WireResult<()> {
         self.out.clear();
         emq_plan::cmd::encode_into(cmds, &mut self.out);
@@ -220,7 +234,8 @@ impl Wire {
         Ok(())
     }
 
-    /// Reads one reply; with `keep` false, reads past it and gives `Nil`.
+    /// Reads one reply; with `keep` false, reads past it and gives `Nil`, or the
+    /// reply itself when it is an error (errors are never skipped unseen).
     fn read_reply(&mut self, keep: bool) -> WireResult<Reply> {
         let mut stack: Vec<Frame> = vec![];
         loop {
@@ -268,7 +283,7 @@ impl Wire {
         let after_line = cr + 2;
         let elem = match kind {
             b'+' => Elem::Value(if keep { Reply::Status(text(line)) } else { Reply::Nil }),
-            b'-' => Elem::Value(if keep { error(line) } else { Reply::Nil }),
+            b'-' => Elem::Value(error(line)),
             b':' => Elem::Value(Reply::Int(int(line)?)),
             b'$' => {
                 let n = int(line)?;

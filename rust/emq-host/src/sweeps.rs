@@ -65,23 +65,23 @@ fn run_lua(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<
         .args(&ks)
         .args(&argv)
         .arg(batch.to_string());
-    let mut reply = conn.one(call.clone())?;
+    let mut reply = conn.one_write(call.clone())?;
     if matches!(&reply, Reply::Error { code, .. } if code == "NOSCRIPT") {
         let loaded = conn.one(Cmd::new("SCRIPT").arg("LOAD").arg(script))?;
         if let Reply::Error { .. } = loaded {
             reply = loaded;
         } else {
-            reply = conn.one(call)?;
+            reply = conn.one_write(call)?;
         }
     }
     let verb = kind.verb();
     match reply {
         Reply::Error { code, message } => Err(match code.as_str() {
             "EMQLAYOUT" => HostError::Layout(message.trim_start_matches("EMQLAYOUT ").to_string()),
-            "NOPERM" => HostError::Scripting(format!(
+            "NOPERM" if is_script_command_denied(&message) => HostError::Scripting(format!(
                 "{verb}: scripting is not allowed for this connection's user ({message}); backend=\"plan\" needs no scripts"
             )),
-            _ => HostError::Server(format!("{verb}: {message}")),
+            _ => HostError::classify(verb, &code, &message),
         }),
         Reply::Int(n) => Ok(Outcome::Promoted(n)),
         Reply::Array(lists) if lists.len() == 2 => {
@@ -90,6 +90,13 @@ fn run_lua(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<
         }
         other => Err(HostError::Server(format!("{verb}: unexpected script reply {other:?}"))),
     }
+}
+
+/// Whether a `NOPERM` is about the scripting commands themselves (not a key or
+/// command a script touched).
+fn is_script_command_denied(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    ["'evalsha'", "'script|load'", "'script'", "'eval'"].iter().any(|c| m.contains(c))
 }
 
 /// The script's EVALSHA name, hashed once per process.
