@@ -1,0 +1,411 @@
+"""Production conditions (issue 12): what a refusal by the server surfaces as,
+on every verb, with the keyspace unchanged; workers that stop on errors no retry
+mends and ride out those that pass; no password in any string emq shows; a call
+that panicked leaves nothing behind on its connection.
+
+Real servers only: a read-only replica (`--replicaof`), `maxmemory` with
+`noeviction`, `CLIENT PAUSE WRITE`, an ACL user denied one command.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+
+import pytest
+import redis
+
+import emq
+from emq.embedded import Server
+from test_jobs_model import snapshot
+
+Q = "hard"
+P = f"emq:{{{Q}}}:"
+FAR = 10**9
+
+
+def loaded(c: emq.Client, r: redis.Redis) -> tuple[emq.Queue, emq.Job]:
+    """A queue where every verb has something to write: ready jobs (flat and in
+    a lane), due jobs, expired leases, and a job held with a long lease."""
+    q = emq.Queue(c, Q)
+    q.add_many([{"data": b"p1", "id": "p1"}, {"data": b"p2", "id": "p2", "lane": "L"}])
+    q.add_many([{"data": b"d1", "id": "d1", "delay_ms": FAR}, {"data": b"d2", "id": "d2", "delay_ms": FAR, "lane": "L"}])
+    r.zadd(P + "schedule", {"d1": 1000, "d2": 1001})
+    q.add_many([{"data": b"x1", "id": "x1"}, {"data": b"x2", "id": "x2"}, {"data": b"h", "id": "h"}])
+    held = None
+    for j in q.claim(10, lease_ms=FAR):
+        if j.id == "h":
+            held = j
+        elif j.id in ("x1", "x2"):
+            r.zadd(P + "active", {j.id: 2000 + int(j.id[1])})
+    # p1, p2 were claimed too: put them back as ready, so a claim has work
+    for j in ("p1", "p2"):
+        r.zrem(P + "active", j)
+    r.hset(P + "job:p1", mapping={"state": "pending"})
+    r.hset(P + "job:p2", mapping={"state": "pending"})
+    r.hset(P + "lanectl:L", mapping={"active": "0"})
+    r.rpush(P + "pending", "p1")
+    r.rpush(P + "lane:L", "p2")
+    assert held is not None
+    return q, held
+
+
+def verbs(q: emq.Queue, held: emq.Job):
+    """Every verb that writes, each with what it must write."""
+    c = q.client
+    return {
+        "add": lambda: q.add(b"new", id="new"),
+        "add_many": lambda: q.add_many([b"a", b"b"]),
+        "add_later": lambda: q.add(b"later", delay_ms=FAR),
+        "claim": lambda: q.claim(5),
+        "extend": lambda: q.extend(held, FAR),
+        "complete": lambda: q.complete(held),
+        "fail": lambda: q.fail(held, "boom"),
+        "pause_lane": lambda: q.pause_lane("L"),
+        "set_lane_limit": lambda: q.set_lane_limit("L", 3),
+        "promote": lambda: emq.promote(c, Q),
+        "promote_lua": lambda: emq.promote(c, Q, backend="lua"),
+        "stalled_check": lambda: emq.stalled_check(c, Q),
+        "stalled_check_lua": lambda: emq.stalled_check(c, Q, backend="lua"),
+    }
+
+
+VERBS = ["add", "add_many", "add_later", "claim", "extend", "complete", "fail", "pause_lane", "set_lane_limit",
+         "promote", "promote_lua", "stalled_check", "stalled_check_lua"]
+
+
+def refused(r: redis.Redis, call, cls: type, *words: str) -> str:
+    before = snapshot(r)
+    with pytest.raises(cls) as e:
+        call()
+    msg = str(e.value)
+    assert "EXECABORT" not in msg, msg
+    for w in words:
+        assert w in msg, f"{msg!r} does not say {w!r}"
+    assert snapshot(r) == before, f"{msg!r}: the keyspace changed"
+    return msg
+
+
+# ---------------------------------------------------------------------------
+# Refusals by the server, each its own class, nothing written.
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_out_of_memory(server, r, verb):
+    c = emq.connect(server.url)
+    q, held = loaded(c, r)
+    r.config_set("maxmemory-policy", "noeviction")
+    r.config_set("maxmemory", "1")
+    try:
+        if verb.endswith("_lua"):
+            # A script that has written once may write on past maxmemory (the
+            # server will not leave it half done): it runs, or is refused whole.
+            before = snapshot(r)
+            try:
+                verbs(q, held)[verb]()
+            except emq.OutOfMemoryError:
+                assert snapshot(r) == before
+        else:
+            msg = refused(r, verbs(q, held)[verb], emq.OutOfMemoryError, "OOM")
+            assert msg.startswith("EMQ."), msg  # names the verb
+    finally:
+        r.config_set("maxmemory", "0")
+    assert c.ping()
+
+
+_replicas: dict[int, tuple[Server, redis.Redis]] = {}
+
+
+@pytest.fixture
+def replica(server):
+    """A replica of `server` (one per server for the module), in sync."""
+    if server.port not in _replicas or _replicas[server.port][0].proc.poll() is not None:
+        rep = Server(server.binary, extra=["--replicaof", "127.0.0.1", str(server.port), "--repl-diskless-sync-delay", "0"]).start()
+        _replicas[server.port] = (rep, redis.Redis.from_url(rep.url))
+    rep, rr = _replicas[server.port]
+    if rr.info("replication").get("role") != "slave":
+        rr.replicaof("127.0.0.1", server.port)
+    deadline = time.monotonic() + 20
+    while rr.info("replication").get("master_link_status") != "up":
+        assert time.monotonic() < deadline, "the replica did not sync"
+        time.sleep(0.02)
+    return rep, rr
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _stop_replicas():
+    yield
+    for rep, rr in _replicas.values():
+        rr.close()
+        rep.stop()
+    _replicas.clear()
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_read_only_replica(server, r, replica, verb):
+    rep, rr = replica
+    q, held = loaded(emq.connect(server.url), r)
+    assert r.execute_command("WAIT", 1, 10000) == 1  # the replica has every write
+    c = emq.connect(rep.url)
+    refused(rr, verbs(emq.Queue(c, Q), held)[verb], emq.ReadOnlyError, "READONLY")
+    assert snapshot(r) == snapshot(rr)
+    assert c.ping()  # the connection was dropped and comes back
+
+
+def test_read_only_connection_is_dropped_so_a_promoted_replica_is_written(server, r, replica):
+    """After READONLY the connection is not reused: once the replica is
+    promoted, the same client writes."""
+    rep, rr = replica
+    c = emq.connect(rep.url)
+    q = emq.Queue(c, Q)
+    with pytest.raises(emq.ReadOnlyError):
+        q.add(b"x", id="x")
+    rr.replicaof("NO", "ONE")
+    assert q.add(b"x", id="x") == "x"
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_permission_denied(server, r, verb):
+    """A user denied one command the call needs: PermissionError, nothing written."""
+    c = emq.connect(server.url)
+    q, held = loaded(c, r)
+    needs = {
+        "add": "rpush", "add_many": "rpush", "add_later": "zadd", "claim": "zadd", "extend": "zadd",
+        "complete": "zrem", "fail": "zadd", "pause_lane": "hset", "set_lane_limit": "hset",
+        "promote": "zrem", "promote_lua": "evalsha", "stalled_check": "zrem", "stalled_check_lua": "evalsha",
+    }[verb]
+    r.execute_command("ACL", "SETUSER", "narrow", "reset", "on", ">pw", "~emq:*", "+@all", f"-{needs}")
+    u = emq.connect(f"redis://narrow:pw@127.0.0.1:{server.port}")
+    cls = emq.ScriptingError if needs == "evalsha" else emq.PermissionError
+    msg = refused(r, verbs(emq.Queue(u, Q), held)[verb], cls, needs)
+    assert "pw" not in msg.replace("permission", "")
+    assert u.ping()
+
+
+@pytest.mark.parametrize("verb", ["add", "claim", "complete", "fail", "promote", "promote_lua", "stalled_check", "stalled_check_lua"])
+def test_paused_writes_leave_the_outcome_unknown_and_write_nothing(server, r, verb):
+    """`CLIENT PAUSE WRITE` longer than the read timeout: the reads go through,
+    EXEC (or the script) waits; the reply does not come in time, so the outcome
+    is unknown to the caller, and the server, its client gone, runs nothing."""
+    c = emq.connect(server.url, read_timeout=0.2)
+    q, held = loaded(c, r)
+    before = snapshot(r)
+    r.execute_command("CLIENT", "PAUSE", "700", "WRITE")
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(emq.OutcomeUnknownError) as e:
+            verbs(q, held)[verb]()
+        assert isinstance(e.value, emq.ConnectionError)
+        assert "unknown" in str(e.value)
+    finally:
+        time.sleep(max(0.0, 0.8 - (time.monotonic() - t0)))
+        r.execute_command("CLIENT", "UNPAUSE")
+    assert snapshot(r) == before
+    assert c.ping()
+
+
+def test_a_timeout_before_the_write_is_a_plain_timeout(server, r):
+    """A read that times out before EXEC was sent (the server pauses every
+    client): TimeoutError, not unknown, and nothing is written."""
+    c = emq.connect(server.url, read_timeout=0.2)
+    q = emq.Queue(c, Q)
+    r.execute_command("CLIENT", "PAUSE", "600", "ALL")
+    with pytest.raises(emq.TimeoutError) as e:
+        q.add(b"x", id="x")
+    assert not isinstance(e.value, emq.OutcomeUnknownError)
+    time.sleep(0.7)
+    assert r.exists(P + "job:x") == 0
+    assert q.add(b"x", id="x") == "x"
+
+
+# ---------------------------------------------------------------------------
+# Credentials and what emq shows.
+
+
+SECRET = "s3cr3t-Pa55"
+
+
+def test_no_password_in_any_string(server, r, caplog):
+    r.execute_command("ACL", "SETUSER", "app", "on", f">{SECRET}", "~*", "+@all")
+    url = f"redis://app:{SECRET}@127.0.0.1:{server.port}/2"
+    c = emq.connect(url)
+    q = emq.Queue(c, Q)
+    shown = [c.address, repr(c), repr(q), repr(c.sibling()), c.sibling().address]
+    assert c.address == f"redis://app@127.0.0.1:{server.port}/2"
+    # errors: a refused password, a port nobody listens on, a unix socket that is not there
+    for bad in [
+        f"redis://app:{SECRET}x@127.0.0.1:{server.port}",
+        f"redis://app:{SECRET}@127.0.0.1:1",
+        f"unix:///nonexistent/emq.sock?pass={SECRET}&db=1",
+        f"redis+unix:///nonexistent/emq.sock?user=app&pass={SECRET}",
+        f"nonsense://app:{SECRET}@h",
+        f"redis://app:{SECRET}@127.0.0.1:{server.port}/notadb",
+    ]:
+        with pytest.raises(emq.EmqError) as e:
+            emq.connect(bad, connect_timeout=1)
+        shown.append(str(e.value))
+    with caplog.at_level(logging.DEBUG):
+        w = emq.Worker(q, lambda job: None, beat_ms=50, ttl_s=0.3)
+        w.run()
+    shown.extend(rec.getMessage() for rec in caplog.records)
+    for s in shown:
+        assert SECRET not in s, s
+
+
+def test_connect_to_a_protected_server(server, r):
+    r.config_set("requirepass", SECRET)
+    try:
+        with pytest.raises(emq.AuthenticationError) as e:
+            emq.connect(server.url)
+        assert "NOAUTH" in str(e.value)
+        assert isinstance(e.value, emq.ConnectionError)
+        with pytest.raises(emq.AuthenticationError) as e:
+            emq.connect(f"redis://:wrong@127.0.0.1:{server.port}")
+        c = emq.connect(f"redis://:{SECRET}@127.0.0.1:{server.port}")
+        assert c.ping() is True
+        assert c.sibling().ping() is True
+    finally:
+        r.execute_command("AUTH", SECRET)
+        r.config_set("requirepass", "")
+
+
+def test_siblings_carry_user_db_and_timeouts(server, r):
+    r.execute_command("ACL", "SETUSER", "app", "on", f">{SECRET}", "~*", "+@all")
+    c = emq.connect(f"redis://app:{SECRET}@127.0.0.1:{server.port}/3", read_timeout=0.4)
+    s = c.sibling()
+    assert s.command("ACL", "WHOAMI") == b"app"
+    s.command("SET", "k", "in-3")
+    assert redis.Redis.from_url(server.url + "/3").get("k") == b"in-3"
+    # the read timeout is the parent's: a blocking pop of 1 s gives up at 0.4 s
+    with pytest.raises(emq.TimeoutError):
+        s.command("BLPOP", "nothing", "1")
+    longer = c.sibling(read_timeout=5)
+    assert longer.command("BLPOP", "nothing", "0.5") is None
+    with pytest.raises(emq.ArgumentError):
+        c.sibling(read_timeout=-1)
+
+
+# ---------------------------------------------------------------------------
+# Workers: fatal errors stop them; passing ones are ridden out.
+
+
+def test_worker_stops_with_a_layout_error(server, r):
+    c = emq.connect(server.url)
+    q = emq.Queue(c, Q)
+    q.add(b"x", id="x", delay_ms=FAR)
+    r.zadd(P + "schedule", {"x": 1000})
+    r.set(P + "pending", "not a list")
+    w = emq.Worker(q, lambda job: None, beat_ms=50, ttl_s=30)
+    t0 = time.monotonic()
+    with pytest.raises(emq.LayoutError, match="EMQ.PROMOTE"):
+        w.run()
+    assert time.monotonic() - t0 < 20
+    assert w.counters.snapshot()["degraded_beats"] == 0
+
+
+def test_worker_stops_with_a_permission_error(server, r):
+    r.execute_command("ACL", "SETUSER", "w", "reset", "on", ">pw", "~emq:*", "+@all", "-zrange")
+    c = emq.connect(f"redis://w:pw@127.0.0.1:{server.port}")
+    w = emq.Worker(emq.Queue(c, Q), lambda job: None, beat_ms=50, ttl_s=30)
+    with pytest.raises(emq.PermissionError, match="zrange"):
+        w.run()
+
+
+def test_worker_stops_when_its_password_is_revoked(server, r):
+    r.execute_command("ACL", "SETUSER", "w", "reset", "on", ">pw", "~emq:*", "+@all")
+    c = emq.connect(f"redis://w:pw@127.0.0.1:{server.port}")
+    w = emq.Worker(emq.Queue(c, Q), lambda job: None, beat_ms=50, ttl_s=30)
+    result: dict = {}
+
+    def run():
+        try:
+            w.run()
+        except BaseException as e:  # noqa: BLE001 - checked below
+            result["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    time.sleep(0.3)
+    r.execute_command("ACL", "SETUSER", "w", "resetpass", ">other")
+    r.execute_command("CLIENT", "KILL", "USER", "w")
+    t.join(20)
+    assert not t.is_alive()
+    assert isinstance(result.get("error"), emq.AuthenticationError), result
+
+
+def test_worker_rides_out_a_full_server_and_runs_the_jobs_after(server, r):
+    c = emq.connect(server.url)
+    q = emq.Queue(c, Q)
+    done = []
+    w = emq.Worker(q, lambda job: done.append(job.id), beat_ms=50)
+    r.config_set("maxmemory-policy", "noeviction")
+    q.add(b"a", id="a", delay_ms=200)
+    r.config_set("maxmemory", "1")
+    result: dict = {}
+
+    def run():
+        try:
+            result["counters"] = w.run()
+        except BaseException as e:  # noqa: BLE001 - checked below
+            result["error"] = e
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    try:
+        deadline = time.monotonic() + 20
+        while w.counters.snapshot()["degraded_beats"] < 2:
+            assert time.monotonic() < deadline, w.counters.snapshot()
+            time.sleep(0.02)
+    finally:
+        r.config_set("maxmemory", "0")
+    deadline = time.monotonic() + 20
+    while done != ["a"]:
+        assert time.monotonic() < deadline, (done, w.counters.snapshot())
+        time.sleep(0.02)
+    w.stop()
+    t.join(20)
+    assert "error" not in result, result
+
+
+def test_stalled_sweeper_stops_with_a_fatal_error(server, r):
+    r.set(P + "active", "not a zset")
+    s = emq.Stalled(emq.Queue(emq.connect(server.url), Q), interval_ms=20).start()
+    deadline = time.monotonic() + 10
+    while s.error is None:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert isinstance(s.error, emq.LayoutError)
+    s.stop()
+
+
+# ---------------------------------------------------------------------------
+# The connection itself.
+
+
+def test_a_call_that_panicked_leaves_no_watch_behind(server, r):
+    """A panic while a call holds the connection (here: after a WATCH) poisons
+    its lock; the next call closes that connection and opens a new one, so the
+    stale watch cannot abort it."""
+    c = emq.connect(server.url)
+    q = emq.Queue(c, Q)
+    first = c._client_id()
+    with pytest.raises(BaseException, match="panic for the tests"):
+        c._panic_while_watching(P + "job:w")
+    r.hset(P + "job:other", "x", "1")
+    r.set(P + "job:w", "touched")  # would abort an EXEC under the old watch
+    r.delete(P + "job:w")
+    assert q.add(b"w", id="w") == "w"
+    assert c._client_id() != first
+    assert r.hget(P + "job:w", "state") == b"pending"
+
+
+def test_claim_tokens_are_unique_and_128_bits(server, r):
+    c = emq.connect(server.url)
+    q = emq.Queue(c, Q)
+    q.add_many([b"x"] * 2000)
+    jobs = q.claim(2000) + emq.Queue(emq.connect(server.url), Q).claim(10)
+    tokens = [j.token for j in jobs]
+    assert len(set(tokens)) == len(tokens) == 2000
+    assert all(re.fullmatch(r"[0-9a-f]{32}", t) for t in tokens)
