@@ -67,10 +67,11 @@ def r(server) -> redis.Redis:
 
 
 # ---------------------------------------------------------------------------
-# Production conditions (tests/servers.py): session-scoped
+# Production conditions (tests/servers.py, tests/faults.py): session-scoped
 # servers, reset before each test that takes them.
 
 import servers as _servers  # noqa: E402
+from faults import FaultProxy  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -147,3 +148,11 @@ def replica(request, _production_servers) -> _servers.Replicated:
     pair.wait_link()
     pair.reset()
     return pair
+
+
+@pytest.fixture
+def proxy(server) -> FaultProxy:
+    """A FaultProxy in front of `server` (valkey and redis); stopped after the test."""
+    with FaultProxy("127.0.0.1", server.port) as p:
+        yield p
+    assert not p.errors, f"the proxy's loop raised: {p.errors!r}"
