@@ -8,8 +8,9 @@ TLS trust, for the Rust core (`native-tls` on OpenSSL) and any other OpenSSL
 client in a subprocess: `SSL_CERT_FILE=<ca.pem>` in the environment makes the
 CA trusted, and `rediss://127.0.0.1:PORT` then verifies the server's
 certificate and its address (the certificate names 127.0.0.1 and localhost).
-Without it the certificate is refused; `rediss://127.0.0.1:PORT/#insecure`
-turns all verification off. See `TLSServer`.
+Without it the certificate is refused ("certificate verify failed");
+`rediss://127.0.0.1:PORT/#insecure` turns all verification off. See `TLSServer`
+for the in-process details.
 """
 
 from __future__ import annotations
@@ -155,8 +156,8 @@ class Acl:
     def restrict(self, user: str, password: str, commands: Iterable[str], *, keys: Iterable[str] = ("emq:*",),
                  default_off: bool = True, db: int | None = None) -> str:
         """Makes `user` (from scratch): on, `password`, only `keys` (patterns),
-        no channels, only `commands` (ACL names: `get`, `client|setinfo`, `@read`
-        as `+@read`... pass a category as "@read"), and never `@scripting`.
+        no channels, only `commands` (ACL rules without or with their sign:
+        `get`, `client|setinfo`, `@read`, `-flushall`), and never `@scripting`.
         `default_off`: the `default` user is turned off and its connections
         killed, so a connection that does not authenticate is refused (the
         admin connection is `admin`'s). Returns the user's URL."""
@@ -241,11 +242,17 @@ class TLSServer:
     How a client trusts the CA:
     - redis-py: `redis.Redis(..., ssl=True, ssl_ca_certs=str(ca))`, or
       `redis.Redis.from_url(url, ssl_ca_certs=str(ca))`;
-    - the Rust core (native-tls, OpenSSL) and any OpenSSL client: `SSL_CERT_FILE`
-      naming the CA file in its environment (`env()`), then `url`. native-tls
-      reads the variable once per process (its probe) and OpenSSL again for
-      each connector, so set it before the first TLS connection; a subprocess
-      given `env()` is the sure way;
+    - the Rust core (native-tls on OpenSSL) and any OpenSSL client: `SSL_CERT_FILE`
+      naming the CA file in its environment (`env()`, the `tls_env` fixture),
+      then `url`. In a subprocess that is all. In this process: native-tls
+      builds an OpenSSL connector per connection, and OpenSSL reads
+      SSL_CERT_FILE each time, so setting `os.environ["SSL_CERT_FILE"]` (or
+      monkeypatch.setenv) before `emq.connect` works, even after connections
+      that failed; but native-tls also loads the file that SSL_CERT_FILE named
+      at the process's first TLS connection (a probe it keeps for the process's
+      life), so once a process has connected with the variable set, it trusts
+      that CA for good: a test that wants the refusal runs in a subprocess
+      (`SSL_CERT_DIR` needs a directory prepared by `openssl rehash`);
     - `insecure_url` (`rediss://…/#insecure`): no verification at all.
     """
 
