@@ -64,3 +64,95 @@ def r(server) -> redis.Redis:
     c = redis.Redis.from_url(server.url)
     yield c
     c.close()
+
+
+# ---------------------------------------------------------------------------
+# Production conditions (tests/servers.py, tests/faults.py): session-scoped
+# servers, reset before each test that takes them.
+
+import servers as _servers  # noqa: E402
+from faults import FaultProxy  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def _production_servers():
+    started: dict = {}
+    yield started
+    for s in started.values():
+        s.stop()
+
+
+def _started(cache: dict, key, start):
+    s = cache.get(key)
+    if s is not None and not s.alive():  # a test stopped one of its servers: start afresh
+        s.stop()
+        s = None
+    if s is None:
+        try:
+            s = cache[key] = start()
+        except RuntimeError as e:
+            pytest.fail(f"{key}: {e}")
+    return s
+
+
+def _need(kind: str) -> None:
+    if not _servers.binary(kind):
+        pytest.fail(f"{kind}-server is not installed (./dev test installs it)")
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def protected_server(request, _production_servers) -> _servers.Protected:
+    """valkey and redis with `requirepass`: `.url` (no password), `.password`,
+    `.url_for(user, password, db)`, `.admin()` (a redis-py client as `admin`)."""
+    _need(request.param)
+    p = _started(_production_servers, ("protected", request.param), lambda: _servers.start_protected(request.param))
+    p.reset()
+    return p
+
+
+@pytest.fixture
+def acl(protected_server) -> _servers.Acl:
+    """`acl.restrict(user, password, commands)` -> the user's URL, with `default`
+    off; `acl.clients()`, `acl.users()`: who is connected as whom."""
+    a = _servers.Acl(protected_server)
+    yield a
+    a.close()
+
+
+@pytest.fixture
+def tls_server(_production_servers) -> _servers.TLSServer:
+    """redis-server with TLS and a CA of its own: `.url` (`rediss://`),
+    `.insecure_url`, `.ca`, `.env()` (SSL_CERT_FILE for subprocesses),
+    `.client()` (redis-py over TLS), `.admin()` (plain port)."""
+    if not (shutil.which("redis-server") and shutil.which("openssl")):
+        pytest.skip("needs redis-server and openssl")
+    t = _started(_production_servers, "tls", _servers.start_tls)
+    with t.admin() as r:
+        r.flushall()
+    return t
+
+
+@pytest.fixture
+def tls_env(tls_server) -> dict[str, str]:
+    """os.environ plus SSL_CERT_FILE=<the TLS server's CA>: for subprocesses."""
+    return tls_server.env()
+
+
+@pytest.fixture(params=sorted(SERVERS))
+def replica(request, _production_servers) -> _servers.Replicated:
+    """A primary and a linked replica (valkey and redis): `.primary`, `.replica`
+    (Servers), `.url` (the replica's), `.primary_url`, `.sync()`."""
+    _need(request.param)
+    pair = _started(_production_servers, ("replica", request.param),
+                    lambda: _servers.start_replicated(request.param))
+    pair.wait_link()
+    pair.reset()
+    return pair
+
+
+@pytest.fixture
+def proxy(server) -> FaultProxy:
+    """A FaultProxy in front of `server` (valkey and redis); stopped after the test."""
+    with FaultProxy("127.0.0.1", server.port) as p:
+        yield p
+    assert not p.errors, f"the proxy's loop raised: {p.errors!r}"

@@ -134,7 +134,9 @@ class Server:
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
                     s.sendall(b"*1\r\n$4\r\nPING\r\n")
-                    if s.recv(64).startswith(b"+PONG"):
+                    # A server with `requirepass` (or its default user off) answers
+                    # -NOAUTH: it is up, and refuses us as it should.
+                    if s.recv(64).startswith((b"+PONG", b"-NOAUTH")):
                         return True
             except OSError:
                 pass

