@@ -18,7 +18,6 @@ import pytest
 import redis
 
 import emq
-from emq.embedded import Server
 from test_jobs_model import snapshot
 
 Q = "hard"
@@ -115,55 +114,34 @@ def test_out_of_memory(server, r, verb):
     assert c.ping()
 
 
-_replicas: dict[int, tuple[Server, redis.Redis]] = {}
-
-
-@pytest.fixture
-def replica(server):
-    """A replica of `server` (one per server for the module), in sync."""
-    if server.port not in _replicas or _replicas[server.port][0].proc.poll() is not None:
-        rep = Server(server.binary, extra=["--replicaof", "127.0.0.1", str(server.port), "--repl-diskless-sync-delay", "0"]).start()
-        _replicas[server.port] = (rep, redis.Redis.from_url(rep.url))
-    rep, rr = _replicas[server.port]
-    if rr.info("replication").get("role") != "slave":
-        rr.replicaof("127.0.0.1", server.port)
-    deadline = time.monotonic() + 20
-    while rr.info("replication").get("master_link_status") != "up":
-        assert time.monotonic() < deadline, "the replica did not sync"
-        time.sleep(0.02)
-    return rep, rr
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _stop_replicas():
-    yield
-    for rep, rr in _replicas.values():
-        rr.close()
-        rep.stop()
-    _replicas.clear()
-
-
 @pytest.mark.parametrize("verb", VERBS)
-def test_read_only_replica(server, r, replica, verb):
-    rep, rr = replica
-    q, held = loaded(emq.connect(server.url), r)
-    assert r.execute_command("WAIT", 1, 10000) == 1  # the replica has every write
-    c = emq.connect(rep.url)
+def test_read_only_replica(replica, verb):
+    r = redis.Redis.from_url(replica.primary_url)
+    rr = redis.Redis.from_url(replica.url)
+    q, held = loaded(emq.connect(replica.primary_url), r)
+    replica.sync()
+    c = emq.connect(replica.url)
     refused(rr, verbs(emq.Queue(c, Q), held)[verb], emq.ReadOnlyError, "READONLY")
     assert snapshot(r) == snapshot(rr)
     assert c.ping()  # the connection was dropped and comes back
 
 
-def test_read_only_connection_is_dropped_so_a_promoted_replica_is_written(server, r, replica):
+def test_read_only_connection_is_dropped_so_a_promoted_replica_is_written(replica):
     """After READONLY the connection is not reused: once the replica is
     promoted, the same client writes."""
-    rep, rr = replica
-    c = emq.connect(rep.url)
+    rr = redis.Redis.from_url(replica.url)
+    c = emq.connect(replica.url)
     q = emq.Queue(c, Q)
+    first = c._client_id()
     with pytest.raises(emq.ReadOnlyError):
         q.add(b"x", id="x")
     rr.replicaof("NO", "ONE")
-    assert q.add(b"x", id="x") == "x"
+    try:
+        assert q.add(b"x", id="x") == "x"
+        assert c._client_id() != first
+    finally:
+        rr.replicaof("127.0.0.1", replica.primary.port)
+        replica.wait_link()
 
 
 @pytest.mark.parametrize("verb", VERBS)

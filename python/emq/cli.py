@@ -87,9 +87,12 @@ def cmd_stats(args) -> int:
 
 
 def cmd_demo(args) -> int:
+    import os
+
     from .demo import run_demo
 
-    return run_demo(url=args.url, jobs=args.jobs, seconds=args.seconds, workers=args.workers)
+    url = args.url or os.environ.get("EMQ_URL")  # the variable keeps a password off the command line
+    return run_demo(url=url, jobs=args.jobs, seconds=args.seconds, workers=args.workers)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -128,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     t.set_defaults(run=cmd_stats)
 
     d = sub.add_parser("demo", help="the demo: scheduled jobs, workers, a killed worker, lateness")
-    d.add_argument("--url", default=None, help="a server to use (default: an embedded Valkey)")
+    d.add_argument("--url", default=None, help="a server to use (default: EMQ_URL, else an embedded Valkey)")
     d.add_argument("--jobs", type=int, default=3000)
     d.add_argument("--seconds", type=float, default=6.0, help="the window the due times spread over")
     d.add_argument("--workers", type=int, default=3)
