@@ -102,7 +102,7 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
                 // makes EXEC discard the transaction: that command's error is the
                 // call's, not EXECABORT's.
                 let verb = c.verb();
-                return match conn.write_replies(n)? {
+                let out = match conn.write_replies(n)? {
                     (Some(queued), _) => Err(refusal(verb, &queued)),
                     (None, Reply::Nil) => Ok(None),
                     (None, Reply::Array(exec)) => match first_error(&exec) {
@@ -112,6 +112,10 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
                     (None, r @ Reply::Error { .. }) => Err(refusal(verb, &r)),
                     _ => Err(HostError::Server(format!("{verb}: EXEC gave no reply"))),
                 };
+                if out.as_ref().is_err_and(HostError::drops_connection) {
+                    conn.close();
+                }
+                return out;
             }
         };
         match result {
