@@ -7,6 +7,7 @@ mod conn;
 mod drive;
 mod error;
 mod jobs;
+mod net;
 mod resp;
 mod sweeps;
 
