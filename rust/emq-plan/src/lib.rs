@@ -17,6 +17,7 @@ pub mod lanes;
 pub mod names;
 pub mod promote;
 pub mod reply;
+pub mod retention;
 pub mod rows;
 pub mod settle;
 pub mod stalled;
