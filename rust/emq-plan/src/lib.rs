@@ -14,6 +14,7 @@ pub mod conversation;
 pub mod error;
 pub mod lane_ops;
 pub mod lanes;
+pub mod look;
 pub mod names;
 pub mod promote;
 pub mod reply;
