@@ -30,8 +30,9 @@ millisecond), so the new entries sort after the old ones, as the model assumes.
 
 A state machine cannot take pytest fixtures: `test_jobs_state_machine` takes
 `server` and builds the machine class around its URL (`machine_for`). Settings
-(80 examples of up to 60 steps) keep it to ~10 s a server on an idle 2-core
-machine, and within a couple of minutes when the machine is busy.
+(80 examples of up to 60 steps) keep it to ~25 s a server on an idle 2-core
+machine (~10 s before the retention rules and the `work` rule, which claims and
+settles a few jobs a step), and within a few minutes when the machine is busy.
 """
 
 from __future__ import annotations

@@ -157,8 +157,11 @@ pub fn dead_step<T>(keys: &Keys, d: usize) -> Step<T> {
 /// The policy fields the dead step reads.
 pub const DEAD_FIELDS: [&str; 2] = ["dead_ms", "dead_max"];
 
+/// The first entries of `dead`: (member, score), in zset order.
+pub type Head = Vec<(Vec<u8>, f64)>;
+
 /// The replies of [`dead_step`], parsed: the policy, the size of `dead`, its head.
-pub fn parse_dead_step(verb: &str, keys: &Keys, replies: &[Reply]) -> Result<(Retention, i64, Vec<(Vec<u8>, f64)>)> {
+pub fn parse_dead_step(verb: &str, keys: &Keys, replies: &[Reply]) -> Result<(Retention, i64, Head)> {
     let [policy, card, head] = replies else {
         return Err(Error::server(verb, "dead: wrong number of replies"));
     };
@@ -176,7 +179,7 @@ pub fn parse_dead_step(verb: &str, keys: &Keys, replies: &[Reply]) -> Result<(Re
 }
 
 /// `ZRANGE … WITHSCORES` as (member, score) pairs.
-pub fn parse_scored(r: &Reply) -> Option<Vec<(Vec<u8>, f64)>> {
+pub fn parse_scored(r: &Reply) -> Option<Head> {
     let items = r.as_array()?;
     if items.len() % 2 != 0 {
         return None;
