@@ -68,6 +68,9 @@ def test_the_defaults_and_setting_each_field(q, r):
     q.set_retention(keep_done_s=None, keep_dead_s=0, max_dead=None)
     assert r.hgetall(P + "retention") == {b"done_ms": b"-1", b"dead_ms": b"0", b"dead_max": b"-1"}
     assert q.retention() == {"keep_done_s": None, "keep_dead_s": 0.0, "max_dead": None}
+    q.set_retention(keep_done_s=0.0001)
+    assert q.retention()["keep_done_s"] == 0.001, "a positive time is never rounded down to 0 (deleted at once)"
+    q.set_retention(keep_done_s=None, keep_dead_s=0, max_dead=None)
     q.set_retention()  # nothing given: nothing written
     assert r.hgetall(P + "retention") == {b"done_ms": b"-1", b"dead_ms": b"0", b"dead_max": b"-1"}
 

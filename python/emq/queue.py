@@ -64,6 +64,8 @@ def _keep_ms(verb: str, name: str, value: Any) -> int | None:
     if not math.isfinite(value) or value < 0:
         raise ArgumentError(f"{verb}: {name} must be a finite number of seconds >= 0 or None (forever), not {value}")
     ms = round(value * 1000)
+    if value > 0 and ms == 0:
+        ms = 1  # under half a millisecond: kept 1 ms, not "deleted at once"
     if ms > _POLICY_MAX:
         raise ArgumentError(f"{verb}: {name} must be at most {_POLICY_MAX // 1000} seconds, not {value}")
     return ms
