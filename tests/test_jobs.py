@@ -234,6 +234,86 @@ def test_duplicate_of_a_finished_job_is_refused(q, r):
     assert snapshot(r) == before
 
 
+def test_an_identical_re_add_returns_the_id_and_writes_nothing(q, r):
+    """A retry of an add whose reply was lost: every row carries the digest of
+    its request, and the same request under the same id has already landed,
+    wherever the job is now (waiting, held, done, dead)."""
+    specs = [
+        {"data": b"x", "id": "a"},
+        {"data": "y", "id": "b", "lane": "A", "max_attempts": 5},
+        {"data": b"z", "id": "c", "delay_ms": LATER},
+        {"data": b"w", "id": "d", "at_ms": 5},
+        {"data": b"v", "id": "e", "at_ms": 4 * 10**13, "lane": "B"},
+        {"data": b"", "id": "done-one"},
+        {"data": b"", "id": "dead-one", "max_attempts": 1},
+    ]
+    assert q.add_many(specs) == [sp["id"] for sp in specs]
+    for j in q.claim(10):
+        if j.id == "done-one":
+            assert q.complete(j)
+        elif j.id == "dead-one":
+            assert q.fail(j, "x") == "dead"
+    for sp in specs:
+        assert len(row(r, sp["id"])["digest"]) == 32
+    before = snapshot(r)
+    for sp in specs:
+        assert q.add(**sp) == sp["id"]
+    assert q.add_many(specs) == [sp["id"] for sp in specs]
+    assert q.add_many(list(reversed(specs))) == [sp["id"] for sp in reversed(specs)]
+    assert snapshot(r) == before
+    assert_invariants(r, P)
+
+
+def test_a_different_request_under_a_given_id_is_refused_and_writes_nothing(q, r):
+    q.add(b"x", id="a", lane="A", max_attempts=2, delay_ms=LATER)
+    q.add(b"x", id="at", at_ms=4 * 10**13)
+    r.hset(job_key("old"), mapping={"state": "pending", "data": "x"})  # a row with no digest
+    r.rpush(PENDING, "old")
+    r.set(job_key("str"), "x")  # not a row at all
+    before = snapshot(r)
+    same = {"data": b"x", "id": "a", "lane": "A", "max_attempts": 2, "delay_ms": LATER}
+    others = [
+        {**same, "data": b"y"},
+        {**same, "data": "x "},
+        {**same, "lane": "B"},
+        {**same, "lane": None},
+        {**same, "max_attempts": 3},
+        {**same, "delay_ms": LATER + 1},
+        {**same, "delay_ms": 0},
+        {k: v for k, v in same.items() if k != "delay_ms"} | {"at_ms": 4 * 10**13},
+        {"data": b"x", "id": "at", "at_ms": 4 * 10**13 + 1},
+        {"data": b"x", "id": "at", "delay_ms": LATER},
+        {"data": b"x", "id": "old"},
+        {"data": b"x", "id": "str"},
+    ]
+    for spec in others:
+        with pytest.raises(emq.DuplicateJobError) as e:
+            q.add(**spec)
+        msg = str(e.value)
+        assert "EMQ.ADD" in msg and f'"{spec["id"]}"' in msg and "another job" in msg, msg
+        with pytest.raises(emq.DuplicateJobError):
+            q.add_many([{"data": b"new", "id": "new"}, b"generated", spec])
+        assert snapshot(r) == before, spec
+
+
+def test_add_many_mixing_landed_new_and_duplicate_ids(q, r):
+    q.add_many([{"data": b"1", "id": "l1"}, {"data": b"2", "id": "l2", "lane": "A"}])
+    landed = {i: row(r, i) for i in ("l1", "l2")}
+    before = snapshot(r)
+    # One id that another job has refuses the whole call.
+    with pytest.raises(emq.DuplicateJobError):
+        q.add_many([{"data": b"1", "id": "l1"}, {"data": b"n", "id": "new"}, {"data": b"other", "id": "l2", "lane": "A"}])
+    assert snapshot(r) == before
+    r.delete(WAKE)
+    ids = q.add_many([{"data": b"1", "id": "l1"}, {"data": b"n", "id": "new", "lane": "A"}, b"gen", {"data": b"2", "id": "l2", "lane": "A"}])
+    assert ids[:2] == ["l1", "new"] and ids[3] == "l2" and ids[2] not in ("l1", "l2", "new")
+    assert lrange(r, PENDING) == ["l1", ids[2]], "the landed job is not queued again"
+    assert lrange(r, lane_key("A")) == ["l2", "new"]
+    assert lrange(r, RING) == ["A"] and lrange(r, WAKE) == [""], "lane A was in the ring already; one flat token"
+    assert {i: row(r, i) for i in ("l1", "l2")} == landed
+    assert_invariants(r, P)
+
+
 def test_add_many_adds_all_in_order_with_one_wake_per_lane_then_flat(q, r):
     r.delete(WAKE)
     ids = q.add_many(

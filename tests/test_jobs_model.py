@@ -3,7 +3,11 @@
 A hypothesis `RuleBasedStateMachine` drives a real server (both of the fixture's
 servers) and a model side by side: add (due now or later), claim, extend,
 complete, fail (retry at once, much later, or the default backoff), promote,
-stalled_check, pause/resume/limit, ghosts, and late workers holding stale tokens.
+stalled_check, pause/resume/limit, ghosts, late workers holding stale tokens,
+identical re-adds (a retry of an add that landed: its digest matches) and
+re-adds of another job under a taken id, and the retention policy
+(`Queue.set_retention`: done rows deleted at once, kept with an expiry and
+listed in `done`, or kept forever; `dead` trimmed by count and by age).
 After every step the replies must have matched the model, the whole queue
 keyspace must equal the model, and the invariants I1 to I5 (SPEC §3) must hold
 on the real keyspace (`assert_invariants`, also used by the other test_jobs*
@@ -15,23 +19,32 @@ score (and row `due`) or the `active` score (and row `lease`) of chosen ids to
 small past values (1000, 1001, …: unique, so the sweeps' (score, member) order is
 the model's). A fail with the default backoff (due 0.5 s to a few seconds later)
 is checked against the server clock and then moved ~11 days out, so that real
-time passing during the run cannot make it due behind the model's back.
+time passing during the run cannot make it due behind the model's back. The same
+rewriting ages `done` and `dead` entries: a done entry moved into the past is
+dropped from the index by the next COMPLETE that keeps rows for a while (its row
+keeps its expiry, ~10 minutes or more away); a dead entry moved into the past is
+due for a trim by age. A dead entry's score is read back after the call that
+wrote it (it is the call's clock reading), and before a call that may kill, the
+test waits for the server's clock to pass every score in `dead` (under a
+millisecond), so the new entries sort after the old ones, as the model assumes.
 
 A state machine cannot take pytest fixtures: `test_jobs_state_machine` takes
 `server` and builds the machine class around its URL (`machine_for`). Settings
-(80 examples of up to 60 steps) keep it to ~10 s a server on an idle 2-core
-machine, and within a couple of minutes when the machine is busy.
+(80 examples of up to 60 steps) keep it to ~25 s a server on an idle 2-core
+machine (~10 s before the retention rules and the `work` rule, which claims and
+settles a few jobs a step), and within a few minutes when the machine is busy.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter, defaultdict
 
 import pytest
 import redis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule, run_state_machine_as_test
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
 
 import emq
 
@@ -62,6 +75,19 @@ def lrange(r, key) -> list[str]:
 
 def _glob(text: str) -> str:
     return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
+
+
+def digest(data: bytes, lane: str | None, max_attempts: int, when: tuple[str, int]) -> str:
+    """ADD's digest of a request (rust/emq-plan/src/add.rs), computed apart:
+    `when` is ("D", delay_ms) or ("A", at_ms), as given."""
+    buf = b"emq.add.v1" + b"d%d:" % len(data) + data
+    if lane is None:
+        buf += b"n"
+    else:
+        lb = lane.encode()
+        buf += b"l%d:" % len(lb) + lb
+    buf += b"m%d;" % max_attempts + when[0].encode() + b"%d;" % when[1]
+    return hashlib.sha1(buf).hexdigest()[:32]
 
 
 def snapshot(r: redis.Redis) -> dict:
@@ -96,6 +122,9 @@ def read_queue(r: redis.Redis, prefix: str) -> dict:
         "pending": [s(x) for x in r.lrange(P + "pending", 0, -1)],
         "active": {s(m): int(sc) for m, sc in r.zrange(P + "active", 0, -1, withscores=True)},
         "dead": {s(m): int(sc) for m, sc in r.zrange(P + "dead", 0, -1, withscores=True)},
+        "done": {s(m): int(sc) for m, sc in r.zrange(P + "done", 0, -1, withscores=True)},
+        "retention": {s(f): s(v) for f, v in r.hgetall(P + "retention").items()},
+        "expiring": set(),
         "ring": [s(x) for x in r.lrange(P + "ring", 0, -1)],
         "wake": [s(x) for x in r.lrange(P + "wake", 0, -1)],
         "lanes": {},
@@ -112,6 +141,8 @@ def read_queue(r: redis.Redis, prefix: str) -> dict:
             row = r.hgetall(k)
             # data and error are opaque bytes; the other fields are text
             q["rows"][k[len(P + "job:"):]] = {s(f): (v if f in (b"data", b"error") else s(v)) for f, v in row.items()}
+            if r.pttl(k) >= 0:
+                q["expiring"].add(k[len(P + "job:"):])
     return q
 
 
@@ -134,8 +165,9 @@ def assert_invariants(r: redis.Redis, prefix: str, *, where: str = "") -> dict:
 
     I1: each id in at most one of schedule, pending, a lane list, active, dead, and
     its row's state names that place (a lane list only for a row of that lane); a
-    row that is not done is in its place (none lost), a done row in none. Ghosts
-    (ids without a row) aside.
+    row that is not done is in its place (none lost), a done row in none of them
+    (only in `done`, while it is kept). Ghosts (ids without a row) aside; an id in
+    `done` has a done row or none (it expired). Only done rows expire.
     I2: a lane's `ring` field is 1 exactly when it is in the ring, then once.
     I3: a non-empty lane that can be served is in the ring.
     I4: a lane's `active` field = the number of its ids in `active`.
@@ -175,6 +207,8 @@ def assert_invariants(r: redis.Redis, prefix: str, *, where: str = "") -> dict:
             assert id_ not in places, f"I1{at}: done job {id_!r} is still in {places[id_]}"
         else:
             assert id_ in places, f"I1{at}: job {id_!r} in state {row.get('state')!r} is in no structure (lost)"
+            assert id_ not in q["done"], f"I1{at}: job {id_!r} in state {row.get('state')!r} is listed in done"
+            assert id_ not in q["expiring"], f"I1{at}: job {id_!r} in state {row.get('state')!r} expires"
 
     ring = Counter(q["ring"])
     names = set(q["lanes"]) | set(q["ctl"]) | set(ring)
@@ -246,7 +280,16 @@ class Model:
         self.ring: list[str] = []
         self.wake: list[str] = []
         self.active: dict[str, int | None] = {}
-        self.dead: set[str] = set()
+        # id -> score: exact (read back after the call that wrote it, or a past
+        # value the test wrote); "NOW" until read back.
+        self.dead: dict[str, int | str] = {}
+        # The done index: id -> None (finished during the run) or a past score.
+        self.done: dict[str, int | None] = {}
+        # The effective retention policy, and the hash as written.
+        self.ret = dict(emq._core.RETENTION_DEFAULTS)
+        self.ret_hash: dict[str, str] = {}
+        # Each given id's request, as add got it: (data, lane, max_attempts, when).
+        self.requests: dict[str, tuple] = {}
 
     # -- lanes -----------------------------------------------------------------
 
@@ -285,12 +328,14 @@ class Model:
 
     # -- operations ------------------------------------------------------------
 
-    def add(self, jobs: list[tuple[str, bytes, str | None, bool, int]]) -> None:
-        """jobs: (id, data, lane, later, max_attempts)."""
+    def add(self, jobs: list[tuple[str, bytes, str | None, bool, int, tuple[str, int]]]) -> None:
+        """jobs: (id, data, lane, later, max_attempts, when as given)."""
         flat = False
         lanes_hit: list[str] = []
-        for id_, data, lane, later, max_attempts in jobs:
-            row = {"state": "scheduled" if later else "pending", "data": data, "attempts": 0, "max_attempts": max_attempts, "stalls": 0}
+        for id_, data, lane, later, max_attempts, when in jobs:
+            row = {"state": "scheduled" if later else "pending", "data": data, "attempts": 0, "max_attempts": max_attempts, "stalls": 0,
+                   "digest": digest(data, lane, max_attempts, when)}
+            self.requests[id_] = (data, lane, max_attempts, when)
             if lane is not None:
                 row["lane"] = lane
             self.rows[id_] = row
@@ -351,8 +396,19 @@ class Model:
     def complete(self, id_: str) -> None:
         self.leave_active(id_)
         row = self.rows[id_]
-        row["state"] = "done"
         lane = row.get("lane")
+        keep = self.ret["done_ms"]
+        event(f"complete, done_ms {keep}")
+        if keep > 0 and any(sc is not None for sc in self.done.values()):
+            event("complete drops old done entries")
+        if keep == 0:
+            del self.rows[id_]
+        else:
+            row["state"] = "done"
+            row["expires"] = keep > 0
+            if keep > 0:  # index entries of rows expired by now: those moved into the past
+                self.done = {i: sc for i, sc in self.done.items() if sc is None}
+            self.done[id_] = None
         if lane is not None:
             c = self.c(lane)
             c["active"] = max(c["active"] - 1, 0)
@@ -375,7 +431,6 @@ class Model:
             out = "scheduled"
         else:
             row["state"] = "dead"
-            self.dead.add(id_)
             out = "dead"
         if lane is not None:
             c = self.c(lane)
@@ -384,7 +439,36 @@ class Model:
         elif retry == "now" and out == "scheduled":
             self.wake.append("")
         self.trim()
+        if out == "dead":
+            self.die([id_])
         return out
+
+    def die(self, ids: list[str]) -> list[str]:
+        """`ids` join `dead` (score "NOW", after every score there), then the
+        retention's trim: the first k of the head merged with the new entries,
+        k = min(d + 64, max(count_k, time_k)). Gives the ids trimmed."""
+        if not ids:
+            return []
+        d = len(ids)
+        head = sorted(self.dead.items(), key=lambda e: (e[1], e[0].encode()))[: d + 64]
+        merged = [i for i, _ in head] + sorted(ids, key=str.encode)
+        dead_ms, dead_max = self.ret["dead_ms"], self.ret["dead_max"]
+        count_k = max(0, len(self.dead) + d - dead_max) if dead_max >= 0 else 0
+        if dead_ms < 0:
+            time_k = 0
+        elif dead_ms == 0:
+            time_k = len(merged)  # every score is at or before now
+        else:  # past scores are old enough; scores of this run (and the new ones) are not
+            time_k = sum(1 for i, sc in head if sc < 10**12)
+        k = min(d + 64, max(count_k, time_k))
+        for i in ids:
+            self.dead[i] = "NOW"
+        for i in merged[:k]:
+            self.dead.pop(i, None)
+            self.rows.pop(i, None)
+        if k:
+            event("dead trimmed" + (" (the new ones too)" if set(ids) & set(merged[:k]) else "") + (" by age" if time_k >= count_k else " by count"))
+        return merged[:k]
 
     def promote(self, batch: int) -> int:
         due = sorted((sc, id_) for id_, sc in self.schedule.items() if sc is not None)[:batch]
@@ -427,7 +511,6 @@ class Model:
             if max_stalled is not None and row["stalls"] > max_stalled:
                 row["state"] = "dead"
                 row["error"] = b"stalled"
-                self.dead.add(id_)
                 dead.append(id_)
             else:
                 row["state"] = "pending"
@@ -438,6 +521,7 @@ class Model:
             c = self.c(lane)
             c["active"] = max(c["active"] - n, 0)
         self.announce(list(left), flat)
+        self.die(dead)
         return recovered, dead
 
     def lane_op(self, lane: str, op: str, n: int = 0) -> None:
@@ -471,7 +555,14 @@ def assert_matches_model(q: dict, m: Model) -> None:
             assert q["active"][id_] == sc, f"active score of {id_}"
         else:
             assert q["active"][id_] > 10**12 + FAR // 2, f"lease of {id_} is not later"
-    assert set(q["dead"]) == m.dead, "dead"
+    assert q["dead"] == m.dead, "dead"
+    assert set(q["done"]) == set(m.done), "done index"
+    for id_, sc in m.done.items():
+        if sc is not None:
+            assert q["done"][id_] == sc, f"done score of {id_}"
+        else:
+            assert q["done"][id_] > 10**12, f"done score of {id_} is not of this run"
+    assert q["retention"] == m.ret_hash, "retention"
     ctl = {}
     for lane, f in q["ctl"].items():
         ctl[lane] = {
@@ -494,6 +585,8 @@ def assert_matches_model(q: dict, m: Model) -> None:
         assert int(row.get("stalls", 0)) == mrow["stalls"], f"stalls of {id_}"
         assert row.get("error") == mrow.get("error"), f"error of {id_}"
         assert ("token" in row) == (mrow["state"] == "active"), f"token of {id_}"
+        assert row.get("digest") == mrow["digest"], f"digest of {id_}"
+        assert (id_ in q["expiring"]) == mrow.get("expires", False), f"expiry of {id_}"
 
 
 # ---------------------------------------------------------------------------
@@ -559,7 +652,7 @@ def machine_for(url: str):
             assert len(ids) == len(specs) and len(set(ids)) == len(ids)
             if given_ids:
                 assert ids == [sp["id"] for sp in specs]
-            self.m.add([(i, sp["data"], sp["lane"], sp["delay_ms"] > 0, sp["max_attempts"]) for i, sp in zip(ids, specs)])
+            self.m.add([(i, sp["data"], sp["lane"], sp["delay_ms"] > 0, sp["max_attempts"], ("D", sp["delay_ms"])) for i, sp in zip(ids, specs)])
 
         @rule(k=ids_st, at_past=st.booleans())
         def add_at(self, k, at_past):
@@ -567,18 +660,59 @@ def machine_for(url: str):
             lane = [None, *LANES][k % 4]
             at = 5 if at_past else 10**13 * 4
             id_ = self.q.add(b"at", at_ms=at, lane=lane)
-            self.m.add([(id_, b"at", lane, not at_past, 3)])
+            self.m.add([(id_, b"at", lane, not at_past, 3, ("A", at))])
             if not at_past:
                 assert self.r.zscore(PREFIX + "schedule", id_) == at
 
         @precondition(lambda self: self.m.rows)
-        @rule(k=ids_st)
-        def add_duplicate(self, k):
+        @rule(k=ids_st, what=st.sampled_from(["data", "lane", "max_attempts", "when"]))
+        def add_duplicate(self, k, what):
+            """Another job under a taken id (its request differs in `what`): the
+            whole call is refused and nothing is written."""
             id_ = self._pick(self.m.rows, k)
+            data, lane, max_attempts, when = self.m.requests.get(id_, (b"", None, 3, ("D", 0)))
+            if id_ not in self.m.requests:  # a generated id: any request differs in data
+                what = "data"
+            spec = {"data": data, "id": id_, "lane": lane, "max_attempts": max_attempts, **self._when(when)}
+            if what == "data":
+                spec["data"] = data + b"!"
+            elif what == "lane":
+                spec["lane"] = "A" if lane != "A" else None
+            elif what == "max_attempts":
+                spec["max_attempts"] = max_attempts + 1
+            else:
+                spec.pop("at_ms", None)
+                spec["delay_ms"] = when[1] + 1 if when[0] == "D" else 0
             before = snapshot(self.r)
-            with pytest.raises(emq.DuplicateJobError):
-                self.q.add_many([{"data": b"new", "id": f"fresh{k}"}, {"data": b"dup", "id": id_, "lane": "A"}])
+            with pytest.raises(emq.DuplicateJobError) as e:
+                self.q.add_many([{"data": b"new", "id": f"fresh{k}"}, spec])
+            assert repr(id_) in str(e.value) or id_ in str(e.value)
             assert snapshot(self.r) == before
+
+        @staticmethod
+        def _when(when: tuple[str, int]) -> dict:
+            return {"delay_ms": when[1]} if when[0] == "D" else {"at_ms": when[1]}
+
+        @precondition(lambda self: self.m.requests)
+        @rule(k=ids_st, many=st.booleans())
+        def add_again(self, k, many):
+            """The same request again (a retry after a lost reply): a job whose row
+            is there (waiting, active, done or dead) has landed, its id comes back
+            and nothing is written; one whose row is gone (deleted when done, or
+            trimmed from dead) is added anew."""
+            id_ = self._pick(self.m.requests, k)
+            data, lane, max_attempts, when = self.m.requests[id_]
+            spec = {"data": data, "id": id_, "lane": lane, "max_attempts": max_attempts, **self._when(when)}
+            before = snapshot(self.r)
+            got = self.q.add_many([spec]) if many else [self.q.add(**spec)]
+            assert got == [id_]
+            if id_ in self.m.rows:
+                assert snapshot(self.r) == before, "a landed add wrote"
+                event(f"add again: landed ({self.m.rows[id_]['state']})")
+            else:
+                event("add again: the row was gone, added anew")
+                later = when[0] == "D" and when[1] > 0 or when[0] == "A" and when[1] > 10**13
+                self.m.add([(id_, data, lane, later, max_attempts, when)])
 
         # -- working --------------------------------------------------------------
 
@@ -601,6 +735,22 @@ def machine_for(url: str):
             assert self.q.extend(j, FAR) is True
             self.m.active[j.id] = None
 
+        def _await_dead_scores(self) -> None:
+            """Before a call that may kill: the server's clock past every score
+            in `dead`, so new entries sort after the old ones (see the module doc)."""
+            newest = max((sc for sc in self.m.dead.values()), default=0)
+            while server_ms(self.r) <= newest:
+                pass
+
+        def _read_dead_scores(self, t0: int, t1: int) -> None:
+            """After a call that may kill: the scores it wrote (its clock reading)."""
+            new = [i for i, sc in self.m.dead.items() if sc == "NOW"]
+            scores = [self.r.zscore(PREFIX + "dead", i) for i in new]
+            assert None not in scores, f"the model keeps {new} in dead, the server has scores {scores}"
+            assert len(set(scores)) <= 1 and all(t0 <= sc <= t1 for sc in scores), f"dead scores {scores}: not one reading in {t0}..{t1}"
+            for i, sc in zip(new, scores):
+                self.m.dead[i] = int(sc)
+
         @precondition(lambda self: self.held)
         @rule(k=ids_st)
         def complete(self, k):
@@ -613,10 +763,12 @@ def machine_for(url: str):
         @rule(k=ids_st, retry=st.sampled_from(["now", "far", "backoff"]), error=st.binary(min_size=1, max_size=6))
         def fail(self, k, retry, error):
             j = self.held[self._pick(self.held, k)]
+            self._await_dead_scores()
             before = server_ms(self.r)
             got = self.q.fail(j, error, retry_in_ms={"now": 0, "far": FAR, "backoff": None}[retry])
             after = server_ms(self.r)
             assert got == self.m.fail(j.id, error, "now" if retry == "now" else "later")
+            self._read_dead_scores(before, after)
             self._lose(j.id)
             if got == "scheduled" and retry == "backoff":
                 due = int(self.r.zscore(PREFIX + "schedule", j.id))
@@ -624,6 +776,19 @@ def machine_for(url: str):
                 # Keep real time from making it due behind the model's back.
                 self.r.zadd(PREFIX + "schedule", {j.id: after + FAR}, xx=True)
                 self.r.hset(PREFIX + "job:" + j.id, "due", after + FAR)
+
+        @rule(n=st.integers(1, 4), how=st.sampled_from(["complete", "fail", "both"]))
+        def work(self, n, how):
+            """A worker's turn: claim, then settle everything held (completes and
+            failures that retry at once or die), so finished jobs meet the policy."""
+            self.claim(n)
+            turn = 0
+            while self.held:
+                if how == "complete" or (how == "both" and turn % 2 == 0):
+                    self.complete(0)
+                else:
+                    self.fail(0, "now", b"boom")
+                turn += 1
 
         @precondition(lambda self: self.stale)
         @rule(k=ids_st, how=st.sampled_from(["complete", "fail", "extend"]))
@@ -672,11 +837,76 @@ def machine_for(url: str):
 
         @rule(max_stalled=st.sampled_from([None, 0, 1]), batch=st.integers(1, 5))
         def stalled_check(self, max_stalled, batch):
+            self._await_dead_scores()
+            t0 = server_ms(self.r)
             got = self.q.stalled_check(max_stalled=max_stalled, batch=batch)
+            t1 = server_ms(self.r)
             recovered, dead = self.m.stalled_check(max_stalled, batch)
             assert (list(got[0]), list(got[1])) == (recovered, dead)
+            self._read_dead_scores(t0, t1)
             for id_ in recovered + dead:
                 self._lose(id_)
+
+        # -- retention --------------------------------------------------------------
+
+        POLICY = {
+            "done": st.sampled_from(["leave", None, 0, 600, 10**6]),
+            "dead": st.sampled_from(["leave", None, 0, 10**6]),
+            "dead_max": st.sampled_from(["leave", None, 0, 1, 2, 3, 5]),
+        }
+
+        @initialize(**POLICY)
+        def start_with_a_policy(self, done, dead, dead_max):
+            """Each run starts under some policy (the defaults when all are "leave")."""
+            self.set_retention(done, dead, dead_max)
+
+        @rule(**POLICY)
+        def set_retention(self, done, dead, dead_max):
+            """A policy (seconds; None: forever / no limit; "leave": not given)."""
+            args = {name: v for name, v in (("keep_done_s", done), ("keep_dead_s", dead), ("max_dead", dead_max)) if v != "leave"}
+            self.q.set_retention(**args)
+            for field, v, scale in (("done_ms", done, 1000), ("dead_ms", dead, 1000), ("dead_max", dead_max, 1)):
+                if v != "leave":
+                    self.m.ret[field] = -1 if v is None else v * scale
+                    self.m.ret_hash[field] = str(self.m.ret[field])
+            secs = lambda ms: None if ms < 0 else ms / 1000  # noqa: E731
+            want = {"keep_done_s": secs(self.m.ret["done_ms"]), "keep_dead_s": secs(self.m.ret["dead_ms"]),
+                    "max_dead": None if self.m.ret["dead_max"] < 0 else self.m.ret["dead_max"]}
+            assert self.q.retention() == want
+
+        @precondition(lambda self: any(sc is None for sc in self.m.done.values()))
+        @rule(k=ids_st, count=st.integers(1, 3))
+        def time_passes_for_done(self, k, count):
+            """Done entries grow old: the next COMPLETE that keeps rows for a
+            while drops them from the index (their rows keep their expiry)."""
+            recent = sorted(i for i, sc in self.m.done.items() if sc is None)
+            chosen = list(dict.fromkeys(recent[(k + i) % len(recent)] for i in range(min(count, len(recent)))))
+            for i, id_ in enumerate(chosen):
+                assert self.r.zadd(PREFIX + "done", {id_: self.past + i}, xx=True, ch=True) == 1
+                self.m.done[id_] = self.past + i
+            self.past += len(chosen)
+
+        @precondition(lambda self: any(sc > 10**12 for sc in self.m.dead.values()))
+        @rule(k=ids_st, count=st.integers(1, 3))
+        def time_passes_for_dead(self, k, count):
+            """Dead entries grow old: due for a trim by age."""
+            recent = sorted(i for i, sc in self.m.dead.items() if sc > 10**12)
+            chosen = list(dict.fromkeys(recent[(k + i) % len(recent)] for i in range(min(count, len(recent)))))
+            for i, id_ in enumerate(chosen):
+                assert self.r.zadd(PREFIX + "dead", {id_: self.past + i}, xx=True, ch=True) == 1
+                self.m.dead[id_] = self.past + i
+            self.past += len(chosen)
+
+        @rule()
+        def counts(self):
+            c = self.q.counts()
+            m = self.m
+            lanes = {lane: len(ids) for lane, ids in m.lanes.items() if ids}
+            assert {k: v for k, v in c["lanes"].items() if v} == lanes
+            assert (c["schedule"], c["pending"], c["active"], c["dead"], c["ring"]) == (len(m.schedule), len(m.pending), len(m.active), len(m.dead), len(m.ring))
+            # Done rows still kept: entries finished after now - done_ms (past ones are not).
+            kept = len(m.done) if m.ret["done_ms"] < 0 else 0 if m.ret["done_ms"] == 0 else sum(1 for sc in m.done.values() if sc is None)
+            assert c["done"] == kept
 
         # -- lanes ----------------------------------------------------------------
 
@@ -711,6 +941,7 @@ def machine_for(url: str):
             id_ = self._pick(in_lanes if lane_first and in_lanes else waiting, k)
             self.r.delete(PREFIX + "job:" + id_)
             del self.m.rows[id_]
+            self.m.requests.pop(id_, None)  # its id stays behind as a ghost: never added again
             self.deleted += 1
 
         # -- after every step ----------------------------------------------------

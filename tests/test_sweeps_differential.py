@@ -13,6 +13,12 @@ accepted by both alike.
 Large selections (hundreds of rows in one transaction) and stored integers at
 the 15-digit bound both backends read have tests of their own below.
 
+Retention: a stalled check that makes jobs dead also trims `P dead` by the
+policy in `P retention` (rust/emq-plan/src/retention.rs). States come with a
+random policy (absent, 0, -1, small counts, times between the dead scores,
+unreadable values) and a random `dead` (ids that are also selected, ties in
+score), and the model trims as the plan and the script must.
+
 Clock: every generated score is either far in the past (now - 10^6 .. now - 1000,
 or -inf) or far in the future (now + 10^6 .. , or +inf), relative to a `base`
 read from the server clock once per example. So the clock moving during an
@@ -119,9 +125,10 @@ def reset(r, d: dict) -> None:
 
 def normalise_dead(d: dict, prefix: bytes, dead_ids, t0: int, t1: int, multi_call: bool = False) -> dict:
     """The scores this call wrote into `P dead` are its `now`: check them against
-    the call's window, then replace them by "NOW" (see the module docstring)."""
+    the call's window, then replace them by "NOW" (see the module docstring).
+    Ids the retention trimmed at once are no longer there."""
     key = prefix + b"dead"
-    if not dead_ids:
+    if not dead_ids or key not in d:
         return d
     d = copy.deepcopy(d)
     t, z = d[key]
@@ -129,11 +136,13 @@ def normalise_dead(d: dict, prefix: bytes, dead_ids, t0: int, t1: int, multi_cal
     scores = set()
     for i in dead_ids:
         m = i.encode()
+        if m not in z:
+            continue  # trimmed (retention)
         s = z[m]
         assert t0 <= s <= t1, f"dead score {s} of {i!r} is not the call's clock reading ({t0}..{t1})"
         scores.add(s)
         z[m] = "NOW"
-    if not multi_call:
+    if not multi_call and scores:
         assert len(scores) == 1, f"one call, one clock reading (SPEC §4), but dead scores {sorted(scores)}"
     return d
 
@@ -150,6 +159,31 @@ def field_int(v):
     if not digits or len(digits) > 15 or not all(48 <= c <= 57 for c in digits):
         return None
     return int(v)
+
+
+DEAD_MS, DEAD_MAX, TRIM_SLACK = emq._core.RETENTION_DEFAULTS["dead_ms"], emq._core.RETENTION_DEFAULTS["dead_max"], 64
+
+
+def policy(v, default):
+    """A retention field: an integer of -1 or more, else the default."""
+    n = field_int(v)
+    return default if n is None or n < -1 else n
+
+
+def dead_trim(before: dict, new: list, now, pol: dict) -> list:
+    """The ids a call that makes `new` dead at `now` removes from `dead`
+    (`before`: member -> score, before the call's adds; `pol`: the retention
+    hash): the first k of the head of `dead` merged with the new entries, in
+    zset order, k = min(d + 64, max(count_k, time_k))."""
+    d = len(new)
+    if not d:
+        return []
+    dead_ms, dead_max = policy(pol.get(b"dead_ms"), DEAD_MS), policy(pol.get(b"dead_max"), DEAD_MAX)
+    head = sorted((sc, m) for m, sc in before.items())[: d + TRIM_SLACK]
+    merged = sorted(head + [(now, i) for i in new])
+    count_k = max(0, len(before) + d - dead_max) if dead_max >= 0 else 0
+    time_k = sum(1 for sc, _ in merged if sc <= now - dead_ms) if dead_ms >= 0 else 0
+    return [m for _, m in merged[: min(d + TRIM_SLACK, max(count_k, time_k))]]
 
 
 class Model:
@@ -240,6 +274,7 @@ class Model:
         if not expired:
             return [], []
         act = self.zs(p + b"active")
+        dead_before = dict(self.d.get(p + b"dead", ("zset", {}))[1])
         recovered, dead, flat, lanes = [], [], [], {}
         for i in expired:
             del act[i]
@@ -280,6 +315,10 @@ class Model:
         if flat:
             tokens.append(b"")
         self.wake(tokens)
+        # Retention: the trim of `dead`, after every other write.
+        for m in dead_trim(dead_before, dead, now, self.peek_hash(p + b"retention")):
+            self.zs(p + b"dead").pop(m, None)
+            self.d.pop(p + b"job:" + m, None)
         return [i.decode() for i in recovered], [i.decode() for i in dead]
 
 
@@ -296,6 +335,21 @@ IDS = st.one_of(
 DUE = st.sampled_from([-(10**6), -(10**6), -(10**6) + 1, -500_000, -5_000, -1000, -1000, -INF])
 FUTURE = st.sampled_from([10**6, 10**6 + 1, 10**8, INF])
 STALLS = st.sampled_from([None, None, "0", "1", "2", "3", "-1", "x", ""])
+DEAD_NAMES = st.sampled_from(["d0", "d1", "d2", "dé", "d日", "D", "d0:x", "zz"])
+DEAD_SCORES = st.sampled_from([-(10**7), -(10**7), -(10**7) + 1, -(10**6), -(10**6), -INF, 10**6, INF])
+# The retention hash: absent, or some of its fields (0, -1, small counts, times
+# between the dead scores, unreadable values that count as the default).
+RETENTION = st.one_of(
+    st.none(),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "dead_ms": st.sampled_from(["0", "-1", "500000", "5000000", "x", "-2", ""]),
+            "dead_max": st.sampled_from(["0", "1", "2", "3", "4", "5", "-1", "x"]),
+            "done_ms": st.sampled_from(["0", "1000"]),
+        },
+    ),
+)
 CTL_ANY = st.fixed_dictionaries(
     {},
     optional={
@@ -408,9 +462,15 @@ def queue_states(draw, kind: str):
     if nwake:
         pool = [b""] + [b(x) for x in lanes]
         keys[P + b"wake"] = ("list", [pool[k % len(pool)] for k in range(nwake)])
-    dead = {b(x): -(10**7) - k for k, x in enumerate(draw(st.lists(st.sampled_from(ids or ["d0"]) | st.just("d0"), max_size=3, unique=True)))}
+    # `dead`: a few ids (some of them selected too), with ties; scores far from
+    # every cut the retention may make (now - 0, now - 5e5, now - 5e6).
+    dead_ids = draw(st.lists(st.sampled_from(ids or ["d0"]) | DEAD_NAMES, max_size=8, unique=True))
+    dead = {b(x): draw(DEAD_SCORES) for x in dead_ids}
     if dead:
         keys[P + b"dead"] = ("zset", dead)
+    policy_hash = draw(RETENTION)
+    if policy_hash:
+        keys[P + b"retention"] = ("hash", {b(k): b(v) for k, v in policy_hash.items()})
     # Noise the sweep must leave alone: the other sweep's zset, another queue, a string.
     if ids and draw(st.booleans()):
         other = b"active" if kind == "promote" else b"schedule"
@@ -424,12 +484,12 @@ def queue_states(draw, kind: str):
     if draw(st.integers(0, 9)) == 7:  # about one example in ten
         targets = [b"pending", b"ring", b"wake", zname]
         if kind == "stalled":
-            targets.append(b"dead")
+            targets += [b"dead", b"retention"]
         targets += [b"job:" + m for m in zset]
         targets += [b"lane:" + b(x) for x in lanes] + [b"lanectl:" + b(x) for x in lanes]
         suffix = draw(st.sampled_from(targets))
         target = P + suffix
-        native = "zset" if suffix in (zname, b"dead") else "hash" if suffix.startswith((b"job:", b"lanectl:")) else "list"
+        native = "zset" if suffix in (zname, b"dead") else "hash" if suffix.startswith((b"job:", b"lanectl:", b"retention")) else "list"
         wrong = draw(st.sampled_from(sorted(set(WRONG) - {native})))
         keys[target] = WRONG[wrong]
         corrupt = (target, wrong)
@@ -476,6 +536,13 @@ def one_backend(r, client, start, kind, queue, batch, max_stalled, form, backend
     return reply, dump(r), t0, t1
 
 
+def next_ms(client) -> None:
+    """Waits for the server clock's next millisecond (at most 1 ms)."""
+    t = client.time_ms()
+    while client.time_ms() == t:
+        pass
+
+
 def dead_of(reply, kind):
     if kind == "stalled" and not isinstance(reply, Exception):
         return list(reply[1])
@@ -517,6 +584,10 @@ def differential(r, client, kind, state, batch, max_stalled, form):
             event("a lane joined the ring")
         if kind == "stalled" and not isinstance(pr, Exception) and pr[1]:
             event("some died")
+            before = start.get(P + b"dead", ("zset", {}))[1]
+            after = pa.get(P + b"dead", ("zset", {}))[1]
+            if not isinstance(before, dict) or any(m not in after for m in before) or any(i.encode() not in after for i in pr[1]):
+                event("some died, dead trimmed")
 
     if state["corrupt"] is not None:
         return  # the model knows only well-typed states
@@ -600,6 +671,7 @@ def test_call_sequences_plan_matches_lua(server, r, client, state, calls):
         t0 = client.time_ms()
         steps, died = [], []
         for kind, batch, max_stalled in calls:
+            next_ms(client)  # each call its own clock reading: dead entries order alike in both runs
             try:
                 reply = run(client, kind, queue, batch, max_stalled, "api", backend)
             except emq.EmqError as e:
@@ -757,6 +829,43 @@ def test_stalled_hand_picked_state(r, client, form, max_stalled):
         P + b"wake": ("list", [b"a:b"] * 70),
     }
     differential(r, client, "stalled", _state("заказы", keys), 30, max_stalled, form)
+
+
+@pytest.mark.parametrize(
+    "policy, left",
+    [
+        ({b"dead_ms": b"0"}, 205 - 69),  # not kept: all due, at most d + 64 = 69 a call
+        ({b"dead_max": b"0"}, 205 - 69),
+        ({b"dead_max": b"150"}, 150),
+        ({b"dead_ms": b"500000", b"dead_max": b"-1"}, 205 - 69),  # the 200 old ones are due, the 5 new are not
+        ({b"dead_ms": b"-1", b"dead_max": b"-1"}, 205),
+        ({}, 205),  # the defaults: 30 days, 10,000
+    ],
+)
+def test_stalled_trim_removes_at_most_64_more_than_it_adds(r, client, policy, left):
+    """Retention: 200 old entries in `dead` (ties in score, three by three,
+    ordered by member bytes), and 5 expired leases that all die (d = 5). One
+    call removes the oldest entries the policy wants gone, at most d + 64, and
+    deletes their rows; both backends and the model agree."""
+    P = b"emq:{q}:"
+    keys = {
+        P + b"active": ("zset", {f"s{k}".encode(): -(10**6) + k for k in range(5)}),
+        P + b"dead": ("zset", {f"old{k:03d}".encode(): -(10**7) + k // 3 for k in range(200)}),
+    }
+    for k in range(200):
+        keys[P + f"job:old{k:03d}".encode()] = ("hash", {b"state": b"dead", b"error": b"x"})
+    for k in range(5):
+        keys[P + f"job:s{k}".encode()] = ("hash", {b"state": b"active", b"stalls": b"1"})
+    if policy:
+        keys[P + b"retention"] = ("hash", policy)
+    differential(r, client, "stalled", _state("q", keys), 10, 1, "api")
+    assert r.zcard(P + b"dead") == left
+    gone = 205 - left
+    old_gone = min(gone, 200)
+    if old_gone:
+        assert r.exists(*[P + f"job:old{k:03d}".encode() for k in range(old_gone)]) == 0, "trimmed rows are deleted"
+    if old_gone < 200:
+        assert r.exists(P + f"job:old{old_gone:03d}".encode()) == 1
 
 
 @pytest.mark.parametrize("backend", ["plan", "lua"])

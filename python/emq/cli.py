@@ -77,7 +77,7 @@ def cmd_stats(args) -> int:
     table = Table(title=f"emq queue {q.name!r} on {q.client.address}")
     table.add_column("where")
     table.add_column("jobs", justify="right")
-    for key in ("schedule", "pending", "active", "dead"):
+    for key in ("schedule", "pending", "active", "dead", "done"):
         table.add_row(key, str(c[key]))
     for lane, n in c["lanes"].items():
         table.add_row(f"lane {lane}", str(n))

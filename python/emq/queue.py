@@ -7,6 +7,7 @@ refuses.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping
 
@@ -14,8 +15,6 @@ from ._core import Client, check_name, check_queue, check_text
 from .errors import ArgumentError
 from .sweeps import ClientLike, _client, promote, stalled_check
 
-# Row fields that are numbers.
-_INT_FIELDS = ("due", "attempts", "max_attempts", "stalls", "lease", "created", "claimed", "finished")
 
 
 @dataclass(frozen=True)
@@ -47,6 +46,29 @@ def _int(verb: str, name: str, value: Any, *, minimum: int, maximum: int = U64) 
     if not minimum <= value <= maximum:
         raise ArgumentError(f"{verb}: {name} must be from {minimum} to {maximum}, not {value}")
     return value
+
+
+# `set_retention`: an argument left out leaves the field as it is.
+_LEAVE: Any = object()
+_POLICY_MAX = 10**15 - 1  # stored fields are read to 15 digits
+
+
+def _keep_ms(verb: str, name: str, value: Any) -> int | None:
+    """Seconds (int or float, >= 0) -> ms; None -> -1 (forever); left out -> None."""
+    if value is _LEAVE:
+        return None
+    if value is None:
+        return -1
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ArgumentError(f"{verb}: {name} must be a number of seconds or None, not {type(value).__name__}")
+    if not math.isfinite(value) or value < 0:
+        raise ArgumentError(f"{verb}: {name} must be a finite number of seconds >= 0 or None (forever), not {value}")
+    ms = round(value * 1000)
+    if value > 0 and ms == 0:
+        ms = 1  # under half a millisecond: kept 1 ms, not "deleted at once"
+    if ms > _POLICY_MAX:
+        raise ArgumentError(f"{verb}: {name} must be at most {_POLICY_MAX // 1000} seconds, not {value}")
+    return ms
 
 
 def _text(verb: str, name: str, value: Any) -> str:
@@ -191,59 +213,65 @@ class Queue:
     # -- looking --------------------------------------------------------------
 
     def get(self, id: str) -> Job | None:
-        """The job's row, or None."""
-        row = self.client.command("HGETALL", self.prefix + "job:" + _text("EMQ.GET", "id", id))
-        if not row:
+        """The job's row, or None (never added, or no longer kept)."""
+        row = self.client._get(self.name, _text("EMQ.GET", "id", id))
+        if row is None:
             return None
-        f = {row[i].decode(): row[i + 1] for i in range(0, len(row), 2)}
-        num = {k: int(f[k]) for k in _INT_FIELDS if k in f and f[k].lstrip(b"-").isdigit()}
-        text = lambda k: f[k].decode("utf-8", "replace") if k in f else None  # noqa: E731
+        data, lane, attempts, max_attempts, token, lease, state, due, stalls, error = row
         return Job(
             id=id,
-            data=f.get("data", b""),
-            lane=text("lane"),
-            attempts=num.get("attempts", 0),
-            max_attempts=num.get("max_attempts", 0),
-            token=text("token"),
-            lease_deadline_ms=num.get("lease"),
-            state=text("state"),
-            due_ms=num.get("due"),
-            stalls=num.get("stalls", 0),
-            error=text("error"),
+            data=data,
+            lane=lane,
+            attempts=attempts,
+            max_attempts=max_attempts,
+            token=token,
+            lease_deadline_ms=lease,
+            state=state,
+            due_ms=due,
+            stalls=stalls,
+            error=error,
         )
 
     def lanes(self) -> list[str]:
-        """The lanes that have a list or a control hash."""
-        names: set[str] = set()
-        for kind in ("lane:", "lanectl:"):
-            cursor = b"0"
-            pattern = self._glob(self.prefix + kind) + "*"
-            while True:
-                cursor, keys = self.client.command("SCAN", cursor, "MATCH", pattern, "COUNT", 1000)
-                names.update(k.decode()[len(self.prefix) + len(kind):] for k in keys)
-                if cursor in (b"0", 0):
-                    break
-        return sorted(names)
-
-    @staticmethod
-    def _glob(s: str) -> str:
-        return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in s)
+        """The lanes that have a list or a control hash, sorted."""
+        return self.client._lanes(self.name)
 
     def counts(self) -> dict[str, Any]:
-        """`{"schedule", "pending", "lanes": {lane: n}, "active", "dead", "ring"}`."""
-        p = self.prefix
-        lanes = self.lanes()
-        cmds = [["ZCARD", p + "schedule"], ["LLEN", p + "pending"], ["ZCARD", p + "active"], ["ZCARD", p + "dead"], ["LLEN", p + "ring"]]
-        cmds += [["LLEN", p + "lane:" + lane] for lane in lanes]
-        r = self.client.pipeline(cmds)
-        return {
-            "schedule": r[0],
-            "pending": r[1],
-            "lanes": {lane: n for lane, n in zip(lanes, r[5:])},
-            "active": r[2],
-            "dead": r[3],
-            "ring": r[4],
-        }
+        """`{"schedule", "pending", "lanes": {lane: n}, "active", "dead", "done",
+        "ring"}`, read at one instant; `done` counts the done rows still kept."""
+        return self.client._counts(self.name)
+
+    # -- retention ------------------------------------------------------------
+
+    def set_retention(
+        self,
+        *,
+        keep_done_s: float | None | object = _LEAVE,
+        keep_dead_s: float | None | object = _LEAVE,
+        max_dead: int | None | object = _LEAVE,
+    ) -> None:
+        """Sets the queue's retention policy, shared by every process (each
+        argument left out stays as it is): how long a done job's row is kept
+        after it completes (`0`: deleted at once), how long a dead job is kept
+        (`0`: not kept), and the most dead jobs kept. `None`: forever / no limit.
+        Applies to jobs that finish from now on; `dead` is trimmed as jobs die."""
+        verb = "EMQ.RETENTION"
+        done_ms = _keep_ms(verb, "keep_done_s", keep_done_s)
+        dead_ms = _keep_ms(verb, "keep_dead_s", keep_dead_s)
+        if max_dead is _LEAVE:
+            dead_max = None
+        elif max_dead is None:
+            dead_max = -1
+        else:
+            dead_max = _int(verb, "max_dead", max_dead, minimum=0, maximum=_POLICY_MAX)
+        self.client._set_retention(self.name, done_ms, dead_ms, dead_max)
+
+    def retention(self) -> dict[str, Any]:
+        """The effective policy: `{"keep_done_s", "keep_dead_s", "max_dead"}`,
+        `None` for forever / no limit (the defaults where none was set)."""
+        done_ms, dead_ms, dead_max = self.client._retention(self.name)
+        secs = lambda ms: None if ms < 0 else ms / 1000  # noqa: E731
+        return {"keep_done_s": secs(done_ms), "keep_dead_s": secs(dead_ms), "max_dead": None if dead_max < 0 else dead_max}
 
     # -- sweeps ---------------------------------------------------------------
 

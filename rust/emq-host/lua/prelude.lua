@@ -8,6 +8,30 @@ local function int(v)
   if v and string.match(v, '^%-?%d+$') and #string.gsub(v, '^%-', '') <= 15 then return tonumber(v) end
   return 0
 end
+-- A retention field (rust/emq-plan/src/retention.rs): an integer as int() reads
+-- it, -1 or more; else the default.
+local function policy(v, default)
+  if v and string.match(v, '^%-?%d+$') and #string.gsub(v, '^%-', '') <= 15 and tonumber(v) >= -1 then
+    return tonumber(v)
+  end
+  return default
+end
+-- A score as ZRANGE ... WITHSCORES gives it (Lua's tonumber knows no 'inf').
+local function score(s)
+  if s == 'inf' or s == '+inf' then return math.huge elseif s == '-inf' then return -math.huge end
+  return tonumber(s)
+end
+-- Redis's zset order of {score, member} pairs: by score, then member bytes
+-- (not Lua's '<' on strings, which follows the server's locale).
+local function zless(a, b)
+  if a[1] ~= b[1] then return a[1] < b[1] end
+  local x, y = a[2], b[2]
+  for i = 1, math.min(#x, #y) do
+    local bx, by = string.byte(x, i), string.byte(y, i)
+    if bx ~= by then return bx < by end
+  end
+  return #x < #y
+end
 local function push(cmd, key, items) -- one call per 1000 items: unpack has a stack limit
   for i = 1, #items, 1000 do
     redis.call(cmd, key, unpack(items, i, math.min(i + 999, #items)))

@@ -7,6 +7,7 @@ mod conn;
 mod drive;
 mod error;
 mod jobs;
+mod look;
 mod net;
 mod resp;
 mod sweeps;
@@ -363,6 +364,75 @@ impl Client {
     fn __repr__(&self) -> String {
         format!("<emq.Client {}>", self.address)
     }
+
+    /// The job's row for `Queue.get`: `None`, or `(data, lane, attempts,
+    /// max_attempts, token, lease, state, due, stalls, error)`.
+    #[allow(clippy::type_complexity)]
+    fn _get(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, id: &str) -> PyResult<Option<(Py<PyBytes>, Option<String>, i64, i64, Option<String>, Option<i64>, Option<String>, Option<i64>, i64, Option<String>)>> {
+        let q = queue_arg(emq_plan::look::GET, queue)?;
+        let id = id.as_bytes().to_vec();
+        let row = self.with(py, |c| look::get(c, &q, &id))?;
+        let text = |b: Option<Vec<u8>>| b.map(|b| String::from_utf8_lossy(&b).into_owned());
+        Ok(row.map(|r| (PyBytes::new(py, &r.data).unbind(), text(r.lane), r.attempts, r.max_attempts, text(r.token), r.lease, text(r.state), r.due, r.stalls, text(r.error))))
+    }
+
+    /// The lanes that have a list or a control hash, sorted.
+    fn _lanes(&self, py: Python<'_>, queue: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+        let q = queue_arg(emq_plan::look::LANES, queue)?;
+        let names = self.with(py, |c| look::lanes(c, &q))?;
+        Ok(names.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect())
+    }
+
+    /// `{"schedule", "pending", "lanes": {lane: n}, "active", "dead", "done", "ring"}`,
+    /// read at one instant; `done` counts the done rows still kept.
+    fn _counts<'py>(&self, py: Python<'py>, queue: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
+        let q = queue_arg(emq_plan::look::COUNTS, queue)?;
+        let n = self.with(py, |c| look::counts(c, &q))?;
+        let d = PyDict::new(py);
+        let lanes = PyDict::new(py);
+        for (name, len) in n.lanes {
+            lanes.set_item(String::from_utf8_lossy(&name).into_owned(), len)?;
+        }
+        d.set_item("schedule", n.schedule)?;
+        d.set_item("pending", n.pending)?;
+        d.set_item("lanes", lanes)?;
+        d.set_item("active", n.active)?;
+        d.set_item("dead", n.dead)?;
+        d.set_item("done", n.done)?;
+        d.set_item("ring", n.ring)?;
+        Ok(d)
+    }
+
+    /// The effective retention policy: `(done_ms, dead_ms, dead_max)`, `-1` for none.
+    fn _retention(&self, py: Python<'_>, queue: &Bound<'_, PyAny>) -> PyResult<(i64, i64, i64)> {
+        let q = queue_arg(emq_plan::retention::RETENTION, queue)?;
+        let r = self.with(py, |c| look::retention(c, &q))?;
+        Ok((r.done_ms, r.dead_ms, r.dead_max))
+    }
+
+    /// Sets the retention fields given (`None`: left as it is; `-1`: none).
+    #[pyo3(signature = (queue, done_ms=None, dead_ms=None, dead_max=None))]
+    fn _set_retention(
+        &self,
+        py: Python<'_>,
+        queue: &Bound<'_, PyAny>,
+        done_ms: Option<&Bound<'_, PyAny>>,
+        dead_ms: Option<&Bound<'_, PyAny>>,
+        dead_max: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let verb = emq_plan::retention::RETENTION;
+        let q = queue_arg(verb, queue)?;
+        let int = |name: &str, v: Option<&Bound<'_, PyAny>>| -> HostResult<Option<i64>> {
+            let Some(v) = v.filter(|v| !v.is_none()) else { return Ok(None) };
+            match (!v.is_instance_of::<PyBool>()).then(|| v.extract::<i64>().ok()).flatten() {
+                Some(n) if n >= -1 => Ok(Some(n)),
+                _ => Err(HostError::Argument(format!("{verb}: {name} must be an integer of -1 (none) or more"))),
+            }
+        };
+        let (a, b, c) = (int("done_ms", done_ms)?, int("dead_ms", dead_ms)?, int("dead_max", dead_max)?);
+        // The range is checked again (and in full) by the plan before anything is sent.
+        self.with(py, |conn| look::set_retention(conn, &q, a, b, c))
+    }
 }
 
 /// A raw command's argument: bytes, str, int (any size) or float.
@@ -501,5 +571,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("STALLED_LUA", sweeps::STALLED_LUA)?;
     m.add("WAKE_MAX", emq_plan::WAKE_MAX)?;
     m.add("MAX_ATTEMPTS", drive::MAX_ATTEMPTS)?;
+    let defaults = PyDict::new(m.py());
+    defaults.set_item("done_ms", emq_plan::retention::DONE_MS)?;
+    defaults.set_item("dead_ms", emq_plan::retention::DEAD_MS)?;
+    defaults.set_item("dead_max", emq_plan::retention::DEAD_MAX)?;
+    m.add("RETENTION_DEFAULTS", defaults)?;
     Ok(())
 }

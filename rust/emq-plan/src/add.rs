@@ -36,6 +36,8 @@ pub struct Add {
     lanes: Vec<Vec<u8>>,
     ids: Vec<Vec<u8>>,
     started: bool,
+    /// A given id that another job has: the call's answer once its reads are confirmed.
+    refused: Option<Error>,
 }
 
 impl Add {
@@ -66,12 +68,40 @@ impl Add {
                 }
             }
         }
-        Ok(Add { keys, jobs, gen, lanes, ids: vec![], started: false })
+        Ok(Add { keys, jobs, gen, lanes, ids: vec![], started: false, refused: None })
     }
 
     fn given_ids(&self) -> impl Iterator<Item = &Vec<u8>> {
         self.jobs.iter().filter_map(|j| j.id.as_ref())
     }
+}
+
+/// The digest of an add's request, written to the row as `digest`: the first 16
+/// bytes of SHA-1, in lowercase hex, over an unambiguous encoding of what the
+/// caller asked for (the id aside: it is the row's key). Each part is tagged and
+/// variable parts are length-prefixed:
+/// `emq.add.v1` `d<len>:<data>` (`l<len>:<lane>` or `n`) `m<max_attempts>;`
+/// (`D<delay ms>;` or `A<due ms>;`). An add that finds a row with its own digest
+/// under the id it names has already landed (a retry after a lost reply).
+pub fn digest(job: &NewJob) -> String {
+    let mut buf = Vec::with_capacity(job.data.len() + 64);
+    buf.extend_from_slice(b"emq.add.v1");
+    buf.extend_from_slice(format!("d{}:", job.data.len()).as_bytes());
+    buf.extend_from_slice(&job.data);
+    match &job.lane {
+        Some(l) => {
+            buf.extend_from_slice(format!("l{}:", l.len()).as_bytes());
+            buf.extend_from_slice(l);
+        }
+        None => buf.push(b'n'),
+    }
+    buf.extend_from_slice(format!("m{};", job.max_attempts).as_bytes());
+    match job.when {
+        When::Delay(ms) => buf.extend_from_slice(format!("D{ms};").as_bytes()),
+        When::At(t) => buf.extend_from_slice(format!("A{t};").as_bytes()),
+    }
+    let full = sha1_smol::Sha1::from(&buf).digest().bytes();
+    full[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// A generated id: the server's clock in ms, this process's tag and a sequence
@@ -93,7 +123,10 @@ impl Conversation for Add {
         let mut watch: Vec<Vec<u8>> = self.given_ids().map(|id| k.job(id)).collect();
         watch.extend(self.lanes.iter().map(|l| k.lanectl(l)));
         let mut cmds = vec![Cmd::new("TIME")];
-        cmds.extend(self.given_ids().map(|id| Cmd::new("EXISTS").arg(k.job(id))));
+        for id in self.given_ids() {
+            cmds.push(Cmd::new("EXISTS").arg(k.job(id)));
+            cmds.push(Cmd::new("HGET").arg(k.job(id)).arg("digest"));
+        }
         for l in &self.lanes {
             cmds.push(Cmd::new("HMGET").arg(k.lanectl(l)).args(CTL_FIELDS));
             cmds.push(Cmd::new("LLEN").arg(k.lane(l)));
@@ -106,14 +139,41 @@ impl Conversation for Add {
     }
 
     fn feed(&mut self, replies: &[Reply]) -> Result<Step<Self::Out>> {
-        let given = self.given_ids().count();
+        let given = 2 * self.given_ids().count();
         if replies.len() != 1 + given + 2 * self.lanes.len() + 4 {
             return Err(Error::server(ADD, "wrong number of replies"));
         }
         let now = parse_time(&replies[0]).ok_or_else(|| Error::server(ADD, "TIME gave no clock"))?;
-        for (id, r) in self.given_ids().zip(&replies[1..=given]) {
-            if r.as_int() != Some(0) {
-                return Err(Error::duplicate(ADD, format!("job {:?} exists", String::from_utf8_lossy(id))));
+        // Each given id: new, already landed (a row with this request's digest:
+        // skipped, its id returned), or taken by another job (the call is refused).
+        let mut landed = vec![false; self.jobs.len()];
+        let mut pairs = replies[1..=given].chunks_exact(2);
+        for (i, j) in self.jobs.iter().enumerate() {
+            let Some(id) = &j.id else { continue };
+            let [exists, stored] = pairs.next().expect("two replies a given id") else { unreachable!() };
+            if let Reply::Error { message, .. } = exists {
+                return Err(Error::server(ADD, message));
+            }
+            match exists.as_int() {
+                Some(0) => {}
+                Some(_) => {
+                    if let Reply::Error { message, .. } = stored {
+                        if !stored.is_wrongtype() {
+                            return Err(Error::server(ADD, message));
+                        }
+                    }
+                    if stored.as_bytes() != Some(digest(j).as_bytes()) {
+                        // Refused once `EXEC` of nothing confirms the watched rows held
+                        // still since they were read (else a new call reads them again).
+                        self.refused = Some(Error::duplicate(
+                            ADD,
+                            format!("job {:?} exists: another job has this id; nothing was added", String::from_utf8_lossy(id)),
+                        ));
+                        return Ok(Step::Exec(vec![]));
+                    }
+                    landed[i] = true;
+                }
+                None => return Err(Error::server(ADD, "EXISTS gave no count")),
             }
         }
         let k = &self.keys;
@@ -138,7 +198,7 @@ impl Conversation for Add {
         let mut w = vec![];
         let (mut flat, mut scheduled) = (vec![], vec![]);
         let mut by_lane: Vec<(Vec<u8>, Vec<Vec<u8>>)> = vec![];
-        for (j, id) in self.jobs.iter().zip(&self.ids) {
+        for ((j, id), _) in self.jobs.iter().zip(&self.ids).zip(&landed).filter(|(_, &l)| !l) {
             let due = match j.when {
                 When::Delay(d) => later(now, d),
                 When::At(t) => t.min(MAX_MS),
@@ -147,6 +207,7 @@ impl Conversation for Add {
             let mut row = Cmd::new("HSET").arg(k.job(id)).arg("state").arg(if ready { "pending" } else { "scheduled" });
             row = row.arg("data").arg(&j.data).arg("due").arg(due.to_string()).arg("attempts").arg("0");
             row = row.arg("max_attempts").arg(j.max_attempts.to_string()).arg("created").arg(now.to_string());
+            row = row.arg("digest").arg(digest(j));
             if let Some(l) = &j.lane {
                 row = row.arg("lane").arg(l);
             }
@@ -188,10 +249,16 @@ impl Conversation for Add {
         if ready {
             offers.writes(k, &mut w);
         }
+        if w.is_empty() {
+            return Ok(Step::Done(std::mem::take(&mut self.ids)));
+        }
         Ok(Step::Exec(w))
     }
 
     fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out> {
+        if let Some(e) = self.refused.take() {
+            return Err(e);
+        }
         if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
             return Err(Error::server(ADD, message));
         }

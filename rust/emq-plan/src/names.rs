@@ -79,6 +79,14 @@ impl Keys {
     pub fn dead(&self) -> Vec<u8> {
         self.key(b"dead")
     }
+    /// The done rows that are kept (zset: id -> finished time).
+    pub fn done(&self) -> Vec<u8> {
+        self.key(b"done")
+    }
+    /// The retention policy (hash, see `retention`).
+    pub fn retention(&self) -> Vec<u8> {
+        self.key(b"retention")
+    }
     pub fn ring(&self) -> Vec<u8> {
         self.key(b"ring")
     }

@@ -6,6 +6,7 @@ use crate::conversation::{confirm_empty, still_empty, Conversation, Step};
 use crate::error::{Error, Result};
 use crate::lanes::{relies_on_empty, LaneCtl, Offers, CTL_FIELDS};
 use crate::names::{field_int, later, Keys};
+use crate::retention::{self, Retention};
 use crate::sweep::parse_time;
 use crate::{Cmd, Reply};
 
@@ -50,8 +51,17 @@ pub struct Settle {
     action: Action,
     jitter: f64,
     result: Option<Settled>,
-    /// The plan, held while the lane list it relies on being empty is confirmed.
-    held: Option<Vec<Cmd>>,
+    /// The plan, held while a step it depends on is read.
+    held: Option<Held>,
+}
+
+/// What a plan waits for before it is applied.
+enum Held {
+    /// A FAIL that makes the job dead: the trim of `dead` (`retention::dead_step`),
+    /// then, with `confirm`, the lane list it relies on being empty.
+    Dead { writes: Vec<Cmd>, now: i64, confirm: Option<Vec<u8>> },
+    /// The lane list it relies on being empty, watched and read again.
+    Confirm(Vec<Cmd>),
 }
 
 const ROW: [&str; 5] = ["state", "token", "lane", "attempts", "max_attempts"];
@@ -99,20 +109,38 @@ impl Conversation for Settle {
         for key in [k.schedule(), k.active(), k.dead()] {
             cmds.push(Cmd::new("ZCARD").arg(key));
         }
+        if self.action == Action::Complete {
+            cmds.push(retention::read(k, &["done_ms"]));
+            cmds.push(Cmd::new("ZCARD").arg(k.done()));
+        }
         Step::Read { watch, cmds }
     }
 
     fn feed(&mut self, replies: &[Reply]) -> Result<Step<Settled>> {
         let verb = self.verb();
-        if let Some(writes) = self.held.take() {
-            if !still_empty(replies, 1) {
-                return Err(Error::conflict(verb, "the job's lane got work before the watch"));
+        match self.held.take() {
+            Some(Held::Confirm(writes)) => {
+                if !still_empty(replies, 1) {
+                    return Err(Error::conflict(verb, "the job's lane got work before the watch"));
+                }
+                return Ok(Step::Exec(writes));
             }
-            return Ok(Step::Exec(writes));
+            Some(Held::Dead { mut writes, now, confirm }) => {
+                writes.extend(retention::trim_from_replies(verb, &self.keys, now, std::slice::from_ref(&self.id), replies)?);
+                return Ok(match confirm {
+                    Some(lane) => {
+                        self.held = Some(Held::Confirm(writes));
+                        confirm_empty(&self.keys, &[lane])
+                    }
+                    None => Step::Exec(writes),
+                });
+            }
+            None => {}
         }
         let k = self.keys.clone();
         let lane_reads = if self.lane.is_some() { 2 } else { 0 };
-        if replies.len() != 2 + lane_reads + 6 {
+        let done_reads = if self.action == Action::Complete { 2 } else { 0 };
+        if replies.len() != 2 + lane_reads + 6 + done_reads {
             return Err(Error::server(verb, "wrong number of replies"));
         }
         let now = parse_time(&replies[0]).ok_or_else(|| Error::server(verb, "TIME gave no clock"))?;
@@ -149,6 +177,7 @@ impl Conversation for Settle {
         let mut w = vec![];
         let out;
         let mut ready = false;
+        let mut dies = false;
         match &self.action {
             Action::Extend { lease_ms } => {
                 let deadline = later(now, *lease_ms);
@@ -158,9 +187,12 @@ impl Conversation for Settle {
                 return Ok(Step::Exec(w));
             }
             Action::Complete => {
+                let done_ms = Retention::from_reply(verb, &k, &["done_ms"], &t[6])?.done_ms;
+                if done_ms != 0 && t[7].is_wrongtype() {
+                    return Err(retention::wrong_type(verb, &k.done()));
+                }
                 w.push(Cmd::new("ZREM").arg(k.active()).arg(&self.id));
-                w.push(Cmd::new("HSET").arg(&job).arg("state").arg("done").arg("finished").arg(now.to_string()));
-                w.push(Cmd::new("HDEL").arg(&job).arg("token").arg("lease"));
+                retention::done_writes(&k, &self.id, now, done_ms, &mut w);
                 out = Settled::Completed;
             }
             Action::Fail { error, retry_in_ms } => {
@@ -194,6 +226,7 @@ impl Conversation for Settle {
                     }
                     w.push(Cmd::new("ZADD").arg(k.dead()).arg(now.to_string()).arg(&self.id));
                     w.push(Cmd::new("HSET").arg(&job).arg("state").arg("dead").arg("error").arg(error).arg("finished").arg(now.to_string()));
+                    dies = true;
                     out = Settled::Dead;
                 }
             }
@@ -220,9 +253,13 @@ impl Conversation for Settle {
             offers.writes(&k, &mut w);
         }
         self.result = Some(out);
-        if relies_on_empty_lane {
-            let lane = self.lane.clone().expect("a lane job");
-            self.held = Some(w);
+        let confirm = relies_on_empty_lane.then(|| self.lane.clone().expect("a lane job"));
+        if dies {
+            self.held = Some(Held::Dead { writes: w, now, confirm });
+            return Ok(retention::dead_step(&k, 1));
+        }
+        if let Some(lane) = confirm {
+            self.held = Some(Held::Confirm(w));
             return Ok(confirm_empty(&k, &[lane]));
         }
         Ok(Step::Exec(w))

@@ -11,7 +11,9 @@
 //!    `lane`) `TYPE` of each of those.
 //! 4. (only when lane rows were selected) `WATCH` each lane's control hash, read
 //!    it and the lane's length.
-//! 5. `MULTI`, the write plan, `EXEC`.
+//! 5. (only when a stalled check makes jobs dead) `WATCH P dead`, read the
+//!    retention and the head of `dead`, for the trim (`retention`).
+//! 6. `MULTI`, the write plan, `EXEC`.
 //!
 //! Nothing watches `schedule`, `active`, `pending`, the lane lists or the ring, so
 //! producers, claims of other ids and ring rotation never abort a sweep (SPEC §9).
@@ -20,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::lanes::{LaneCtl, CTL_FIELDS};
 use crate::names::{field_int, Keys};
 use crate::conversation::Conversation;
-use crate::{promote, rows, stalled, Cmd, Reply};
+use crate::{promote, retention, rows, stalled, Cmd, Reply};
 
 pub const PROMOTE: &str = "EMQ.PROMOTE";
 pub const STALLED: &str = "EMQ.STALLED.CHECK";
@@ -118,6 +120,9 @@ enum Stage {
     Lanes,
     /// The lane lists whose emptiness the plan relies on, watched and read again.
     Confirm(Vec<Vec<u8>>),
+    /// The plan makes jobs dead: `dead` watched, the retention and the head of
+    /// `dead` read, for the trim (`retention::dead_step`).
+    Dead(Plan),
     Exec,
 }
 
@@ -351,10 +356,30 @@ impl Sweep {
             Some((rows, plan)) if rows == self.read.rows && self.read.lanes.is_empty() && self.read.types == Types::ALL => plan,
             _ => self.plan(&self.read)?,
         };
-        let writes = plan.writes;
+        if let Outcome::Stalled { dead, .. } = &plan.outcome {
+            if !dead.is_empty() {
+                let step = retention::dead_step(&self.keys, dead.len());
+                self.stage = Stage::Dead(plan);
+                return Ok(step);
+            }
+        }
+        Ok(self.exec(plan))
+    }
+
+    fn exec(&mut self, plan: Plan) -> Step {
         self.outcome = Some(plan.outcome);
         self.stage = Stage::Exec;
-        Ok(Step::Exec(writes))
+        Step::Exec(plan.writes)
+    }
+
+    /// The plan with the trim of `dead` its deaths call for.
+    fn dead_read(&mut self, mut plan: Plan, replies: &[Reply]) -> Result<Step> {
+        let Outcome::Stalled { dead, .. } = &plan.outcome else {
+            return Err(self.host_error("only a stalled check makes jobs dead"));
+        };
+        let trim = retention::trim_from_replies(self.verb(), &self.keys, self.read.now, dead, replies)?;
+        plan.writes.extend(trim);
+        Ok(self.exec(plan))
     }
 
     /// The write plan for `read`: a pure function of it.
@@ -434,6 +459,7 @@ impl Conversation for Sweep {
                 }
                 self.build()
             }
+            Stage::Dead(plan) => self.dead_read(plan, replies),
             Stage::Exec => Err(self.host_error("a read was fed after the plan was built")),
         }
     }

@@ -8,6 +8,7 @@ use emq_plan::add::{Add, NewJob, When};
 use emq_plan::claim::Claim;
 use emq_plan::conversation::{Conversation, Step};
 use emq_plan::lane_ops::{LaneControl, LaneOp};
+use emq_plan::look::{CountsRead, Get, GetRetention, Lanes, SetRetention};
 use emq_plan::settle::{Action, Settle};
 use emq_plan::sweep::{Kind, Sweep};
 use emq_plan::{Keys, Reply};
@@ -45,7 +46,7 @@ fn word(rng: &mut Rng) -> Reply {
 
 /// A reply of the shape the command really gets, with values that vary. A range
 /// read again (a sweep's re-read under its watch) mostly repeats the first one.
-fn shaped(rng: &mut Rng, cmd: Option<&emq_plan::Cmd>, first_range: &mut Option<Vec<Reply>>) -> Reply {
+fn shaped(rng: &mut Rng, cmd: Option<&emq_plan::Cmd>, first_range: &mut Option<Vec<Reply>>, hints: &[Vec<u8>]) -> Reply {
     let Some(cmd) = cmd else { return reply(rng, 0) };
     let argc = cmd.argc();
     if cmd.name() == b"ZRANGE" && rng.below(4) != 0 {
@@ -63,7 +64,14 @@ fn shaped(rng: &mut Rng, cmd: Option<&emq_plan::Cmd>, first_range: &mut Option<V
             first_range.get_or_insert_with(|| items.clone());
             Reply::Array(items)
         }
+        b"HGET" if !hints.is_empty() && rng.below(2) == 0 => Reply::Bulk(hints[rng.below(hints.len() as u64) as usize].clone()),
         b"HGET" => if rng.below(3) == 0 { Reply::Nil } else { word(rng) },
+        b"HGETALL" => Reply::Array((0..rng.below(4)).flat_map(|_| [word(rng), word(rng)]).collect()),
+        b"SCAN" => {
+            let cursor = if rng.below(3) == 0 { "17" } else { "0" };
+            let keys = (0..rng.below(3)).map(|i| Reply::Bulk(format!("emq:{{q}}:lane:L{i}").into_bytes())).collect();
+            Reply::Array(vec![Reply::Bulk(cursor.as_bytes().to_vec()), Reply::Array(keys)])
+        }
         b"HMGET" => Reply::Array((2..argc).map(|_| if rng.below(3) == 0 { Reply::Nil } else { word(rng) }).collect()),
         b"LRANGE" => Reply::Array((0..rng.below(4)).map(|i| Reply::Bulk(format!("m{i}").into_bytes())).collect()),
         b"TYPE" => Reply::Status(["none", "hash", "string"][rng.below(3) as usize].into()),
@@ -74,10 +82,21 @@ fn shaped(rng: &mut Rng, cmd: Option<&emq_plan::Cmd>, first_range: &mut Option<V
 }
 
 static PLANNED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Trim steps reached (a read that watches `dead`), and adds answered with no writes (all landed).
+static TRIMS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static LANDED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Drives two copies of a conversation with the same replies, one of them told to
 /// `speculate` before each feed: they must answer alike at every step.
 fn drive<C: Conversation>(rng: &mut Rng, make: impl Fn() -> C)
+where
+    C::Out: std::fmt::Debug,
+{
+    drive_with(rng, make, &[]);
+}
+
+/// `drive`, with values an `HGET` may give back (a digest the conversation knows).
+fn drive_with<C: Conversation>(rng: &mut Rng, make: impl Fn() -> C, hints: &[Vec<u8>])
 where
     C::Out: std::fmt::Debug,
 {
@@ -87,8 +106,16 @@ where
     let mut first_range = None;
     for _ in 0..10 {
         match step {
-            Step::Done(_) => return,
-            Step::Read { cmds, .. } => {
+            Step::Done(_) => {
+                if c.verb() == "EMQ.ADD" {
+                    LANDED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+                return;
+            }
+            Step::Read { cmds, watch } => {
+                if watch == [b"emq:{q}:dead".to_vec()] {
+                    TRIMS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
                 // Mostly the right count; sometimes one off.
                 let n = match rng.below(10) {
                     0 => cmds.len() + 1,
@@ -96,7 +123,7 @@ where
                     _ => cmds.len(),
                 };
                 let replies: Vec<Reply> =
-                    (0..n).map(|i| if rng.below(10) == 0 { reply(rng, 0) } else { shaped(rng, cmds.get(i), &mut first_range) }).collect();
+                    (0..n).map(|i| if rng.below(10) == 0 { reply(rng, 0) } else { shaped(rng, cmds.get(i), &mut first_range, hints) }).collect();
                 twin.speculate();
                 let (got, twin_got) = (c.feed(&replies), twin.feed(&replies));
                 assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed a step");
@@ -135,7 +162,7 @@ fn no_conversation_panics_on_any_reply() {
     let keys = || Keys::new(b"q");
     for i in 0..iters {
         let batch = 1 + rng.below(4);
-        match i % 7 {
+        match i % 9 {
             0 => drive(&mut rng, || Sweep::new(Kind::Promote, keys(), batch)),
             1 => {
                 let max_stalled = Some(rng.below(3));
@@ -151,7 +178,8 @@ fn no_conversation_panics_on_any_reply() {
                         max_attempts: 1,
                     })
                     .collect();
-                drive(&mut rng, || Add::new(keys(), jobs.clone(), (1, 0)).unwrap());
+                let digests: Vec<Vec<u8>> = jobs.iter().map(|j| emq_plan::add::digest(j).into_bytes()).collect();
+                drive_with(&mut rng, || Add::new(keys(), jobs.clone(), (1, 0)).unwrap(), &digests);
             }
             3 => {
                 let n = 1 + rng.below(4);
@@ -170,10 +198,25 @@ fn no_conversation_panics_on_any_reply() {
                 let op = [LaneOp::Pause, LaneOp::Resume, LaneOp::Limit(2)][rng.below(3) as usize];
                 drive(&mut rng, || LaneControl::new(keys(), b"L".to_vec(), op).unwrap());
             }
-            _ => drive(&mut rng, || Sweep::new(Kind::Stalled { max_stalled: None }, keys(), batch)),
+            6 => drive(&mut rng, || Sweep::new(Kind::Stalled { max_stalled: None }, keys(), batch)),
+            7 => match rng.below(4) {
+                0 => drive(&mut rng, || Get::new(keys(), b"a".to_vec()).unwrap()),
+                1 => drive(&mut rng, || Lanes::new(keys())),
+                2 => drive(&mut rng, || CountsRead::new(keys())),
+                _ => drive(&mut rng, || GetRetention::new(keys())),
+            },
+            _ => {
+                let v = |rng: &mut Rng| [None, Some(-1), Some(0), Some(5)][rng.below(4) as usize];
+                let (a, b, c) = (v(&mut rng), v(&mut rng), v(&mut rng));
+                drive(&mut rng, || SetRetention::new(keys(), a, b, c).unwrap());
+            }
         }
     }
     // The fuzzer must reach plans, not only early refusals.
     let planned = PLANNED.load(std::sync::atomic::Ordering::Relaxed);
     assert!(planned as u64 > iters / 40, "only {planned} of {iters} conversations reached a plan");
+    let (trims, landed) = (TRIMS.load(std::sync::atomic::Ordering::Relaxed), LANDED.load(std::sync::atomic::Ordering::Relaxed));
+    eprintln!("planned {planned}, trims {trims}, all landed {landed}");
+    assert!(trims as u64 > iters / 1000, "only {trims} of {iters} conversations reached the trim of dead");
+    assert!(landed as u64 > iters / 1000, "only {landed} of {iters} adds found every job landed");
 }

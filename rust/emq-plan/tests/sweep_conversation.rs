@@ -221,7 +221,14 @@ fn stalled_check_counts_stalls_recovers_and_kills() {
         s.feed(&[again, x, y, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap(),
     );
     assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:lanectl:L", "paused", "limit", "active", "ring"]));
-    let w = writes(s.feed(&[fields(&[None, Some("1"), Some("1"), None]), Reply::Int(3)]).unwrap());
+    let (watch, cmds) = read(s.feed(&[fields(&[None, Some("1"), Some("1"), None]), Reply::Int(3)]).unwrap());
+    assert_eq!(watch, vec![b"emq:{q}:dead".to_vec()], "one died: dead is watched for the trim");
+    assert_eq!(cmds, vec![
+        cmd(&["HMGET", "emq:{q}:retention", "dead_ms", "dead_max"]),
+        cmd(&["ZCARD", "emq:{q}:dead"]),
+        cmd(&["ZRANGE", "emq:{q}:dead", "0", "64", "WITHSCORES"]),
+    ]);
+    let w = writes(s.feed(&[fields(&[None, None]), Reply::Int(0), members(&[])]).unwrap());
     let now = NOW.to_string();
     assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:active", "x", "y"]));
     assert_eq!(w[1], cmd(&["ZADD", "emq:{q}:dead", &now, "y"]));
@@ -286,10 +293,17 @@ fn stalled_plan(speculate: bool, x_fields: Reply, y_fields: Reply) -> Vec<Cmd> {
     }
     let again = members(&[("x", NOW - 2), ("y", NOW - 1)]);
     let replies = [again, x_fields, y_fields, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
-    match s.feed(&replies).unwrap() {
-        Step::Exec(w) => w,
-        Step::Read { .. } => writes(s.feed(&[fields(&[None, None, None, None]), Reply::Int(0)]).unwrap()),
-        other => panic!("expected a plan, got {other:?}"),
+    let mut step = s.feed(&replies).unwrap();
+    loop {
+        step = match step {
+            Step::Exec(w) => return w,
+            // The trim of `dead`: two old entries, at most 2 kept.
+            Step::Read { watch, .. } if watch == vec![b"emq:{q}:dead".to_vec()] => s
+                .feed(&[fields(&[None, Some("2")]), Reply::Int(2), members(&[("old1", NOW - 9), ("old2", NOW - 8)])])
+                .unwrap(),
+            Step::Read { .. } => s.feed(&[fields(&[None, None, None, None]), Reply::Int(0)]).unwrap(),
+            other => panic!("expected a plan, got {other:?}"),
+        }
     }
 }
 
@@ -308,4 +322,62 @@ fn the_speculated_plan_is_the_plan_whether_or_not_the_guess_holds() {
     }
     let w = stalled_plan(true, fields(&[None, None]), fields(&[None, Some("1")]));
     assert!(w.contains(&cmd(&["HSET", "emq:{q}:job:y", "state", "dead", "stalls", "2", "error", "stalled"])), "{w:?}");
+    assert_eq!(w[w.len() - 2..], [cmd(&["ZREM", "emq:{q}:dead", "old1"]), cmd(&["DEL", "emq:{q}:job:old1"])], "{w:?}");
+}
+
+/// A stalled check with `max_stalled: Some(0)`: the likely read (flat rows at
+/// their first stall) kills every row, so the speculated plan goes through the
+/// trim step too.
+fn all_die_plan(speculate: bool, dead_head: Reply, policy: Reply, card: i64) -> Vec<Cmd> {
+    let mut s = Sweep::new(Kind::Stalled { max_stalled: Some(0) }, Keys::new(b"q"), 100);
+    s.start();
+    select(&mut s, &[time(), members(&[("x", NOW - 2), ("y", NOW - 1)])]);
+    if speculate {
+        s.speculate();
+    }
+    let again = members(&[("x", NOW - 2), ("y", NOW - 1)]);
+    let replies = [again, fields(&[None, None]), fields(&[None, None]), Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+    let (watch, cmds) = read(s.feed(&replies).unwrap());
+    assert_eq!(watch, vec![b"emq:{q}:dead".to_vec()]);
+    assert_eq!(cmds[2], cmd(&["ZRANGE", "emq:{q}:dead", "0", "65", "WITHSCORES"]), "d + 64 entries: d = 2");
+    writes(s.feed(&[policy, Reply::Int(card), dead_head]).unwrap())
+}
+
+#[test]
+fn deaths_trim_dead_by_count_and_by_time_with_or_without_speculation() {
+    let head = members(&[("a", NOW - 100_000), ("b", NOW - 50), ("c", NOW - 50)]);
+    for speculate in [false, true] {
+        // Nothing trimmed under the defaults.
+        let w = all_die_plan(speculate, head.clone(), fields(&[None, None]), 3);
+        assert!(!w.iter().any(|c| c.name() == b"DEL"), "{w:?}");
+        // At most 3 kept: 3 + 2 - 3 = 2 leave, the oldest first.
+        let w = all_die_plan(speculate, head.clone(), fields(&[None, Some("3")]), 3);
+        assert_eq!(w[w.len() - 2..], [cmd(&["ZREM", "emq:{q}:dead", "a", "b"]), cmd(&["DEL", "emq:{q}:job:a", "emq:{q}:job:b"])]);
+        // Kept 1 s: only `a` is older.
+        let w = all_die_plan(speculate, head.clone(), fields(&[Some("1000"), Some("-1")]), 3);
+        assert_eq!(w[w.len() - 2..], [cmd(&["ZREM", "emq:{q}:dead", "a"]), cmd(&["DEL", "emq:{q}:job:a"])]);
+        // Not kept: every entry, the new ones too (ties at `now` by member), rows deleted after they are written.
+        let w = all_die_plan(speculate, head.clone(), fields(&[Some("0"), None]), 3);
+        let n = w.len();
+        assert_eq!(w[n - 2], cmd(&["ZREM", "emq:{q}:dead", "a", "b", "c", "x", "y"]));
+        let set_x = w.iter().position(|c| c.to_args()[..2] == [&b"HSET"[..], b"emq:{q}:job:x"]).unwrap();
+        assert!(set_x < n - 1, "the row is written, then deleted");
+    }
+    assert_eq!(
+        all_die_plan(true, head.clone(), fields(&[None, Some("1")]), 3),
+        all_die_plan(false, head, fields(&[None, Some("1")]), 3)
+    );
+}
+
+#[test]
+fn a_dead_zset_or_retention_of_the_wrong_type_at_the_trim_is_a_layout_error() {
+    for (policy, card) in [(wrongtype(), Reply::Int(0)), (fields(&[None, None]), wrongtype())] {
+        let mut s = Sweep::new(Kind::Stalled { max_stalled: Some(0) }, Keys::new(b"q"), 100);
+        s.start();
+        select(&mut s, &[time(), members(&[("x", NOW - 2)])]);
+        let replies = [members(&[("x", NOW - 2)]), fields(&[None, None]), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+        read(s.feed(&replies).unwrap());
+        let e = s.feed(&[policy, card, members(&[])]).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Layout, "{e}");
+    }
 }
