@@ -448,8 +448,8 @@ def check(binary: str) -> int:
             q.add_many(items)
             q.pause_lane("l2")
             q.set_lane_limit("l3", 2)
-            c.command("DEL", q.prefix + "job:id003")  # a flat ghost
-            c.command("DEL", q.prefix + "job:id004")  # a lane ghost (l4)
+            c.command("DEL", "emq:{chk}:job:id003")  # a flat ghost
+            c.command("DEL", "emq:{chk}:job:id004")  # a lane ghost (l4)
             w = make_queue(impl, c, "chk")
             log = []
             for step in range(40):

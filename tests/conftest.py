@@ -129,6 +129,7 @@ def tls_server(_production_servers) -> _servers.TLSServer:
     t = _started(_production_servers, "tls", _servers.start_tls)
     with t.admin() as r:
         r.flushall()
+        r.execute_command("CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes")  # earlier tests' connections
     return t
 
 

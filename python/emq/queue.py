@@ -95,7 +95,6 @@ class Queue:
     def __init__(self, client: ClientLike, name: str):
         self.client: Client = _client(client)
         self.name = check_queue("emq.Queue", name)  # SPEC §1, checked once here
-        self.prefix = "emq:{" + name + "}:"
 
     def __repr__(self) -> str:
         return f"<emq.Queue {self.name!r} on {self.client.address}>"

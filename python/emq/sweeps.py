@@ -46,6 +46,7 @@ def stalled_check(
 
 
 def wire(client: ClientLike, *args: str | bytes, backend: Backend = "plan"):
-    """The wire form, e.g. `wire(c, "EMQ.PROMOTE", "2", "emq:{q}:schedule",
-    "emq:{q}:pending", "emq:{q}:", "100")`: checked as the module checks it."""
+    """The wire form: the command's name, then the seed's EVALSHA tail (`"2"`,
+    the keys of `schedule` and `pending`, the queue's prefix, the batch; SPEC §5
+    and §6), checked as the module checks it."""
     return _client(client).wire(*args, backend=backend)

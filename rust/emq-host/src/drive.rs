@@ -105,8 +105,10 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
                 let out = match conn.write_replies(n)? {
                     (Some(queued), _) => Err(refusal(verb, &queued)),
                     (None, Reply::Nil) => Ok(None),
-                    (None, Reply::Array(exec)) => match first_error(&exec) {
-                        Some(r) => Err(ran_with(verb, r)),
+                    // A wrong type is the conversation's to name (a read in a
+                    // transaction, as `counts` makes); any other error, its class.
+                    (None, Reply::Array(exec)) => match exec.iter().find(|r| is_error(r) && !r.is_wrongtype()) {
+                        Some(r) => Err(refusal(verb, r)),
                         None => Ok(Some(c.finish(&exec)?)),
                     },
                     (None, r @ Reply::Error { .. }) => Err(refusal(verb, &r)),
@@ -163,17 +165,6 @@ fn refusal(verb: &str, r: &Reply) -> HostError {
         Reply::Error { code, message } => HostError::classify(verb, code, message),
         other => HostError::Server(format!("{verb}: {other:?}")),
     }
-}
-
-/// A command that failed while `EXEC` ran the transaction (the others ran):
-/// every check a plan relies on is made before `EXEC`, so this is the server's
-/// own refusal, surfaced by its class.
-fn ran_with(verb: &str, r: &Reply) -> HostError {
-    let e = refusal(verb, r);
-    if let Reply::Error { message, .. } = r {
-        eprintln!("emq: {verb}: a command failed inside EXEC after the transaction started: {message}");
-    }
-    e
 }
 
 /// Full jitter: a random pause up to a cap that doubles with each attempt.
