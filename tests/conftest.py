@@ -125,7 +125,7 @@ def tls_server(_production_servers) -> _servers.TLSServer:
     `.insecure_url`, `.ca`, `.env()` (SSL_CERT_FILE for subprocesses),
     `.client()` (redis-py over TLS), `.admin()` (plain port)."""
     if not (shutil.which("redis-server") and shutil.which("openssl")):
-        pytest.skip("needs redis-server and openssl")
+        pytest.fail("the TLS tests need redis-server and the openssl CLI (./dev test installs both)")
     t = _started(_production_servers, "tls", _servers.start_tls)
     with t.admin() as r:
         r.flushall()

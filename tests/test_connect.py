@@ -192,7 +192,7 @@ def _tls_server(tmp_path):
     embedded Valkey is built without TLS)."""
     redis_server, openssl = shutil.which("redis-server"), shutil.which("openssl")
     if not (redis_server and openssl):
-        pytest.skip("needs redis-server and openssl")
+        pytest.fail("needs redis-server and the openssl CLI (./dev test installs both)")
     cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
     subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
                     "-days", "2", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
