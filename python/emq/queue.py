@@ -8,31 +8,12 @@ refuses.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping
 
-from ._core import Client, check_name, check_queue, check_text
+from ._core import Client, Job, check_name, check_queue, check_text
 from .errors import ArgumentError
 from .sweeps import ClientLike, _client, promote, stalled_check
 
-
-
-@dataclass(frozen=True)
-class Job:
-    """A job as a worker holds it. `token` and `lease_deadline_ms` are set while
-    it is claimed; the token proves the lease to `extend`, `complete` and `fail`."""
-
-    id: str
-    data: bytes
-    lane: str | None = None
-    attempts: int = 0
-    max_attempts: int = 0
-    token: str | None = None
-    lease_deadline_ms: int | None = None
-    state: str | None = None
-    due_ms: int | None = None
-    stalls: int = 0
-    error: str | None = None
 
 
 U64 = 2**64 - 1  # milliseconds and counts the core takes
@@ -154,10 +135,7 @@ class Queue:
         then lanes round-robin."""
         n = _int("EMQ.CLAIM", "n", n, minimum=1)
         lease_ms = _int("EMQ.CLAIM", "lease_ms", lease_ms, minimum=1)
-        return [
-            Job(id=i, data=d, lane=l, attempts=a, max_attempts=m, token=t, lease_deadline_ms=dl, state="active")
-            for (i, d, l, a, m, t, dl) in self.client._claim(self.name, n, lease_ms)
-        ]
+        return self.client._claim(self.name, n, lease_ms)
 
     def _held(self, verb: str, job: Job) -> Job:
         if not isinstance(job, Job):
@@ -174,12 +152,12 @@ class Queue:
         """Moves the lease deadline to now + `lease_ms`; False if the lease is lost."""
         job = self._held("EMQ.EXTEND", job)
         lease_ms = _int("EMQ.EXTEND", "lease_ms", lease_ms, minimum=1)
-        return self.client._settle(self.name, job.id, job.token, job.lane, "extend", lease_ms=lease_ms) == "extended"
+        return self.client._extend(self.name, job, lease_ms)
 
     def complete(self, job: Job) -> bool:
         """Marks the job done; False (and nothing changes) if the lease is lost."""
         job = self._held("EMQ.COMPLETE", job)
-        return self.client._settle(self.name, job.id, job.token, job.lane, "complete") == "completed"
+        return self.client._complete(self.name, job)
 
     def fail(self, job: Job, error: str | bytes, *, retry_in_ms: int | None = None) -> Literal["scheduled", "dead", "refused"]:
         """Records a failure: `"scheduled"` (retried after `retry_in_ms`, or an
@@ -194,42 +172,26 @@ class Queue:
         if not isinstance(error, (str, bytes, bytearray, memoryview)):
             raise ArgumentError(f"EMQ.FAIL: error must be a str, bytes or an exception, not {type(error).__name__}")
         err = _data("EMQ.FAIL", error, "error")
-        return self.client._settle(self.name, job.id, job.token, job.lane, "fail", error=err, retry_in_ms=retry_in_ms)
+        return self.client._fail(self.name, job, err, retry_in_ms)
 
     # -- lanes ----------------------------------------------------------------
 
     def pause_lane(self, lane: str) -> None:
-        self.client._lane(self.name, _name("EMQ.LANE", "lane", lane), "pause")
+        self.client._pause_lane(self.name, _name("EMQ.LANE", "lane", lane))
 
     def resume_lane(self, lane: str) -> None:
-        self.client._lane(self.name, _name("EMQ.LANE", "lane", lane), "resume")
+        self.client._resume_lane(self.name, _name("EMQ.LANE", "lane", lane))
 
     def set_lane_limit(self, lane: str, n: int) -> None:
         """At most `n` of the lane's jobs active at once (0: no limit)."""
         n = _int("EMQ.LANE", "n", n, minimum=0, maximum=10**15 - 1)  # stored fields are read to 15 digits
-        self.client._lane(self.name, _name("EMQ.LANE", "lane", lane), "limit", n)
+        self.client._set_lane_limit(self.name, _name("EMQ.LANE", "lane", lane), n)
 
     # -- looking --------------------------------------------------------------
 
     def get(self, id: str) -> Job | None:
         """The job's row, or None (never added, or no longer kept)."""
-        row = self.client._get(self.name, _text("EMQ.GET", "id", id))
-        if row is None:
-            return None
-        data, lane, attempts, max_attempts, token, lease, state, due, stalls, error = row
-        return Job(
-            id=id,
-            data=data,
-            lane=lane,
-            attempts=attempts,
-            max_attempts=max_attempts,
-            token=token,
-            lease_deadline_ms=lease,
-            state=state,
-            due_ms=due,
-            stalls=stalls,
-            error=error,
-        )
+        return self.client._get(self.name, _name("EMQ.GET", "id", id))
 
     def lanes(self) -> list[str]:
         """The lanes that have a list or a control hash, sorted."""

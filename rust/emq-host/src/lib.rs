@@ -6,6 +6,7 @@
 mod conn;
 mod drive;
 mod error;
+mod job;
 mod jobs;
 mod look;
 mod net;
@@ -24,6 +25,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use conn::Conn;
+use job::Job;
 
 // Sweeps allocate many small buffers (commands out, replies in); mimalloc keeps
 // that off the system allocator's slow paths.
@@ -56,6 +58,19 @@ impl Client {
             f(&mut conn)
         })
         .map_err(PyErr::from)
+    }
+
+    fn settle(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, job: &Job, action: Action) -> PyResult<Settled> {
+        let q = queue_arg(emq_plan::settle::verb(&action), queue)?;
+        let token = job.token.as_deref().unwrap_or_default().as_bytes();
+        let lane = job.lane.as_deref().map(str::as_bytes);
+        Ok(self.with(py, |c| jobs::settle(c, &q, job.id.as_bytes(), token, lane, action))?)
+    }
+
+    fn lane(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, lane: &str, op: LaneOp) -> PyResult<()> {
+        let q = queue_arg(emq_plan::lane_ops::LANE, queue)?;
+        let lane = lane.as_bytes().to_vec();
+        self.with(py, |c| jobs::lane(c, &q, &lane, op))
     }
 
     fn from_conn(py: Python<'_>, conn: Conn) -> PyResult<Self> {
@@ -239,65 +254,47 @@ impl Client {
         Ok(ids.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect())
     }
 
-    /// CLAIM (SPEC §7): `(id, data, lane, attempts, max_attempts, token, lease deadline ms)` each.
-    #[allow(clippy::type_complexity)]
-    fn _claim(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, n: u64, lease_ms: u64) -> PyResult<Vec<(String, Py<PyBytes>, Option<String>, i64, i64, String, i64)>> {
+    /// CLAIM (SPEC §7): the jobs taken, each with its lease's token.
+    fn _claim(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, n: u64, lease_ms: u64) -> PyResult<Vec<Job>> {
         let q = queue_arg(emq_plan::claim::CLAIM, queue)?;
         let claimed = self.with(py, |c| jobs::claim(c, &q, n, lease_ms))?;
-        let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
-        Ok(claimed
-            .into_iter()
-            .map(|j| (text(j.id), PyBytes::new(py, &j.data).unbind(), j.lane.map(text), j.attempts, j.max_attempts, text(j.token), j.deadline))
-            .collect())
+        Ok(claimed.into_iter().map(Job::claimed).collect())
     }
 
-    /// EXTEND / COMPLETE / FAIL (SPEC §7): `action` is `"extend"`, `"complete"`
-    /// or `"fail"`. Gives `"refused"`, `"extended"`, `"completed"`, `"scheduled"`
-    /// or `"dead"`.
-    #[pyo3(signature = (queue, id, token, lane, action, lease_ms=0, error=None, retry_in_ms=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn _settle(
-        &self,
-        py: Python<'_>,
-        queue: &Bound<'_, PyAny>,
-        id: &str,
-        token: &str,
-        lane: Option<&str>,
-        action: &str,
-        lease_ms: u64,
-        error: Option<Vec<u8>>,
-        retry_in_ms: Option<u64>,
-    ) -> PyResult<&'static str> {
-        let action = match action {
-            "extend" => Action::Extend { lease_ms },
-            "complete" => Action::Complete,
-            "fail" => Action::Fail { error: error.unwrap_or_default(), retry_in_ms },
-            other => return Err(HostError::Argument(format!("settle: unknown action {other:?}")).into()),
-        };
-        let q = queue_arg("EMQ.SETTLE", queue)?;
-        let (id, token, lane) = (id.as_bytes().to_vec(), token.as_bytes().to_vec(), lane.map(|l| l.as_bytes().to_vec()));
-        let out = self.with(py, |c| jobs::settle(c, &q, &id, &token, lane.as_deref(), action))?;
-        Ok(match out {
-            Settled::Refused => "refused",
-            Settled::Extended => "extended",
-            Settled::Completed => "completed",
+    /// EXTEND (SPEC §7): whether the lease was extended (`False`: it is lost).
+    fn _extend(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, job: &Job, lease_ms: u64) -> PyResult<bool> {
+        Ok(self.settle(py, queue, job, Action::Extend { lease_ms })? == Settled::Extended)
+    }
+
+    /// COMPLETE (SPEC §7): whether the job is done (`False`: the lease is lost).
+    fn _complete(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, job: &Job) -> PyResult<bool> {
+        Ok(self.settle(py, queue, job, Action::Complete)? == Settled::Completed)
+    }
+
+    /// FAIL (SPEC §7): `"scheduled"` (retried later, or ready at once), `"dead"`,
+    /// or `"refused"` (the lease is lost).
+    #[pyo3(signature = (queue, job, error, retry_in_ms=None))]
+    fn _fail(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, job: &Job, error: Vec<u8>, retry_in_ms: Option<u64>) -> PyResult<&'static str> {
+        Ok(match self.settle(py, queue, job, Action::Fail { error, retry_in_ms })? {
             Settled::Retrying => "scheduled",
             Settled::Dead => "dead",
+            _ => "refused",
         })
     }
 
-    /// Lane control: `op` is `"pause"`, `"resume"` or `"limit"` (with `limit`).
-    #[pyo3(signature = (queue, lane, op, limit=0))]
-    fn _lane(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, lane: &str, op: &str, limit: u64) -> PyResult<()> {
-        let op = match op {
-            "pause" => LaneOp::Pause,
-            "resume" => LaneOp::Resume,
-            "limit" => LaneOp::Limit(limit),
-            other => return Err(HostError::Argument(format!("lane: unknown op {other:?}")).into()),
-        };
-        let q = queue_arg(emq_plan::lane_ops::LANE, queue)?;
-        let lane = lane.as_bytes().to_vec();
-        self.with(py, |c| jobs::lane(c, &q, &lane, op))
+    /// Pauses a lane: it keeps its jobs and leaves the ring.
+    fn _pause_lane(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, lane: &str) -> PyResult<()> {
+        self.lane(py, queue, lane, LaneOp::Pause)
+    }
+
+    /// Resumes a lane (then offers it).
+    fn _resume_lane(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, lane: &str) -> PyResult<()> {
+        self.lane(py, queue, lane, LaneOp::Resume)
+    }
+
+    /// At most `limit` of the lane's jobs active at once (`0`: no limit), then offers it.
+    fn _set_lane_limit(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, lane: &str, limit: u64) -> PyResult<()> {
+        self.lane(py, queue, lane, LaneOp::Limit(limit))
     }
 
     /// The park of a worker's beat: blocks on the queue's `wake` list until a
@@ -365,15 +362,12 @@ impl Client {
         format!("<emq.Client {}>", self.address)
     }
 
-    /// The job's row for `Queue.get`: `None`, or `(data, lane, attempts,
-    /// max_attempts, token, lease, state, due, stalls, error)`.
-    #[allow(clippy::type_complexity)]
-    fn _get(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, id: &str) -> PyResult<Option<(Py<PyBytes>, Option<String>, i64, i64, Option<String>, Option<i64>, Option<String>, Option<i64>, i64, Option<String>)>> {
+    /// The job under `id` for `Queue.get`, or `None` (never added, or no longer kept).
+    fn _get(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, id: &str) -> PyResult<Option<Job>> {
         let q = queue_arg(emq_plan::look::GET, queue)?;
-        let id = id.as_bytes().to_vec();
-        let row = self.with(py, |c| look::get(c, &q, &id))?;
-        let text = |b: Option<Vec<u8>>| b.map(|b| String::from_utf8_lossy(&b).into_owned());
-        Ok(row.map(|r| (PyBytes::new(py, &r.data).unbind(), text(r.lane), r.attempts, r.max_attempts, text(r.token), r.lease, text(r.state), r.due, r.stalls, text(r.error))))
+        let key = id.as_bytes().to_vec();
+        let row = self.with(py, |c| look::get(c, &q, &key))?;
+        Ok(row.map(|r| Job::row(id.to_string(), r)))
     }
 
     /// The lanes that have a list or a control hash, sorted.
@@ -448,12 +442,12 @@ fn arg_bytes(verb: &str, a: &Bound<'_, PyAny>) -> HostResult<Vec<u8>> {
     }
 }
 
-fn type_name(v: &Bound<'_, PyAny>) -> String {
+pub(crate) fn type_name(v: &Bound<'_, PyAny>) -> String {
     v.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
 }
 
 /// A `str` argument that encodes to UTF-8 (no lone surrogates).
-fn text_arg(verb: &str, name: &str, v: &Bound<'_, PyAny>) -> HostResult<String> {
+pub(crate) fn text_arg(verb: &str, name: &str, v: &Bound<'_, PyAny>) -> HostResult<String> {
     let s = v
         .cast::<PyString>()
         .map_err(|_| HostError::Argument(format!("{verb}: {name} must be a str, not {}", type_name(v))))?;
@@ -563,6 +557,7 @@ fn parse_info<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyDict>> 
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Client>()?;
+    m.add_class::<Job>()?;
     m.add_function(wrap_pyfunction!(parse_info, m)?)?;
     m.add_function(wrap_pyfunction!(check_queue, m)?)?;
     m.add_function(wrap_pyfunction!(check_name, m)?)?;

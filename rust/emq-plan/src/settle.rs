@@ -79,7 +79,7 @@ impl Settle {
     }
 }
 
-fn verb(a: &Action) -> &'static str {
+pub fn verb(a: &Action) -> &'static str {
     match a {
         Action::Extend { .. } => EXTEND,
         Action::Complete => COMPLETE,

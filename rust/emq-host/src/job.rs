@@ -1,0 +1,157 @@
+//! `emq.Job`: a job as the core hands it to Python (a claim, a `get`), and as a
+//! worker hands it back to prove its lease (`extend`, `complete`, `fail`).
+
+use emq_plan::claim::Claimed;
+use emq_plan::look::JobRow;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyString};
+
+use crate::error::{HostError, HostResult};
+
+/// A job. `token` and `lease_deadline_ms` are set while it is claimed; the
+/// token proves the lease to `extend`, `complete` and `fail`. Immutable;
+/// equal when every field is.
+#[pyclass(frozen, eq, hash, module = "emq._core", name = "Job")]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Job {
+    #[pyo3(get)]
+    pub id: String,
+    pub data: Vec<u8>,
+    #[pyo3(get)]
+    pub lane: Option<String>,
+    #[pyo3(get)]
+    pub attempts: i64,
+    #[pyo3(get)]
+    pub max_attempts: i64,
+    #[pyo3(get)]
+    pub token: Option<String>,
+    #[pyo3(get)]
+    pub lease_deadline_ms: Option<i64>,
+    #[pyo3(get)]
+    pub state: Option<String>,
+    #[pyo3(get)]
+    pub due_ms: Option<i64>,
+    #[pyo3(get)]
+    pub stalls: i64,
+    #[pyo3(get)]
+    pub error: Option<String>,
+}
+
+const VERB: &str = "emq.Job";
+
+fn text(b: Vec<u8>) -> String {
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+fn opt_text(v: Option<&Bound<'_, PyAny>>, name: &str) -> HostResult<Option<String>> {
+    match v.filter(|v| !v.is_none()) {
+        None => Ok(None),
+        Some(v) => crate::text_arg(VERB, name, v).map(Some),
+    }
+}
+
+fn int(v: Option<&Bound<'_, PyAny>>, name: &str) -> HostResult<Option<i64>> {
+    match v.filter(|v| !v.is_none()) {
+        None => Ok(None),
+        Some(v) if v.is_instance_of::<PyInt>() && !v.is_instance_of::<PyBool>() => v
+            .extract::<i64>()
+            .map(Some)
+            .map_err(|_| HostError::Argument(format!("{VERB}: {name} must fit in 64 bits"))),
+        Some(v) => Err(HostError::Argument(format!("{VERB}: {name} must be an int, not {}", crate::type_name(v)))),
+    }
+}
+
+impl Job {
+    pub fn claimed(j: Claimed) -> Job {
+        Job {
+            id: text(j.id),
+            data: j.data,
+            lane: j.lane.map(text),
+            attempts: j.attempts,
+            max_attempts: j.max_attempts,
+            token: Some(text(j.token)),
+            lease_deadline_ms: Some(j.deadline),
+            state: Some("active".into()),
+            due_ms: None,
+            stalls: 0,
+            error: None,
+        }
+    }
+
+    pub fn row(id: String, r: JobRow) -> Job {
+        Job {
+            id,
+            data: r.data,
+            lane: r.lane.map(text),
+            attempts: r.attempts,
+            max_attempts: r.max_attempts,
+            token: r.token.map(text),
+            lease_deadline_ms: r.lease,
+            state: r.state.map(text),
+            due_ms: r.due,
+            stalls: r.stalls,
+            error: r.error.map(|e| String::from_utf8_lossy(&e).into_owned()),
+        }
+    }
+}
+
+#[pymethods]
+impl Job {
+    #[new]
+    #[pyo3(signature = (id, data=None, lane=None, attempts=None, max_attempts=None, token=None, lease_deadline_ms=None, state=None, due_ms=None, stalls=None, error=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        id: &Bound<'_, PyAny>,
+        data: Option<&Bound<'_, PyAny>>,
+        lane: Option<&Bound<'_, PyAny>>,
+        attempts: Option<&Bound<'_, PyAny>>,
+        max_attempts: Option<&Bound<'_, PyAny>>,
+        token: Option<&Bound<'_, PyAny>>,
+        lease_deadline_ms: Option<&Bound<'_, PyAny>>,
+        state: Option<&Bound<'_, PyAny>>,
+        due_ms: Option<&Bound<'_, PyAny>>,
+        stalls: Option<&Bound<'_, PyAny>>,
+        error: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Job> {
+        let data = match data.filter(|d| !d.is_none()) {
+            None => vec![],
+            Some(d) if d.is_instance_of::<PyBytes>() || d.is_instance_of::<PyByteArray>() => d.extract::<Vec<u8>>()?,
+            Some(d) if d.is_instance_of::<PyString>() => crate::text_arg(VERB, "data", d)?.into_bytes(),
+            Some(d) => return Err(HostError::Argument(format!("{VERB}: data must be bytes or str, not {}", crate::type_name(d))).into()),
+        };
+        Ok(Job {
+            id: crate::text_arg(VERB, "id", id)?,
+            data,
+            lane: opt_text(lane, "lane")?,
+            attempts: int(attempts, "attempts")?.unwrap_or(0),
+            max_attempts: int(max_attempts, "max_attempts")?.unwrap_or(0),
+            token: opt_text(token, "token")?,
+            lease_deadline_ms: int(lease_deadline_ms, "lease_deadline_ms")?,
+            state: opt_text(state, "state")?,
+            due_ms: int(due_ms, "due_ms")?,
+            stalls: int(stalls, "stalls")?.unwrap_or(0),
+            error: opt_text(error, "error")?,
+        })
+    }
+
+    /// The job's data, as it was added.
+    #[getter]
+    fn data<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &self.data)
+    }
+
+    fn __repr__(&self) -> String {
+        let mut s = format!("Job(id={:?}", self.id);
+        if let Some(l) = &self.lane {
+            s += &format!(", lane={l:?}");
+        }
+        if let Some(st) = &self.state {
+            s += &format!(", state={st:?}");
+        }
+        s += &format!(", attempts={}/{}", self.attempts, self.max_attempts);
+        if self.token.is_some() {
+            s += &format!(", lease_deadline_ms={}", self.lease_deadline_ms.unwrap_or_default());
+        }
+        s + &format!(", data={} bytes)", self.data.len())
+    }
+}
