@@ -26,6 +26,7 @@ import emq
 
 REPO = Path(__file__).resolve().parent.parent
 Q = "prod"
+CLI_Q = "prod-cli"  # the `emq worker` process's own queue, so it must run jobs itself
 USER, PASSWORD = "emq-worker", "w0rker s3cret"
 
 # What emq's workers, sweepers, CLI and demo send, and nothing else: no
@@ -61,7 +62,7 @@ def worker_cli(url: str, tmp: Path, env: dict | None = None) -> subprocess.Popen
     e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), e.get("PYTHONPATH")]))
     e.update(EMQ_URL=url, EMQ_TEST_DIR=str(tmp))  # the URL in the environment, not on the command line
     return subprocess.Popen(
-        [sys.executable, "-m", "emq", "-v", "worker", "tests.worker_handlers:touch", "--queue", Q,
+        [sys.executable, "-m", "emq", "-v", "worker", "tests.worker_handlers:touch", "--queue", CLI_Q,
          "--beat-ms", "100", "--lease-ms", "5000", "--concurrency", "4"],
         cwd=REPO, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
     )
@@ -72,12 +73,14 @@ def ran_by_cli(tmp: Path) -> list[str]:
 
 
 def run_everything(url: str, who, tmp: Path, env: dict | None = None) -> set[str]:
-    """Jobs added; an in-process Worker, a Stalled sweeper and an `emq worker`
-    process run them all. Returns the users seen on the server's connections
+    """Jobs added; an in-process Worker and a Stalled sweeper run one queue's,
+    an `emq worker` process another's. Returns the users seen on the server's connections
     (`who()`), sampled while everything runs."""
     c = emq.connect(url)
     q = emq.Queue(c, Q)
     ids = add_jobs(q)
+    cli_q = emq.Queue(c, CLI_Q)
+    cli_ids = cli_q.add_many([{"data": b"c", "id": f"c{i}", "lane": "L" if i % 2 else None} for i in range(8)])
     here: list[str] = []
     w = emq.Worker(q, lambda job: here.append(job.id), beat_ms=100, lease_ms=5000, concurrency=4)
     s = emq.Stalled(q, interval_ms=100, max_stalled=5).start()
@@ -97,10 +100,10 @@ def run_everything(url: str, who, tmp: Path, env: dict | None = None) -> set[str
         deadline = time.monotonic() + 60
         while True:
             users |= who()
-            states = [(j.state if j else None) for j in map(q.get, ids)]
+            states = [(j.state if j else None) for j in [*map(q.get, ids), *map(cli_q.get, cli_ids)]]
             if all(st == "done" for st in states):
                 break
-            assert time.monotonic() < deadline, (dict(zip(ids, states)), result, w.counters.snapshot())
+            assert time.monotonic() < deadline, (dict(zip(ids + cli_ids, states)), result, w.counters.snapshot())
             assert "error" not in result, result
             assert cli.poll() is None, cli.stdout.read().decode(errors="replace")
             time.sleep(0.05)
@@ -116,8 +119,8 @@ def run_everything(url: str, who, tmp: Path, env: dict | None = None) -> set[str
     assert cli.returncode == 0, out
     assert "NOAUTH" not in out and "NOPERM" not in out, out
     assert PASSWORD not in out
-    ran = here + ran_by_cli(tmp)
-    assert set(ran) == set(ids), set(ids) ^ set(ran)
+    assert set(here) == set(ids), set(ids) ^ set(here)
+    assert sorted(ran_by_cli(tmp)) == sorted(cli_ids)
     assert s.counters.snapshot()["sweeps"] >= 1
     return users
 
