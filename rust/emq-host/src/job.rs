@@ -6,6 +6,7 @@ use emq_plan::look::JobRow;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyString};
 
+use crate::args::{text_arg, type_name};
 use crate::error::{HostError, HostResult};
 
 /// A job. `token` and `lease_deadline_ms` are set while it is claimed; the
@@ -46,7 +47,7 @@ fn text(b: Vec<u8>) -> String {
 fn opt_text(v: Option<&Bound<'_, PyAny>>, name: &str) -> HostResult<Option<String>> {
     match v.filter(|v| !v.is_none()) {
         None => Ok(None),
-        Some(v) => crate::text_arg(VERB, name, v).map(Some),
+        Some(v) => text_arg(VERB, name, v).map(Some),
     }
 }
 
@@ -57,7 +58,7 @@ fn int(v: Option<&Bound<'_, PyAny>>, name: &str) -> HostResult<Option<i64>> {
             .extract::<i64>()
             .map(Some)
             .map_err(|_| HostError::Argument(format!("{VERB}: {name} must fit in 64 bits"))),
-        Some(v) => Err(HostError::Argument(format!("{VERB}: {name} must be an int, not {}", crate::type_name(v)))),
+        Some(v) => Err(HostError::Argument(format!("{VERB}: {name} must be an int, not {}", type_name(v)))),
     }
 }
 
@@ -116,11 +117,11 @@ impl Job {
         let data = match data.filter(|d| !d.is_none()) {
             None => vec![],
             Some(d) if d.is_instance_of::<PyBytes>() || d.is_instance_of::<PyByteArray>() => d.extract::<Vec<u8>>()?,
-            Some(d) if d.is_instance_of::<PyString>() => crate::text_arg(VERB, "data", d)?.into_bytes(),
-            Some(d) => return Err(HostError::Argument(format!("{VERB}: data must be bytes or str, not {}", crate::type_name(d))).into()),
+            Some(d) if d.is_instance_of::<PyString>() => text_arg(VERB, "data", d)?.into_bytes(),
+            Some(d) => return Err(HostError::Argument(format!("{VERB}: data must be bytes or str, not {}", type_name(d))).into()),
         };
         Ok(Job {
-            id: crate::text_arg(VERB, "id", id)?,
+            id: text_arg(VERB, "id", id)?,
             data,
             lane: opt_text(lane, "lane")?,
             attempts: int(attempts, "attempts")?.unwrap_or(0),

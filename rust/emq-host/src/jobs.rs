@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use emq_plan::add::{Add, NewJob};
-use emq_plan::claim::{Claim, Claimed, CLAIM};
-use emq_plan::lane_ops::{LaneControl, LaneOp};
+use emq_plan::claim::{Claim, Claimed, CLAIM, MAX_CLAIM};
+use emq_plan::lane_control::{LaneControl, LaneOp};
 use emq_plan::settle::{Action, Settle, Settled};
 use emq_plan::Keys;
 
@@ -45,9 +45,6 @@ fn tokens(n: usize) -> HostResult<Vec<Vec<u8>>> {
         })
         .collect())
 }
-
-/// Most ids one claim takes.
-pub const MAX_CLAIM: u64 = 10_000;
 
 pub fn claim(conn: &mut Conn, queue: &[u8], n: u64, lease_ms: u64) -> HostResult<Vec<Claimed>> {
     let n = n.min(MAX_CLAIM);

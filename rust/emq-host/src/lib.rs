@@ -1,8 +1,13 @@
-//! `emq._core`: the connection owned by the core, and the sweeps.
+//! `emq._core`: the Python module. `Client` (one connection owned by the core)
+//! and its methods, one per emq call (SPEC §5 to §7), the module's functions and
+//! constants. The work is the other modules': `args` (Python arguments in),
+//! `conn` (the connection), `drive` (running a conversation), `sweeps`, `jobs`,
+//! `look` (the calls), `job` (`emq.Job`), `error` (the exception classes).
 //!
 //! Every call that waits on the server releases the GIL (`py.detach`), so other
 //! Python threads run while this one waits.
 
+mod args;
 mod conn;
 mod drive;
 mod error;
@@ -16,23 +21,24 @@ mod sweeps;
 use std::sync::Mutex;
 use std::time::Duration;
 
-use emq_plan::sweep::{Kind, Outcome, PROMOTE, STALLED};
 use emq_plan::add::{NewJob, When};
-use emq_plan::lane_ops::LaneOp;
+use emq_plan::lane_control::LaneOp;
 use emq_plan::settle::{Action, Settled};
+use emq_plan::sweep::{Kind, Outcome, PROMOTE, STALLED};
 use emq_plan::{names, wire, Cmd, Keys, Reply};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 
-use conn::Conn;
-use job::Job;
+use crate::args::{arg_bytes, backend_arg, count, queue_arg, raw_command, seconds, text_arg};
+use crate::conn::Conn;
+use crate::job::Job;
 
 // Sweeps allocate many small buffers (commands out, replies in); mimalloc keeps
 // that off the system allocator's slow paths.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use error::{HostError, HostResult};
-use sweeps::Backend;
+use crate::error::{HostError, HostResult};
+use crate::sweeps::Backend;
 
 /// A connection to one server, owned by the Rust core. Thread-safe: calls from
 /// several threads take turns on the one connection.
@@ -68,7 +74,7 @@ impl Client {
     }
 
     fn lane(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, lane: &str, op: LaneOp) -> PyResult<()> {
-        let q = queue_arg(emq_plan::lane_ops::LANE, queue)?;
+        let q = queue_arg(emq_plan::lane_control::LANE, queue)?;
         let lane = lane.as_bytes().to_vec();
         self.with(py, |c| jobs::lane(c, &q, &lane, op))
     }
@@ -82,26 +88,6 @@ impl Client {
     }
 }
 
-/// Seconds as a timeout: a positive number; `inf`: no timeout (`None`).
-fn seconds(verb: &str, name: &str, v: &Bound<'_, PyAny>) -> HostResult<Option<Duration>> {
-    let secs = (!v.is_instance_of::<PyBool>()).then(|| v.extract::<f64>().ok()).flatten();
-    match secs {
-        Some(s) if s == f64::INFINITY => Some(None),
-        Some(s) => Duration::try_from_secs_f64(s).ok().filter(|d| !d.is_zero()).map(Some),
-        None => None,
-    }
-    .ok_or_else(|| HostError::Argument(format!("{verb}: {name} must be a positive number of seconds, not {}", short_repr(v))))
-}
-
-/// A value for a message: its repr, cut short.
-fn short_repr(v: &Bound<'_, PyAny>) -> String {
-    let r = v.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
-    if r.chars().count() > 40 {
-        format!("{}…", r.chars().take(40).collect::<String>())
-    } else {
-        r
-    }
-}
 
 #[pymethods]
 impl Client {
@@ -146,7 +132,7 @@ impl Client {
     /// The server's clock in ms: `TIME` as `sec * 1000 + floor(usec / 1000)`.
     fn time_ms(&self, py: Python<'_>) -> PyResult<i64> {
         let r = self.with(py, |c| c.one(Cmd::new("TIME")))?;
-        emq_plan::sweep::parse_time(&r).ok_or_else(|| HostError::Server("TIME gave no clock".into()).into())
+        emq_plan::clock::parse_time(&r).ok_or_else(|| HostError::Server("TIME gave no clock".into()).into())
     }
 
     /// Any command, for tools and tests: replies as Python values (bytes,
@@ -429,76 +415,12 @@ impl Client {
     }
 }
 
-/// A raw command's argument: bytes, str, int (any size) or float.
-fn arg_bytes(verb: &str, a: &Bound<'_, PyAny>) -> HostResult<Vec<u8>> {
-    if let Ok(b) = a.cast::<PyBytes>() {
-        Ok(b.as_bytes().to_vec())
-    } else if a.is_instance_of::<PyString>() {
-        text_arg(verb, "an argument", a).map(String::into_bytes)
-    } else if a.is_instance_of::<PyInt>() && !a.is_instance_of::<PyBool>() || a.is_instance_of::<PyFloat>() {
-        Ok(a.str().map_err(|_| HostError::Argument(format!("{verb}: an argument has no text form")))?.to_string().into_bytes())
-    } else {
-        Err(HostError::Argument(format!("{verb}: arguments are str, bytes, int or float, not {}", type_name(a))))
-    }
-}
-
-pub(crate) fn type_name(v: &Bound<'_, PyAny>) -> String {
-    v.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
-}
-
-/// A `str` argument that encodes to UTF-8 (no lone surrogates).
-pub(crate) fn text_arg(verb: &str, name: &str, v: &Bound<'_, PyAny>) -> HostResult<String> {
-    let s = v
-        .cast::<PyString>()
-        .map_err(|_| HostError::Argument(format!("{verb}: {name} must be a str, not {}", type_name(v))))?;
-    s.to_str()
-        .map(str::to_owned)
-        .map_err(|_| HostError::Argument(format!("{verb}: {name} must be valid UTF-8 text (it holds a lone surrogate)")))
-}
-
-fn queue_arg(verb: &str, q: &Bound<'_, PyAny>) -> HostResult<Vec<u8>> {
-    let q = text_arg(verb, "queue", q)?.into_bytes();
-    match names::queue_name_problem(&q) {
-        Some(why) => Err(HostError::Argument(format!("{verb}: queue {why}"))),
-        None => Ok(q),
-    }
-}
-
-/// A positive (or non-negative) int argument; `bool` is refused.
-fn count(verb: &str, name: &str, v: &Bound<'_, PyAny>, zero_ok: bool) -> HostResult<u64> {
-    let what = if zero_ok { "a non-negative integer" } else { "a positive integer" };
-    let n = (!v.is_instance_of::<PyBool>()).then(|| v.extract::<i64>().ok()).flatten();
-    match n {
-        Some(n) if n > 0 || (zero_ok && n == 0) => Ok(n as u64),
-        _ => Err(HostError::Argument(format!("{verb}: {name} must be {what}"))),
-    }
-}
-
-fn backend_arg(verb: &str, b: &Bound<'_, PyAny>) -> HostResult<Backend> {
-    match text_arg(verb, "backend", b)?.as_str() {
-        "plan" => Ok(Backend::Plan),
-        "lua" => Ok(Backend::Lua),
-        other => Err(HostError::Argument(format!("{verb}: backend must be \"plan\" or \"lua\", not {other:?}"))),
-    }
-}
 
 fn id_list(py: Python<'_>, ids: Vec<Vec<u8>>) -> PyResult<Bound<'_, PyList>> {
     let strs: Vec<String> = ids.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect();
     PyList::new(py, strs)
 }
 
-/// A raw command from Python values; its name (upper-cased) is the verb of its errors.
-fn raw_command<'py>(args: impl Iterator<Item = Bound<'py, PyAny>>) -> HostResult<Cmd> {
-    let mut parts = vec![];
-    for a in args {
-        let verb = parts.first().map(|n: &Vec<u8>| String::from_utf8_lossy(n).to_uppercase()).unwrap_or_else(|| "command".into());
-        parts.push(arg_bytes(&verb, &a)?);
-    }
-    if parts.is_empty() {
-        return Err(HostError::Argument("command: no command given".into()));
-    }
-    Ok(Cmd::from_args(parts))
-}
 
 fn to_py(py: Python<'_>, r: Reply) -> PyResult<Bound<'_, PyAny>> {
     Ok(match r {

@@ -1,12 +1,14 @@
 //! ADD (SPEC §7): write the row; ready at once (pending or its lane, offer,
 //! wake) when due, else into `schedule`.
 
+use crate::clock::parse_time;
+use crate::cmd::Cmd;
 use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
-use crate::lanes::{LaneCtl, Offers, CTL_FIELDS};
-use crate::names::{id_problem, later, Keys, MAX_MS};
-use crate::sweep::parse_time;
-use crate::{Cmd, Reply};
+use crate::names::{id_problem, Keys};
+use crate::numbers::{later, MAX_MS};
+use crate::offer::{LaneCtl, Offers, CTL_FIELDS};
+use crate::reply::Reply;
 
 pub const ADD: &str = "EMQ.ADD";
 

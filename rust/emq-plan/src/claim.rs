@@ -10,15 +10,19 @@
 //! commutes with the claim. Producers appending to `pending` or to lanes never
 //! abort a claim, nor do completes.
 
+use crate::clock::parse_time;
+use crate::cmd::Cmd;
 use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
-use crate::lanes::{LaneCtl, CTL_FIELDS};
-use crate::names::{field_int, later, Keys};
+use crate::names::Keys;
+use crate::numbers::{field_int, later};
+use crate::offer::{trim_wake, LaneCtl, CTL_FIELDS};
+use crate::reply::Reply;
 use crate::rows::{self, Fields};
-use crate::sweep::parse_time;
-use crate::{Cmd, Reply};
 
 pub const CLAIM: &str = "EMQ.CLAIM";
+/// Most ids one claim takes: a larger `n` takes this many.
+pub const MAX_CLAIM: u64 = 10_000;
 /// Most ring entries one claim reads.
 const RING_READ: usize = 1024;
 /// The row fields a claim reads.
@@ -460,7 +464,7 @@ impl Claim {
         if work_left {
             // Parked workers wake one another in a chain.
             w.push(Cmd::new("RPUSH").arg(k.wake()).arg(""));
-            w.push(Cmd::new("LTRIM").arg(k.wake()).arg((-crate::WAKE_MAX).to_string()).arg("-1"));
+            w.push(trim_wake(&k));
         }
         self.stage = Stage::Exec;
         Ok(Step::Exec(w))

@@ -1,10 +1,12 @@
 //! Every emq call is a short conversation with the server: reads (the first
 //! ones before any watch, later ones under `WATCH`), then at most one
-//! `MULTI`/`EXEC`. A host drives any [`Conversation`] the same way and starts it
-//! anew when `EXEC` aborts or what it read changed under its watch.
+//! `MULTI`/`EXEC` (SPEC §4, §9). A host drives any [`Conversation`] the same way
+//! and starts it anew when `EXEC` aborts or what it read changed under its watch
+//! (`guard` says what each one watches).
 
+use crate::cmd::Cmd;
 use crate::error::Result;
-use crate::{Cmd, Reply};
+use crate::reply::Reply;
 
 /// What the host does next.
 #[derive(Debug, PartialEq)]
@@ -35,17 +37,4 @@ pub trait Conversation {
     /// the replies it expects (a sweep builds the plan for the likely read). It
     /// must not change what `feed` returns for any replies.
     fn speculate(&mut self) {}
-}
-
-/// The step that watches lane lists a plan found empty and relies on staying
-/// empty (`lanes::relies_on_empty`), and reads their lengths again under the watch.
-pub fn confirm_empty<T>(keys: &crate::Keys, lanes: &[Vec<u8>]) -> Step<T> {
-    let watch: Vec<Vec<u8>> = lanes.iter().map(|l| keys.lane(l)).collect();
-    let cmds = watch.iter().map(|k| Cmd::new("LLEN").arg(k)).collect();
-    Step::Read { watch, cmds }
-}
-
-/// Whether the lists of a `confirm_empty` step are still empty.
-pub fn still_empty(replies: &[Reply], lanes: usize) -> bool {
-    replies.len() == lanes && replies.iter().all(|r| r.as_int() == Some(0))
 }

@@ -3,12 +3,14 @@
 //! (`GetRetention`, `SetRetention`). The facade never spells a key; any error
 //! reply is an error here, never a value.
 
+use crate::clock::parse_time;
+use crate::cmd::Cmd;
 use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
-use crate::names::{field_int, Keys};
+use crate::names::{id_problem, Keys};
+use crate::numbers::field_int;
+use crate::reply::Reply;
 use crate::retention::{self, Retention, MAX_VALUE, RETENTION};
-use crate::sweep::parse_time;
-use crate::{Cmd, Reply};
 
 pub const GET: &str = "EMQ.GET";
 pub const LANES: &str = "EMQ.LANES";
@@ -90,7 +92,7 @@ pub struct Get {
 
 impl Get {
     pub fn new(keys: Keys, id: Vec<u8>) -> Result<Self> {
-        if let Some(why) = crate::names::id_problem(&id) {
+        if let Some(why) = id_problem(&id) {
             return Err(Error::argument(GET, "id", why));
         }
         Ok(Get { keys, id })
@@ -445,10 +447,10 @@ mod tests {
         let Step::Done(Some(r)) = g.feed(&[row]).unwrap() else { panic!() };
         assert_eq!((r.state.as_deref(), r.attempts, r.lease, r.data.as_slice()), (Some(&b"active"[..]), 2, Some(17), &b"\x00x"[..]));
         assert_eq!(g.feed(&[Reply::Array(vec![])]).unwrap(), Step::Done(None));
-        assert_eq!(g.feed(&[wrongtype()]).unwrap_err().kind, crate::ErrorKind::Layout);
+        assert_eq!(g.feed(&[wrongtype()]).unwrap_err().kind, crate::error::ErrorKind::Layout);
         let e = g.feed(&[Reply::Error { code: "NOPERM".into(), message: "NOPERM no".into() }]).unwrap_err();
-        assert_eq!((e.kind, e.message.as_str()), (crate::ErrorKind::Server, "EMQ.GET: NOPERM no"));
-        assert_eq!(Get::new(Keys::new(b"q"), vec![]).err().unwrap().kind, crate::ErrorKind::Argument);
+        assert_eq!((e.kind, e.message.as_str()), (crate::error::ErrorKind::Server, "EMQ.GET: NOPERM no"));
+        assert_eq!(Get::new(Keys::new(b"q"), vec![]).err().unwrap().kind, crate::error::ErrorKind::Argument);
     }
 
     #[test]
@@ -485,7 +487,7 @@ mod tests {
         let time = Reply::Array(vec![bulk("1700000000"), bulk("123456")]);
         c.feed(&[time, Reply::Array(vec![bulk("-1")]), scan("0", &[]), scan("0", &[])]).unwrap();
         let e = c.finish(&[Reply::Int(1), wrongtype(), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap_err();
-        assert_eq!(e.kind, crate::ErrorKind::Layout);
+        assert_eq!(e.kind, crate::error::ErrorKind::Layout);
         assert!(e.message.contains("emq:{q}:pending"), "{e}");
     }
 
@@ -493,7 +495,7 @@ mod tests {
     fn set_retention_checks_every_value_first() {
         let k = || Keys::new(b"q");
         let e = SetRetention::new(k(), Some(5), Some(-2), None).err().unwrap();
-        assert_eq!(e.kind, crate::ErrorKind::Argument);
+        assert_eq!(e.kind, crate::error::ErrorKind::Argument);
         assert!(e.message.starts_with("EMQ.RETENTION: dead_ms"), "{e}");
         assert!(SetRetention::new(k(), None, None, Some(MAX_VALUE + 1)).is_err());
         let mut s = SetRetention::new(k(), Some(0), None, Some(-1)).unwrap();

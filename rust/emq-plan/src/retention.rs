@@ -2,7 +2,7 @@
 //! so a queue's memory stays bounded under a steady load.
 //!
 //! The policy lives on the server, in the hash `P retention`, so every process
-//! agrees on it. Its fields are decimal integers read with `names::field_int`;
+//! agrees on it. Its fields are decimal integers read with `numbers::field_int`;
 //! a field that is absent, unreadable, or below `-1` counts as its default:
 //!
 //! - `done_ms`: how long a done row is kept after it completes. `0`: deleted at
@@ -28,10 +28,12 @@
 
 use std::cmp::Ordering;
 
+use crate::cmd::Cmd;
 use crate::conversation::Step;
 use crate::error::{Error, Result};
-use crate::names::{field_int, Keys, MAX_MS};
-use crate::{Cmd, Reply};
+use crate::names::Keys;
+use crate::numbers::{field_int, MAX_MS};
+use crate::reply::Reply;
 
 /// The verb of reading and setting the policy.
 pub const RETENTION: &str = "EMQ.RETENTION";
@@ -274,10 +276,10 @@ mod tests {
         let k = Keys::new(b"q");
         let wrong = Reply::Error { code: "WRONGTYPE".into(), message: "WRONGTYPE x".into() };
         let e = Retention::from_reply("V", &k, &["done_ms"], &wrong).unwrap_err();
-        assert_eq!(e.kind, crate::ErrorKind::Layout);
+        assert_eq!(e.kind, crate::error::ErrorKind::Layout);
         assert!(e.message.contains("emq:{q}:retention"), "{e}");
         let e = Retention::from_reply("V", &k, &["done_ms"], &Reply::Int(1)).unwrap_err();
-        assert_eq!(e.kind, crate::ErrorKind::Server);
+        assert_eq!(e.kind, crate::error::ErrorKind::Server);
     }
 
     #[test]

@@ -6,9 +6,10 @@
 //! group's `EXISTS` count settles, except when some of each are there: then `TYPE`
 //! each of those.
 
+use crate::cmd::Cmd;
 use crate::error::{Error, Result};
 use crate::names::Keys;
-use crate::{Cmd, Reply};
+use crate::reply::Reply;
 
 /// A row's fields in the order asked; `None` for a ghost.
 pub type Fields = Vec<Option<Vec<u8>>>;

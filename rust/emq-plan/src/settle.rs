@@ -2,13 +2,16 @@
 //! worker's token; otherwise nothing changes and the worker is told so (a sweep
 //! recovered the job, and the late worker's word is refused).
 
-use crate::conversation::{confirm_empty, still_empty, Conversation, Step};
+use crate::clock::parse_time;
+use crate::cmd::Cmd;
+use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
-use crate::lanes::{relies_on_empty, LaneCtl, Offers, CTL_FIELDS};
-use crate::names::{field_int, later, Keys};
+use crate::guard::{confirm_empty, relies_on_empty, still_empty};
+use crate::names::Keys;
+use crate::numbers::{field_int, later};
+use crate::offer::{LaneCtl, Offers, CTL_FIELDS};
+use crate::reply::Reply;
 use crate::retention::{self, Retention};
-use crate::sweep::parse_time;
-use crate::{Cmd, Reply};
 
 pub const EXTEND: &str = "EMQ.EXTEND";
 pub const COMPLETE: &str = "EMQ.COMPLETE";

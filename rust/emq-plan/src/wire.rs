@@ -5,8 +5,9 @@
 //! `EMQ.STALLED.CHECK 3 <P>active <P>pending <P>dead <P> <max_stalled> <batch>`
 
 use crate::error::{Error, Result};
-use crate::names::{count_arg, queue_of_prefix, Keys};
-use crate::sweep::{Kind, PROMOTE, STALLED};
+use crate::names::{queue_of_prefix, Keys};
+use crate::numbers::count_arg;
+use crate::sweep::types::{Kind, PROMOTE, STALLED};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
@@ -65,7 +66,7 @@ pub fn parse(args: &[&[u8]]) -> Result<Request> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ErrorKind;
+    use crate::error::ErrorKind;
 
     fn p(s: &str) -> Result<Request> {
         let parts: Vec<&[u8]> = s.split(' ').map(str::as_bytes).collect();

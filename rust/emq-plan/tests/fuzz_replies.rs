@@ -7,7 +7,7 @@
 use emq_plan::add::{Add, NewJob, When};
 use emq_plan::claim::Claim;
 use emq_plan::conversation::{Conversation, Step};
-use emq_plan::lane_ops::{LaneControl, LaneOp};
+use emq_plan::lane_control::{LaneControl, LaneOp};
 use emq_plan::look::{CountsRead, Get, GetRetention, Lanes, SetRetention};
 use emq_plan::settle::{Action, Settle};
 use emq_plan::sweep::{Kind, Sweep};

@@ -1,4 +1,5 @@
-//! A sweep as a conversation: the host asks for [`Step`]s and feeds back replies.
+//! A sweep (SPEC §5, §6) as a conversation: the host asks for [`Step`]s and
+//! feeds back replies.
 //!
 //! 1. select: `TIME` and the first `batch` members of the zset, pipelined. The
 //!    clock is read before the selection; members with a score above it are cut.
@@ -10,106 +11,29 @@
 //! 3. (only when a group's count cannot tell its ghosts from its rows with no
 //!    `lane`) `TYPE` of each of those.
 //! 4. (only when lane rows were selected) `WATCH` each lane's control hash, read
-//!    it and the lane's length.
+//!    it and the lane's length; (only when a stalled check leaves a lane out of the
+//!    ring because its list is empty) `WATCH` that list and read its length again.
 //! 5. (only when a stalled check makes jobs dead) `WATCH P dead`, read the
 //!    retention and the head of `dead`, for the trim (`retention`).
 //! 6. `MULTI`, the write plan, `EXEC`.
 //!
-//! Nothing watches `schedule`, `active`, `pending`, the lane lists or the ring, so
-//! producers, claims of other ids and ring rotation never abort a sweep (SPEC §9).
+//! Nothing watches `schedule`, `active`, `pending` or the ring, and a lane list
+//! only in step 4's case, so producers, claims of other ids and ring rotation
+//! never abort a sweep (`crate::guard` says why that is enough, SPEC §9).
 
-use crate::error::{Error, Result};
-use crate::lanes::{LaneCtl, CTL_FIELDS};
-use crate::names::{field_int, Keys};
+use crate::clock::parse_time;
+use crate::cmd::Cmd;
 use crate::conversation::Conversation;
-use crate::{promote, retention, rows, stalled, Cmd, Reply};
-
-pub const PROMOTE: &str = "EMQ.PROMOTE";
-pub const STALLED: &str = "EMQ.STALLED.CHECK";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Promote,
-    /// `max_stalled: None`: nothing dies (the worker's `reap`).
-    Stalled { max_stalled: Option<u64> },
-}
-
-impl Kind {
-    pub fn verb(self) -> &'static str {
-        match self {
-            Kind::Promote => PROMOTE,
-            Kind::Stalled { .. } => STALLED,
-        }
-    }
-}
-
-/// What the host does next in a sweep.
-pub type Step = crate::conversation::Step<Outcome>;
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Ids taken out of `schedule`, ghosts included.
-    Promoted(i64),
-    Stalled { recovered: Vec<Vec<u8>>, dead: Vec<Vec<u8>> },
-}
-
-/// One selected row.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Row {
-    Ghost,
-    /// `lane: None`: a flat row.
-    Live { lane: Option<Vec<u8>>, stalls: i64 },
-}
-
-/// What a plan knows about one lane it touches.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Lane {
-    pub name: Vec<u8>,
-    pub ctl: LaneCtl,
-    /// The lane list's length as read.
-    pub len: i64,
-}
-
-/// Whether each of the queue's lists has its type of SPEC §2 (or is absent).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Types {
-    pub pending: bool,
-    pub ring: bool,
-    pub wake: bool,
-    pub dead: bool,
-}
-
-impl Types {
-    pub const ALL: Types = Types { pending: true, ring: true, wake: true, dead: true };
-}
-
-/// Everything a plan is built from.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Read {
-    pub now: i64,
-    pub ids: Vec<Vec<u8>>,
-    pub rows: Vec<Row>,
-    /// Lanes of live rows, in the order of their first row.
-    pub lanes: Vec<Lane>,
-    pub types: Types,
-    /// What the selection showed of the time after `now`: the first score past
-    /// it, `None` when the zset holds nothing past the selection, and `now`
-    /// itself when the selection was all due (more may be).
-    pub next: Option<f64>,
-}
-
-impl Read {
-    pub fn lane(&self, name: &[u8]) -> &Lane {
-        self.lanes.iter().find(|l| l.name == name).expect("every live lane row's lane was read")
-    }
-}
-
-/// The write plan and the reply it gives once `EXEC` has run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Plan {
-    pub writes: Vec<Cmd>,
-    pub outcome: Outcome,
-}
+use crate::error::{Error, Result};
+use crate::guard::{confirm_empty, still_empty, still_selected, RE_READ_SLACK};
+use crate::names::Keys;
+use crate::numbers::field_int;
+use crate::offer::{LaneCtl, CTL_FIELDS};
+use crate::reply::Reply;
+use crate::sweep::types::{Kind, Lane, Outcome, Plan, Read, Row, Step, Types};
+use crate::sweep::{promote, stalled};
+use crate::retention;
+use crate::rows;
 
 enum Stage {
     Select,
@@ -228,9 +152,9 @@ impl Sweep {
     /// The reads under the rows' watch.
     fn rows_reads(&mut self) -> Step {
         // The selection again: the head of the zset, as far as the members selected
-        // and `SLACK` more (a range costs the server less than `ZMSCORE` of each
+        // and `RE_READ_SLACK` more (a range costs the server less than `ZMSCORE` of each
         // member).
-        let last = (self.read.ids.len() - 1 + SLACK).to_string();
+        let last = (self.read.ids.len() - 1 + RE_READ_SLACK).to_string();
         let mut cmds = vec![Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(last).arg("WITHSCORES")];
         cmds.extend(rows::reads(&self.keys, &self.read.ids, self.fields()));
         cmds.push(Cmd::new("LLEN").arg(self.keys.pending()));
@@ -346,7 +270,7 @@ impl Sweep {
         if relied.is_empty() {
             return self.build();
         }
-        let step = crate::conversation::confirm_empty(&self.keys, &relied);
+        let step = confirm_empty(&self.keys, &relied);
         self.stage = Stage::Confirm(relied);
         Ok(step)
     }
@@ -404,32 +328,6 @@ impl Sweep {
     }
 }
 
-/// Members past the selection that its re-read also reads: room for members that
-/// joined the head since the selection.
-const SLACK: usize = 16;
-
-/// Whether the selected members are still in the zset's head (`ZRANGE … WITHSCORES`
-/// pairs), in order and with the scores they had. Members between them joined since
-/// the selection: a job joins with a due time or lease later than the clock reading of
-/// the call that adds it, so such a member was added by a call that may be ordered
-/// after this one (SPEC §9), and is left for the next call, as `ZMSCORE` of the
-/// selection would leave it. More than `SLACK` of them: a conflict, a new call.
-fn still_selected(again: &[Reply], ids: &[Vec<u8>], scores: &[f64]) -> bool {
-    let mut pairs = again.chunks_exact(2);
-    ids.iter().zip(scores).all(|(id, s)| {
-        pairs.find(|p| p[0].as_bytes() == Some(id.as_slice())).is_some_and(|p| {
-            p[1].as_bytes().and_then(|b| std::str::from_utf8(b).ok()?.parse::<f64>().ok()) == Some(*s)
-        })
-    })
-}
-
-/// `TIME` as milliseconds: `sec * 1000 + floor(usec / 1000)` (SPEC §4).
-pub fn parse_time(r: &Reply) -> Option<i64> {
-    let a = r.as_array()?;
-    let (sec, usec) = (a.first()?.as_int()?, a.get(1)?.as_int()?);
-    Some(sec * 1000 + usec / 1000)
-}
-
 impl Conversation for Sweep {
     type Out = Outcome;
 
@@ -454,7 +352,7 @@ impl Conversation for Sweep {
             Stage::Types { unsure } => self.types_read(&unsure, replies),
             Stage::Lanes => self.lanes_read(replies),
             Stage::Confirm(lanes) => {
-                if !crate::conversation::still_empty(replies, lanes.len()) {
+                if !still_empty(replies, lanes.len()) {
                     return Err(Error::conflict(self.verb(), "a lane it found empty got work before the watch"));
                 }
                 self.build()

@@ -1,10 +1,10 @@
-//! PROMOTE's write plan (SPEC §5 step 5 to 7).
+//! PROMOTE's write plan (SPEC §5 steps 5 to 7): a pure function of the read.
 
+use crate::cmd::Cmd;
 use crate::error::{Error, Result};
-use crate::lanes::Offers;
 use crate::names::Keys;
-use crate::sweep::{Outcome, Plan, Read, Row, PROMOTE};
-use crate::Cmd;
+use crate::offer::Offers;
+use crate::sweep::types::{Outcome, Plan, Read, Row, PROMOTE};
 
 /// Every due id leaves `schedule`; flat rows join `pending`, lane rows their lane,
 /// in due order; live rows become `pending`; then offers, the flat wake, the trim.

@@ -1,7 +1,16 @@
-//! Lane control (SPEC §2) and offer(L), the one rule that puts a lane in the ring.
+//! How a lane is read and offered (SPEC §2): its control fields (`P lanectl:L`),
+//! whether it can be served, and offer(L), the one rule that puts a lane in the
+//! ring and wakes a parked worker, with the trim that keeps `P wake` at
+//! `WAKE_MAX` tokens. Changing a lane's control is `lane_control`'s.
 
-use crate::names::{field_int, Keys};
-use crate::{Cmd, Reply, WAKE_MAX};
+use crate::cmd::Cmd;
+use crate::names::Keys;
+use crate::numbers::field_int;
+use crate::reply::Reply;
+
+/// Most wake tokens kept in `P wake` (SPEC §2). The Lua scripts get it from the
+/// host, which prepends it to their prelude.
+pub const WAKE_MAX: i64 = 64;
 
 /// The fields of `P lanectl:L` that decide whether a lane can be served.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -38,15 +47,6 @@ impl LaneCtl {
     pub fn can_serve(&self) -> bool {
         !self.paused && (self.limit <= 0 || self.active < self.limit)
     }
-}
-
-/// Whether the only thing keeping offer(L) from putting the lane in the ring is
-/// that the lane list is empty (`len` after this plan's pushes). A plan that
-/// relies on that must watch the lane list: a producer appending to it in the
-/// meantime offers nothing (the lane could not be served then, or was in the
-/// ring), and the plan would leave a non-empty, servable lane out of the ring.
-pub fn relies_on_empty(len: i64, ctl: &LaneCtl) -> bool {
-    len <= 0 && ctl.can_serve() && !ctl.in_ring
 }
 
 /// The tail every ready-making write shares: lanes offered to the ring, wake
@@ -91,8 +91,13 @@ impl Offers {
         if !self.tokens.is_empty() {
             out.push(Cmd::new("RPUSH").arg(keys.wake()).args(&self.tokens));
         }
-        out.push(Cmd::new("LTRIM").arg(keys.wake()).arg((-WAKE_MAX).to_string()).arg("-1"));
+        out.push(trim_wake(keys));
     }
+}
+
+/// `LTRIM P wake -WAKE_MAX -1`: `P wake` keeps only its newest `WAKE_MAX` tokens.
+pub fn trim_wake(keys: &Keys) -> Cmd {
+    Cmd::new("LTRIM").arg(keys.wake()).arg((-WAKE_MAX).to_string()).arg("-1")
 }
 
 #[cfg(test)]

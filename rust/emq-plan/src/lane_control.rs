@@ -1,11 +1,15 @@
-//! Lane control (SPEC §7): pause, resume (then offer), set limit (then offer).
+//! Changing a lane's control (SPEC §7 "lanes"): pause, resume (then offer), set
+//! limit (then offer), each one guarded conversation. How a lane is read and
+//! offered is `offer`'s.
 
-use crate::conversation::{confirm_empty, still_empty, Conversation, Step};
+use crate::clock::parse_time;
+use crate::cmd::Cmd;
+use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
-use crate::lanes::{relies_on_empty, LaneCtl, Offers, CTL_FIELDS};
+use crate::guard::{confirm_empty, relies_on_empty, still_empty};
 use crate::names::{id_problem, Keys};
-use crate::sweep::parse_time;
-use crate::{Cmd, Reply};
+use crate::offer::{LaneCtl, Offers, CTL_FIELDS};
+use crate::reply::Reply;
 
 pub const LANE: &str = "EMQ.LANE";
 

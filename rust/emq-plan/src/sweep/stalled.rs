@@ -1,10 +1,11 @@
-//! STALLED CHECK's write plan (SPEC §6 steps 4 to 7).
+//! STALLED CHECK's write plan (SPEC §6 steps 4 to 7): a pure function of the read.
 
+use crate::cmd::Cmd;
 use crate::error::{Error, Result};
-use crate::lanes::{relies_on_empty, Offers};
+use crate::guard::relies_on_empty;
 use crate::names::Keys;
-use crate::sweep::{Outcome, Plan, Read, Row, STALLED};
-use crate::Cmd;
+use crate::offer::Offers;
+use crate::sweep::types::{Outcome, Plan, Read, Row, STALLED};
 
 /// Every expired id leaves `active`. A live row counts a stall; past
 /// `max_stalled` it dies, else it goes back to `pending` or its lane. Lane rows

@@ -1,0 +1,101 @@
+//! The guard (SPEC §9): what each conversation watches, why that is enough, and
+//! the parts of it that several conversations share.
+//!
+//! Every call reads, `WATCH`es what its plan depends on, reads that again under
+//! the watch, and applies the plan in one `MULTI`/`EXEC`. An aborted `EXEC`, or a
+//! re-read that differs from the first read (`Error::conflict`), starts a new call
+//! with a new clock reading (the host's driver, `emq-host/src/drive.rs`: at most
+//! `MAX_ATTEMPTS` calls, with backoff, then a contention error, nothing written).
+//!
+//! **Why the rows are enough.** A job joins `schedule` or `active` only with a due
+//! time or lease deadline later than the clock reading of the call that adds it
+//! (`clock`; anything due at once goes straight to `pending` or its lane), so no
+//! one can make a member due under an earlier reading. Every other change to a
+//! job (taken by another sweep, claimed, completed, re-scheduled, lease extended,
+//! row deleted or created) writes its row (I5), and so aborts an `EXEC` that
+//! watches the row. So a plan watches the rows it decides on, and never
+//! `schedule`, `active`, `pending`, the lane lists or the ring: producers, claims
+//! of other ids and ring rotation cannot abort it (the narrow guard).
+//!
+//! **Why lane control is watched.** offer(L) (`offer`) decides on a lane's control
+//! hash; every change of it (pause, resume, limit, `active`, `ring`) writes the
+//! hash. The one thing offer(L) decides on that is not in the hash is whether the
+//! lane list is empty: a plan that leaves a servable lane out of the ring only
+//! because its list is empty watches that list ([`relies_on_empty`],
+//! [`confirm_empty`], [`still_empty`]): a producer appending meanwhile offers
+//! nothing when its own reading found the lane not servable or in the ring, and
+//! the lane would be stranded, non-empty and out of the ring (I3).
+//!
+//! What each conversation watches:
+//!
+//! - **PROMOTE, STALLED CHECK** (`sweep::conversation`): the selected rows, sent
+//!   ahead (`Step::Watch`) as soon as the selection is known; under it, the head
+//!   of the zset again ([`still_selected`], with [`RE_READ_SLACK`]); the control
+//!   hash of each lane its rows go to; the lane lists it relies on being empty
+//!   (`sweep::stalled::empty_lanes_relied_on`); `P dead` when it makes jobs dead
+//!   (`retention::dead_step`: a concurrent trim aborts it).
+//! - **ADD** (`add`): the rows of the ids it is given (a taken id refuses the
+//!   call) and the control hash of each lane it makes work ready in.
+//! - **CLAIM** (`claim`): the rows it takes; the ring when it serves lanes (every
+//!   claim that takes from a lane rotates it, so it also guards the lane heads);
+//!   the control hash or the list of each lane it drops from the ring; `pending`
+//!   when it drops ids from its head (ghosts, rows not `pending`). Not the control
+//!   hash of a lane it serves: its `active` grows by `HINCRBY`, which commutes.
+//! - **EXTEND, COMPLETE, FAIL** (`settle`): the job's row and its lane's control
+//!   hash; the lane list when it relies on it being empty; `P dead` on a death.
+//! - **Lane control** (`lane_control`): the lane's control hash; its list when
+//!   it relies on it being empty.
+//! - **Reads** (`look`): none. A row, the lanes and the retention are single
+//!   reads; the counts are read in one `MULTI`/`EXEC`, one instant.
+//!
+//! Type checks (SPEC §5 steps 4 and 5) are all made before `EXEC`, from the reads
+//! (the rows' types are covered by their watch; the queue's own structures never
+//! change type under emq), since Redis runs every queued command even when one
+//! fails.
+
+use crate::cmd::Cmd;
+use crate::conversation::Step;
+use crate::names::Keys;
+use crate::offer::LaneCtl;
+use crate::reply::Reply;
+
+/// Whether the only thing keeping offer(L) from putting the lane in the ring is
+/// that the lane list is empty (`len` after this plan's pushes). A plan that
+/// relies on that must watch the lane list: a producer appending to it in the
+/// meantime offers nothing (the lane could not be served then, or was in the
+/// ring), and the plan would leave a non-empty, servable lane out of the ring.
+pub fn relies_on_empty(len: i64, ctl: &LaneCtl) -> bool {
+    len <= 0 && ctl.can_serve() && !ctl.in_ring
+}
+
+/// The step that watches lane lists a plan found empty and relies on staying
+/// empty ([`relies_on_empty`]), and reads their lengths again under the watch.
+pub fn confirm_empty<T>(keys: &Keys, lanes: &[Vec<u8>]) -> Step<T> {
+    let watch: Vec<Vec<u8>> = lanes.iter().map(|l| keys.lane(l)).collect();
+    let cmds = watch.iter().map(|k| Cmd::new("LLEN").arg(k)).collect();
+    Step::Read { watch, cmds }
+}
+
+/// Whether the lists of a [`confirm_empty`] step are still empty.
+pub fn still_empty(replies: &[Reply], lanes: usize) -> bool {
+    replies.len() == lanes && replies.iter().all(|r| r.as_int() == Some(0))
+}
+
+/// Members past a sweep's selection that its re-read under the watch also reads:
+/// room for members that joined the head since the selection.
+pub const RE_READ_SLACK: usize = 16;
+
+/// Whether the selected members are still in the zset's head (`ZRANGE … WITHSCORES`
+/// pairs), in order and with the scores they had. Members between them joined since
+/// the selection: a job joins with a due time or lease later than the clock reading of
+/// the call that adds it, so such a member was added by a call that may be ordered
+/// after this one, and is left for the next call, as `ZMSCORE` of the selection
+/// would leave it. More than [`RE_READ_SLACK`] of them: a conflict, a new call.
+pub fn still_selected(again: &[Reply], ids: &[Vec<u8>], scores: &[f64]) -> bool {
+    let mut pairs = again.chunks_exact(2);
+    ids.iter().zip(scores).all(|(id, s)| {
+        pairs.find(|p| p[0].as_bytes() == Some(id.as_slice())).is_some_and(|p| {
+            p[1].as_bytes().and_then(|b| std::str::from_utf8(b).ok()?.parse::<f64>().ok()) == Some(*s)
+        })
+    })
+}
