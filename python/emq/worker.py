@@ -16,7 +16,6 @@ is fatal for the queue: the worker stops, and `run()` raises it.
 from __future__ import annotations
 
 import logging
-import random
 import signal
 import threading
 import time
@@ -24,6 +23,7 @@ import queue as _queue
 from dataclasses import dataclass, field
 from typing import Callable, Literal
 
+from ._core import backoff_s
 from .errors import (
     ArgumentError,
     AuthenticationError,
@@ -90,8 +90,7 @@ def _seconds(name: str, value: object, *, none_ok: bool) -> None:
 
 def degraded_sleep(streak: int, *, base_ms: int = 50, cap_ms: int = 5000) -> float:
     """Seconds to back off after `streak` failed beats: growing, capped, jittered."""
-    full = min(cap_ms, base_ms * 2 ** min(streak, 16))
-    return (full / 2 + random.random() * full / 2) / 1000
+    return backoff_s(streak, base_ms, cap_ms)
 
 
 class Worker:

@@ -1,17 +1,24 @@
 //! Driving a conversation (emq_plan::conversation): reads pipelined, `WATCH`
 //! before the guarded reads, the plan in one `MULTI`/`EXEC`, and a new call
-//! (jittered backoff) when `EXEC` aborts or the reads changed under the watch.
+//! (`emq_plan::backoff`, jittered) when `EXEC` aborts or the reads changed under
+//! the watch (SPEC §9).
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
+use emq_plan::backoff::backoff;
 use emq_plan::conversation::{Conversation, Step};
 use emq_plan::{Cmd, Reply};
 
 use crate::conn::Conn;
 use crate::error::{HostError, HostResult};
+use crate::jitter::Jitter;
 
 /// How many times a call starts again before it gives up with a contention error.
 pub const MAX_ATTEMPTS: u32 = 32;
+/// The pause before the second attempt (µs); each attempt doubles it.
+const RETRY_BASE_US: u64 = 100;
+/// The longest pause between attempts (µs).
+const RETRY_CAP_US: u64 = 20_000;
 
 /// Runs the conversations `make` gives until one commits (each attempt a new
 /// call, with its own clock reading). `done` sees the one that committed.
@@ -29,7 +36,7 @@ pub fn drive<C: Conversation>(
             done(&c);
             return Ok(out);
         }
-        std::thread::sleep(rng.backoff(attempt));
+        std::thread::sleep(Duration::from_micros(backoff(attempt, RETRY_BASE_US, RETRY_CAP_US, rng.unit()) as u64));
     }
     Err(HostError::Contention(format!(
         "{verb}: gave up after {MAX_ATTEMPTS} attempts: other clients kept changing what it read; nothing was written"
@@ -164,36 +171,5 @@ fn refusal(verb: &str, r: &Reply) -> HostError {
     match r {
         Reply::Error { code, message } => HostError::classify(verb, code, message),
         other => HostError::Server(format!("{verb}: {other:?}")),
-    }
-}
-
-/// Full jitter: a random pause up to a cap that doubles with each attempt.
-pub struct Jitter(u64);
-
-impl Jitter {
-    /// Seeded from the operating system's randomness (the clock where it has none).
-    pub fn new() -> Self {
-        let seed = getrandom::u64().unwrap_or_else(|_| {
-            SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
-        });
-        Jitter(seed | 1)
-    }
-
-    /// xorshift64*: not for secrets, only to spread retries.
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// In [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-
-    fn backoff(&mut self, attempt: u32) -> Duration {
-        let cap_us = (100u64 << attempt.min(8)).min(20_000);
-        Duration::from_micros(self.next() % (cap_us + 1))
     }
 }

@@ -11,8 +11,9 @@ use emq_plan::settle::{Action, Settle, Settled};
 use emq_plan::Keys;
 
 use crate::conn::Conn;
-use crate::drive::{drive, Jitter};
+use crate::drive::drive;
 use crate::error::{HostError, HostResult};
+use crate::jitter::Jitter;
 
 /// This process's tag for generated ids, and their sequence.
 fn id_gen(count: usize) -> (u32, u64) {

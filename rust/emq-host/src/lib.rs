@@ -12,6 +12,7 @@ mod conn;
 mod drive;
 mod error;
 mod job;
+mod jitter;
 mod jobs;
 mod look;
 mod net;
@@ -31,6 +32,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::args::{arg_bytes, backend_arg, count, queue_arg, raw_command, seconds, text_arg};
 use crate::conn::Conn;
+use crate::jitter::Jitter;
 use crate::job::Job;
 
 // Sweeps allocate many small buffers (commands out, replies in); mimalloc keeps
@@ -464,6 +466,15 @@ fn check_text(verb: &str, what: &str, value: &Bound<'_, PyAny>) -> PyResult<Stri
     Ok(text_arg(verb, what, value)?)
 }
 
+/// Seconds to back off after `streak` failures in a row (a worker's degraded
+/// beats, SPEC §8): `base_ms · 2^streak`, capped at `cap_ms`, half of it fixed
+/// and half random (`emq_plan::backoff`, the randomness the core's own).
+#[pyfunction]
+fn backoff_s(streak: u64, base_ms: u64, cap_ms: u64) -> f64 {
+    let attempt = u32::try_from(streak).unwrap_or(u32::MAX);
+    emq_plan::backoff::backoff(attempt, base_ms, cap_ms, Jitter::new().unit()) / 1000.0
+}
+
 /// Parses `INFO` text into a dict of str.
 #[pyfunction]
 fn parse_info<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyDict>> {
@@ -481,6 +492,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Client>()?;
     m.add_class::<Job>()?;
     m.add_function(wrap_pyfunction!(parse_info, m)?)?;
+    m.add_function(wrap_pyfunction!(backoff_s, m)?)?;
     m.add_function(wrap_pyfunction!(check_queue, m)?)?;
     m.add_function(wrap_pyfunction!(check_name, m)?)?;
     m.add_function(wrap_pyfunction!(check_text, m)?)?;

@@ -17,13 +17,15 @@
 //!   telling ghosts), `offer` (lane control and offer(L), §2), `retention`;
 //! - the conversations: `sweep` (PROMOTE §5, STALLED CHECK §6), `add`, `claim`,
 //!   `settle` (extend, complete, fail), `lane_control` (§7), `look` (reads);
-//! - `wire`: the sweeps' wire form.
+//! - `backoff` (the one capped exponential backoff) and `wire` (the sweeps'
+//!   wire form).
 //!
 //! Modules import one another, never this root: it only declares and re-exports.
 
 #![forbid(unsafe_code)]
 
 pub mod add;
+pub mod backoff;
 pub mod claim;
 pub mod clock;
 pub mod cmd;

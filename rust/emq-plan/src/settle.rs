@@ -2,6 +2,7 @@
 //! worker's token; otherwise nothing changes and the worker is told so (a sweep
 //! recovered the job, and the late worker's word is refused).
 
+use crate::backoff::backoff;
 use crate::clock::parse_time;
 use crate::cmd::Cmd;
 use crate::conversation::{Conversation, Step};
@@ -21,7 +22,7 @@ pub const FAIL: &str = "EMQ.FAIL";
 pub enum Action {
     Extend { lease_ms: u64 },
     Complete,
-    /// `retry_in_ms: None`: the backoff for this attempt (`backoff`).
+    /// `retry_in_ms: None`: the backoff for this attempt (`retry_delay_ms`).
     Fail { error: Vec<u8>, retry_in_ms: Option<u64> },
 }
 
@@ -36,13 +37,17 @@ pub enum Settled {
     Dead,
 }
 
-/// Exponential backoff with jitter: `base · 2^(attempts-1)`, capped, half of it
-/// fixed and half drawn from `unit` (in [0, 1)).
-pub fn backoff(attempts: i64, unit: f64) -> u64 {
-    const BASE_MS: f64 = 1000.0;
-    const CAP_MS: f64 = 3_600_000.0;
-    let full = (BASE_MS * 2f64.powi((attempts.max(1) - 1).min(40) as i32)).min(CAP_MS);
-    (full / 2.0 + full / 2.0 * unit.clamp(0.0, 1.0)) as u64
+/// A failed job's first retry delay (ms): each attempt doubles it.
+pub const RETRY_BASE_MS: u64 = 1000;
+/// The longest retry delay (ms): an hour.
+pub const RETRY_CAP_MS: u64 = 3_600_000;
+
+/// The retry delay (ms) of a job failed on its `attempts`-th attempt:
+/// `RETRY_BASE_MS · 2^(attempts-1)`, capped at `RETRY_CAP_MS`, half of it fixed
+/// and half drawn from `unit` (in [0, 1)): `backoff` with equal jitter.
+pub fn retry_delay_ms(attempts: i64, unit: f64) -> u64 {
+    let exponent = u32::try_from((attempts.max(1) - 1).min(63)).unwrap_or(63);
+    backoff(exponent, RETRY_BASE_MS, RETRY_CAP_MS, unit) as u64
 }
 
 pub struct Settle {
@@ -202,7 +207,7 @@ impl Conversation for Settle {
                 w.push(Cmd::new("ZREM").arg(k.active()).arg(&self.id));
                 w.push(Cmd::new("HDEL").arg(&job).arg("token").arg("lease"));
                 if attempts < max_attempts {
-                    let delay = retry_in_ms.unwrap_or_else(|| backoff(attempts, self.jitter));
+                    let delay = retry_in_ms.unwrap_or_else(|| retry_delay_ms(attempts, self.jitter));
                     let due = later(now, delay);
                     ready = delay == 0;
                     let state = if ready { "pending" } else { "scheduled" };
@@ -273,5 +278,26 @@ impl Conversation for Settle {
             return Err(Error::server(self.verb(), message));
         }
         self.result.ok_or_else(|| Error::server(self.verb(), "EXEC's replies were fed before a plan"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The retry delay as it was computed before `backoff` was shared: 1 s ·
+    /// 2^(attempts-1), capped at 1 h, half fixed and half jittered, in whole ms.
+    #[test]
+    fn the_retry_delay_is_unchanged() {
+        let before = |attempts: i64, unit: f64| -> u64 {
+            let full = (1000.0 * 2f64.powi((attempts.max(1) - 1).min(40) as i32)).min(3_600_000.0);
+            (full / 2.0 + full / 2.0 * unit.clamp(0.0, 1.0)) as u64
+        };
+        for attempts in [i64::MIN, -1, 0, 1, 2, 3, 12, 13, 40, 41, 63, 64, 1 << 40, i64::MAX] {
+            for unit in [0.0, 1e-9, 0.25, 0.5, 0.999_999, 1.0, 7.0, f64::NAN] {
+                assert_eq!(retry_delay_ms(attempts, unit), before(attempts, unit), "{attempts} {unit}");
+            }
+        }
+        assert_eq!((retry_delay_ms(1, 0.0), retry_delay_ms(3, 1.0), retry_delay_ms(99, 0.0)), (500, 4000, 1_800_000));
     }
 }
