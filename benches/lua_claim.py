@@ -28,9 +28,9 @@ from __future__ import annotations
 import hashlib
 import os
 
-from emq import Job
+from emq import Job, _core
 
-CLAIM_LUA = r"""
+CLAIM_LUA = f"local WAKE_MAX = {_core.WAKE_MAX}\n" + r"""
 -- KEYS: P pending, P ring, P active, P wake. ARGV: P, n, lease_ms, token 1 .. token n
 local p, n, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local pending, ring, active, wake = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -135,12 +135,12 @@ end
 if #zadd > 0 then redis.call('ZADD', active, unpack(zadd)) end
 if redis.call('LLEN', pending) > 0 or redis.call('LLEN', ring) > 0 then
   redis.call('RPUSH', wake, '')
-  redis.call('LTRIM', wake, -64, -1)
+  redis.call('LTRIM', wake, -WAKE_MAX, -1)
 end
 return out
 """
 
-COMPLETE_LUA = r"""
+COMPLETE_LUA = f"local WAKE_MAX = {_core.WAKE_MAX}\n" + r"""
 -- KEYS: P active, P ring, P wake. ARGV: P, id, token
 local p, id, token = ARGV[1], ARGV[2], ARGV[3]
 local active, ring, wake = KEYS[1], KEYS[2], KEYS[3]
@@ -175,7 +175,7 @@ if lane then
     redis.call('HSET', ctl, 'ring', '1')
     redis.call('RPUSH', ring, lane)
     redis.call('RPUSH', wake, lane)
-    redis.call('LTRIM', wake, -64, -1)
+    redis.call('LTRIM', wake, -WAKE_MAX, -1)
   end
 end
 return 1

@@ -34,10 +34,12 @@ import time
 import redis
 from redis.exceptions import ResponseError, WatchError
 
-WAKE_MAX = 64
-MAX_ATTEMPTS = 32
-GROUP = 32  # rows per EXISTS (rust/emq-plan/src/rows.rs)
-SLACK = 16  # members past the selection that its re-read reads (rust/emq-plan/src/sweep.rs)
+from emq import _core
+
+WAKE_MAX = _core.WAKE_MAX
+MAX_ATTEMPTS = _core.MAX_ATTEMPTS
+GROUP = _core.ROW_GROUP  # rows per EXISTS (rust/emq-plan/src/rows.rs)
+SLACK = _core.RE_READ_SLACK  # members past the selection that its re-read reads (rust/emq-plan/src/guard.rs)
 CTL_FIELDS = ("paused", "limit", "active", "ring")
 
 
@@ -429,7 +431,7 @@ def _state_stalled(r: redis.Redis, q: str, now: int) -> list:
     r.hset(p + "lanectl:lane-d", mapping={"active": active_per_lane["d"], "limit": active_per_lane["d"]})
     r.hset(p + "lanectl:lane-e", mapping={"active": "0"})  # already wrong: never below 0
     r.zadd(p + "dead", {"old": 5})
-    r.rpush(p + "wake", *[f"t{i}" for i in range(63)])
+    r.rpush(p + "wake", *[f"t{i}" for i in range(WAKE_MAX - 1)])
     return [("stalled", 2), ("stalled", 5), ("stalled", 7), ("stalled", 100), ("stalled", 100)]
 
 

@@ -48,7 +48,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 import emq
 
-WAKE_MAX = 64
+WAKE_MAX = emq._core.WAKE_MAX
 FAR = 1_000_000_000  # ms: "later" (about 11 days): never comes during a test
 LANES = ["A", "B", "C"]
 Q = "model"
@@ -450,7 +450,7 @@ class Model:
         if not ids:
             return []
         d = len(ids)
-        head = sorted(self.dead.items(), key=lambda e: (e[1], e[0].encode()))[: d + 64]
+        head = sorted(self.dead.items(), key=lambda e: (e[1], e[0].encode()))[: d + emq._core.TRIM_SLACK]
         merged = [i for i, _ in head] + sorted(ids, key=str.encode)
         dead_ms, dead_max = self.ret["dead_ms"], self.ret["dead_max"]
         count_k = max(0, len(self.dead) + d - dead_max) if dead_max >= 0 else 0
@@ -460,7 +460,7 @@ class Model:
             time_k = len(merged)  # every score is at or before now
         else:  # past scores are old enough; scores of this run (and the new ones) are not
             time_k = sum(1 for i, sc in head if sc < 10**12)
-        k = min(d + 64, max(count_k, time_k))
+        k = min(d + emq._core.TRIM_SLACK, max(count_k, time_k))
         for i in ids:
             self.dead[i] = "NOW"
         for i in merged[:k]:

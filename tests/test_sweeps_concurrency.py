@@ -22,7 +22,7 @@ from test_jobs_model import server_ms
 Q = "conc"
 P = f"emq:{{{Q}}}:"
 SCHEDULE, PENDING, ACTIVE, DEAD, RING, WAKE = (P + k for k in ("schedule", "pending", "active", "dead", "ring", "wake"))
-WAKE_MAX = 64
+WAKE_MAX = emq._core.WAKE_MAX
 FAR = 4_000_000_000_000  # a lease or due time that never comes during a test
 
 # A producer's add of future work (SPEC §7): the row and the schedule entry, with a

@@ -46,7 +46,7 @@ from hypothesis import strategies as st
 
 import emq
 
-WAKE_MAX = 64
+WAKE_MAX = emq._core.WAKE_MAX
 INF = math.inf
 
 SETTINGS = settings(
@@ -161,7 +161,7 @@ def field_int(v):
     return int(v)
 
 
-DEAD_MS, DEAD_MAX, TRIM_SLACK = emq._core.RETENTION_DEFAULTS["dead_ms"], emq._core.RETENTION_DEFAULTS["dead_max"], 64
+DEAD_MS, DEAD_MAX, TRIM_SLACK = emq._core.RETENTION_DEFAULTS["dead_ms"], emq._core.RETENTION_DEFAULTS["dead_max"], emq._core.TRIM_SLACK
 
 
 def policy(v, default):

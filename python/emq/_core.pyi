@@ -3,6 +3,10 @@ from typing import Any, Literal
 PROMOTE_LUA: str
 STALLED_LUA: str
 WAKE_MAX: int
+MAX_CLAIM: int
+TRIM_SLACK: int
+RE_READ_SLACK: int
+ROW_GROUP: int
 MAX_ATTEMPTS: int
 RETENTION_DEFAULTS: dict[str, int]  # done_ms, dead_ms, dead_max (-1: none)
 

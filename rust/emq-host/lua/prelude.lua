@@ -1,5 +1,7 @@
 -- emq's Lua prelude: the helpers both reference scripts share. The host sends
--- each script as this prelude followed by the script's own text.
+-- each script as its constants (WAKE_MAX, TRIM_SLACK, DEAD_MS, DEAD_MAX: `local`
+-- lines generated from the Rust constants, src/sweeps.rs), this prelude, and the
+-- script's own text.
 local function layout_error(verb, what) return redis.error_reply('EMQLAYOUT ' .. verb .. ': layout: ' .. what) end
 local function typ(k) return redis.call('TYPE', k).ok end
 -- A stored integer: an optional '-' and 1 to 15 digits (exact in a double, even

@@ -1,7 +1,7 @@
 -- emq PROMOTE (SPEC §5), the reference the in-process plan is tested against.
 -- KEYS: P schedule, P pending. ARGV: P, batch (checked by the caller).
 -- Every type is checked before the first write: a script's writes are not undone.
--- Runs after prelude.lua (typ, int, push, layout_error, now_ms).
+-- Runs after prelude.lua (typ, int, push, layout_error, now_ms, WAKE_MAX).
 local p, batch = ARGV[1], ARGV[2] -- batch as given: a decimal integer, up to 2^63-1
 local schedule, pending = KEYS[1], KEYS[2]
 local function layout(what) return layout_error('EMQ.PROMOTE', what) end
@@ -57,5 +57,5 @@ for _, jk in ipairs(live) do redis.call('HSET', jk, 'state', 'pending') end
 for _, lane in ipairs(ring) do redis.call('HSET', p .. 'lanectl:' .. lane, 'ring', '1') end
 push('RPUSH', p .. 'ring', ring)
 push('RPUSH', p .. 'wake', tokens)
-redis.call('LTRIM', p .. 'wake', -64, -1)
+redis.call('LTRIM', p .. 'wake', -WAKE_MAX, -1)
 return #due

@@ -1,7 +1,8 @@
 -- emq STALLED CHECK (SPEC §6), the reference the in-process plan is tested against.
 -- KEYS: P active, P pending, P dead. ARGV: P, max_stalled ('' for no limit), batch.
 -- Every type is checked before the first write: a script's writes are not undone.
--- Runs after prelude.lua (typ, int, policy, score, zless, push, layout_error, now_ms).
+-- Runs after prelude.lua (typ, int, policy, score, zless, push, layout_error, now_ms,
+-- WAKE_MAX, TRIM_SLACK, DEAD_MS, DEAD_MAX).
 local p, batch = ARGV[1], ARGV[3] -- batch as given: a decimal integer, up to 2^63-1
 local max_stalled = ARGV[2] ~= '' and tonumber(ARGV[2]) or nil
 local active, pending, dead = KEYS[1], KEYS[2], KEYS[3]
@@ -61,18 +62,18 @@ if (#flat > 0 and pt ~= 'list' and pt ~= 'none') or (#died > 0 and dt ~= 'zset' 
 end
 
 -- The trim of `dead` (retention), read before the adds: with c its size and head
--- its first d + 64 entries, merged = head and (now, id) for each new dead id, in
--- zset order; the first k of merged leave, k = min(d + 64, max(count_k, time_k)).
+-- its first d + TRIM_SLACK entries, merged = head and (now, id) for each new dead id,
+-- in zset order; the first k of merged leave, k = min(d + TRIM_SLACK, max(count_k, time_k)).
 local trimmed = {}
 if #died > 0 then
   local rk = p .. 'retention'
   local kt = typ(rk)
   if kt ~= 'hash' and kt ~= 'none' then return layout(rk .. ' has the wrong type') end
   local f = redis.call('HMGET', rk, 'dead_ms', 'dead_max')
-  local dead_ms, dead_max = policy(f[1], 2592000000), policy(f[2], 10000)
+  local dead_ms, dead_max = policy(f[1], DEAD_MS), policy(f[2], DEAD_MAX)
   local d = #died
   local c = redis.call('ZCARD', dead)
-  local head = redis.call('ZRANGE', dead, 0, d + 63, 'WITHSCORES')
+  local head = redis.call('ZRANGE', dead, 0, d + TRIM_SLACK - 1, 'WITHSCORES')
   local merged = {}
   for i = 1, #head, 2 do merged[#merged + 1] = {score(head[i + 1]), head[i]} end
   for _, id in ipairs(died) do merged[#merged + 1] = {now, id} end
@@ -83,7 +84,7 @@ if #died > 0 then
     local cut = now - dead_ms
     while time_k < #merged and merged[time_k + 1][1] <= cut do time_k = time_k + 1 end
   end
-  for i = 1, math.min(d + 64, math.max(count_k, time_k), #merged) do trimmed[i] = merged[i][2] end
+  for i = 1, math.min(d + TRIM_SLACK, math.max(count_k, time_k), #merged) do trimmed[i] = merged[i][2] end
 end
 
 push('ZREM', active, expired)
@@ -105,7 +106,7 @@ end
 for _, lane in ipairs(ring) do redis.call('HSET', p .. 'lanectl:' .. lane, 'ring', '1') end
 push('RPUSH', p .. 'ring', ring)
 push('RPUSH', p .. 'wake', tokens)
-redis.call('LTRIM', p .. 'wake', -64, -1)
+redis.call('LTRIM', p .. 'wake', -WAKE_MAX, -1)
 if #trimmed > 0 then
   push('ZREM', dead, trimmed)
   local rows_gone = {}

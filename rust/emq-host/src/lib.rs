@@ -496,9 +496,14 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_queue, m)?)?;
     m.add_function(wrap_pyfunction!(check_name, m)?)?;
     m.add_function(wrap_pyfunction!(check_text, m)?)?;
-    m.add("PROMOTE_LUA", sweeps::PROMOTE_LUA)?;
-    m.add("STALLED_LUA", sweeps::STALLED_LUA)?;
+    m.add("PROMOTE_LUA", sweeps::PROMOTE_LUA.as_str())?;
+    m.add("STALLED_LUA", sweeps::STALLED_LUA.as_str())?;
+    // The caps, for the tests and benches: one place each, here.
     m.add("WAKE_MAX", emq_plan::WAKE_MAX)?;
+    m.add("MAX_CLAIM", emq_plan::claim::MAX_CLAIM)?;
+    m.add("TRIM_SLACK", emq_plan::retention::TRIM_SLACK)?;
+    m.add("RE_READ_SLACK", emq_plan::guard::RE_READ_SLACK)?;
+    m.add("ROW_GROUP", emq_plan::rows::GROUP)?;
     m.add("MAX_ATTEMPTS", drive::MAX_ATTEMPTS)?;
     let defaults = PyDict::new(m.py());
     defaults.set_item("done_ms", emq_plan::retention::DONE_MS)?;

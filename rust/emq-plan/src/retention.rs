@@ -17,13 +17,13 @@
 //!
 //! A call that makes `d` jobs dead at `now` trims `P dead` in the same
 //! transaction ([`dead_trim`]): with `c` the size of `dead` before the call's
-//! adds, `head` its first `d + 64` entries, and `merged` = `head` with
+//! adds, `head` its first `d + TRIM_SLACK` (64) entries, and `merged` = `head` with
 //! `(now, id)` for each new dead id, in zset order (score, then member bytes),
 //! it removes the first `k` entries of `merged`, and deletes their rows, where
-//! `k = min(d + 64, max(count_k, time_k))`, `count_k = max(0, c + d - dead_max)`
+//! `k = min(d + TRIM_SLACK, max(count_k, time_k))`, `count_k = max(0, c + d - dead_max)`
 //! (`0` with no limit) and `time_k` the number of entries of `merged` scored at
-//! or before `now - dead_ms` (`0` when kept forever). At most 64 more are
-//! removed than the call adds, so a lowered policy takes effect over a few
+//! or before `now - dead_ms` (`0` when kept forever). At most `TRIM_SLACK` more
+//! are removed than the call adds, so a lowered policy takes effect over a few
 //! calls, and no call's cost grows with the size of `dead`.
 
 use std::cmp::Ordering;
@@ -143,7 +143,7 @@ pub fn done_writes(keys: &Keys, id: &[u8], now: i64, done_ms: i64, w: &mut Vec<C
 
 /// The step a call takes once its plan makes `d` jobs dead: `WATCH P dead`
 /// (a concurrent trim aborts this call), then the policy, the size of `dead`
-/// and its first `d + 64` entries.
+/// and its first `d + TRIM_SLACK` entries.
 pub fn dead_step<T>(keys: &Keys, d: usize) -> Step<T> {
     let last = (d + TRIM_SLACK - 1).to_string();
     Step::Read {
