@@ -8,14 +8,15 @@
 use std::time::Duration;
 
 use emq_plan::{Cmd, Reply};
+use emq_wire::net::{self, Addr, Stream};
+use emq_wire::{Auth, Wire, WireError};
 use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo};
 
 use crate::error::{HostError, HostResult};
-use crate::resp::{Wire, WireError};
 
 pub struct Conn {
     info: ConnectionInfo,
-    wire: Option<Wire>,
+    wire: Option<Wire<Stream>>,
     /// Where it connects, never with a password: for messages and reprs.
     pub address: String,
     connect_timeout: Duration,
@@ -52,9 +53,11 @@ impl Conn {
         self.wire().map(drop)
     }
 
-    fn wire(&mut self) -> HostResult<&mut Wire> {
+    fn wire(&mut self) -> HostResult<&mut Wire<Stream>> {
         if self.wire.is_none() {
-            let w = Wire::connect(&self.info, self.connect_timeout, self.read_timeout).map_err(|e| self.wire_error(&e))?;
+            let w = wire_addr(self.info.addr())
+                .and_then(|addr| net::connect(&addr, &auth(&self.info), self.connect_timeout, self.read_timeout))
+                .map_err(|e| self.wire_error(&e))?;
             self.wire = Some(w);
         }
         Ok(self.wire.as_mut().expect("just connected"))
@@ -73,7 +76,7 @@ impl Conn {
     /// Runs `f` on the wire; on any failure the connection's state (a `WATCH`, a
     /// half-read reply) is unknown, so it is dropped and the next call connects
     /// afresh.
-    fn on_wire<T>(&mut self, f: impl FnOnce(&mut Wire) -> Result<T, WireError>) -> HostResult<T> {
+    fn on_wire<T>(&mut self, f: impl FnOnce(&mut Wire<Stream>) -> Result<T, WireError>) -> HostResult<T> {
         let result = f(self.wire()?);
         result.map_err(|e| {
             self.wire = None;
@@ -130,6 +133,24 @@ impl Conn {
     pub fn close(&mut self) {
         self.wire = None;
     }
+}
+
+/// The socket address of a URL's connection info.
+fn wire_addr(addr: &ConnectionAddr) -> Result<Addr, WireError> {
+    Ok(match addr {
+        ConnectionAddr::Tcp(host, port) => Addr::Tcp { host: host.clone(), port: *port },
+        ConnectionAddr::TcpTls { host, port, insecure, .. } => Addr::Tls { host: host.clone(), port: *port, insecure: *insecure },
+        #[cfg(unix)]
+        ConnectionAddr::Unix(path) => Addr::Unix(path.clone()),
+        #[allow(unreachable_patterns)]
+        other => return Err(WireError::Protocol(format!("unsupported address {other:?}"))),
+    })
+}
+
+/// The handshake's credentials and database, from a URL's connection info.
+fn auth(info: &ConnectionInfo) -> Auth {
+    let s = info.redis_settings();
+    Auth { username: s.username().map(str::to_owned), password: s.password().map(str::to_owned), db: s.db() }
 }
 
 /// A lost reply to a write that was sent whole.

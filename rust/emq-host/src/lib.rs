@@ -15,8 +15,6 @@ mod job;
 mod jitter;
 mod jobs;
 mod look;
-mod net;
-mod resp;
 mod sweeps;
 
 use std::sync::Mutex;

@@ -1,16 +1,38 @@
 //! The socket under the wire: TCP, TLS (native-tls: the system's OpenSSL on
 //! Linux, so `SSL_CERT_FILE` names a CA to trust) or a Unix socket, with its
-//! timeouts. What goes over it is `resp`'s.
+//! timeouts, and [`connect`], which opens one and runs the handshake. What goes
+//! over it is `resp`'s.
 
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 #[cfg(unix)]
 use std::os::unix::net::UnixStream;
+#[cfg(unix)]
+use std::path::PathBuf;
 use std::time::Duration;
 
-use redis::ConnectionAddr;
+use crate::error::{WireError, WireResult};
+use crate::resp::{Auth, Wire};
 
-use crate::resp::{WireError, WireResult};
+/// Where a connection goes (the host reads it from the URL).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Addr {
+    Tcp { host: String, port: u16 },
+    /// `insecure`: no certificate or host name check (a URL's `#insecure`).
+    Tls { host: String, port: u16, insecure: bool },
+    #[cfg(unix)]
+    Unix(PathBuf),
+}
+
+/// Connects, authenticates, selects the database and names the client
+/// (`Wire::handshake`), every step within `connect_timeout`; reads and writes
+/// then wait at most `read_timeout` (`None`: forever).
+pub fn connect(addr: &Addr, auth: &Auth, connect_timeout: Duration, read_timeout: Option<Duration>) -> WireResult<Wire<Stream>> {
+    let mut wire = Wire::new(Stream::connect(addr, connect_timeout)?);
+    wire.handshake(auth)?;
+    wire.stream().set_timeouts(read_timeout, read_timeout)?;
+    Ok(wire)
+}
 
 pub enum Stream {
     Tcp(TcpStream),
@@ -23,10 +45,10 @@ impl Stream {
     /// Opens the socket (and the TLS session) to `addr`, every step within
     /// `timeout`; reads and writes then wait at most `timeout` until
     /// `set_timeouts` says otherwise.
-    pub fn connect(addr: &ConnectionAddr, timeout: Duration) -> WireResult<Stream> {
+    pub fn connect(addr: &Addr, timeout: Duration) -> WireResult<Stream> {
         let stream = match addr {
-            ConnectionAddr::Tcp(host, port) => Stream::Tcp(tcp(host, *port, timeout)?),
-            ConnectionAddr::TcpTls { host, port, insecure, .. } => {
+            Addr::Tcp { host, port } => Stream::Tcp(tcp(host, *port, timeout)?),
+            Addr::Tls { host, port, insecure } => {
                 let tcp = tcp(host, *port, timeout)?;
                 tcp.set_read_timeout(Some(timeout))?;
                 tcp.set_write_timeout(Some(timeout))?;
@@ -38,9 +60,7 @@ impl Stream {
                 Stream::Tls(Box::new(tls.connect(host, tcp).map_err(|e| WireError::Io(io::Error::other(e.to_string())))?))
             }
             #[cfg(unix)]
-            ConnectionAddr::Unix(path) => Stream::Unix(UnixStream::connect(path)?),
-            #[allow(unreachable_patterns)]
-            other => return Err(WireError::Protocol(format!("unsupported address {other:?}"))),
+            Addr::Unix(path) => Stream::Unix(UnixStream::connect(path)?),
         };
         stream.set_timeouts(Some(timeout), Some(timeout))?;
         Ok(stream)
@@ -91,7 +111,6 @@ impl Write for Stream {
         }
     }
 }
-
 
 fn tcp(host: &str, port: u16, timeout: Duration) -> WireResult<TcpStream> {
     let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{host}:{port} resolves to no address"));

@@ -1,54 +1,35 @@
-//! The wire: RESP2 commands out and replies in, over a `net::Stream` (TCP, TLS
-//! or a Unix socket), and the handshake that opens it.
+//! RESP2 commands out and replies in, over any `Read + Write` (a `net::Stream`:
+//! TCP, TLS or a Unix socket; a byte source in the fuzz targets), and the
+//! handshake that opens a connection.
 //!
-//! The redis crate reads the URL (so `redis://user:pass@host:port/db`,
+//! The host's redis crate reads the URL (so `redis://user:pass@host:port/db`,
 //! `rediss://…#insecure` and `unix:///path?db=N` mean what they mean there); the
 //! handshake and the reading of replies are ours. The crate parses a
 //! reply into its own values through a general parser, which cost about half of a
 //! sweep's client CPU (1.5 µs a job against 0.14 µs for this reader, measured on
 //! the replies of a 1,000-job stalled check); a sweep reads several values a job.
+//!
+//! What a server sends cannot make the reader panic or allocate beyond the bytes
+//! it sent: lengths are checked, a string's announced length reserves at most
+//! `MAX_RESERVE` ahead of its bytes, arrays reserve room only for the elements
+//! the bytes in hand could hold, and replies nest at most `MAX_DEPTH` deep
+//! (`fuzz/fuzz_targets/resp.rs` holds it to that).
 
 use std::io::{self, Read, Write};
-use std::time::Duration;
 
 use emq_plan::{Cmd, Reply};
-use redis::ConnectionInfo;
+use memchr::memchr;
 
-use crate::net::Stream;
+use crate::error::{WireError, WireResult};
 
-/// Why a connection is no longer usable.
-#[derive(Debug)]
-pub enum WireError {
-    Io(io::Error),
-    Timeout,
-    /// The server sent something that is not RESP2.
-    Protocol(String),
-    /// The handshake was refused (`AUTH`, `SELECT`, or a `PING` that wants
-    /// credentials): the error reply's code and message.
-    Refused { code: String, message: String },
+/// What the handshake sends: credentials (the server's `requirepass`, or an ACL
+/// user's) and the database.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Auth {
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub db: i64,
 }
-
-impl From<io::Error> for WireError {
-    fn from(e: io::Error) -> Self {
-        match e.kind() {
-            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => WireError::Timeout,
-            _ => WireError::Io(e),
-        }
-    }
-}
-
-impl std::fmt::Display for WireError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            WireError::Io(e) => write!(f, "{e}"),
-            WireError::Timeout => write!(f, "no reply within the read timeout"),
-            WireError::Protocol(what) => write!(f, "protocol error: {what}"),
-            WireError::Refused { message, .. } => write!(f, "{message}"),
-        }
-    }
-}
-
-pub type WireResult<T> = Result<T, WireError>;
 
 /// One parsed element: a whole value, or the head of an array.
 enum Elem {
@@ -62,9 +43,9 @@ struct Frame {
     left: usize,
 }
 
-/// A connected, authenticated socket and its read buffer.
-pub struct Wire {
-    stream: Stream,
+/// A connected socket (or any byte stream) and its buffers.
+pub struct Wire<S> {
+    stream: S,
     buf: Vec<u8>,
     /// Unread bytes are `buf[start..end]`.
     start: usize,
@@ -79,30 +60,43 @@ const READ_CHUNK: usize = 64 * 1024;
 const MAX_BULK: i64 = 1 << 32;
 /// The largest send buffer kept between calls (a sweep of 1,000 jobs needs about 200 KiB).
 const MAX_KEPT: usize = 4 << 20;
+/// The most the read buffer grows ahead of a string's bytes on the strength of
+/// its announced length; past it, the buffer grows as the bytes arrive.
+const MAX_RESERVE: usize = 16 << 20;
+/// The deepest nesting of arrays read (a server's replies nest a few levels;
+/// deeper ones would only make dropping or converting a reply recurse deep).
+pub const MAX_DEPTH: usize = 512;
 
-impl Wire {
-    /// Connects, authenticates, selects the database and names the client
-    /// (`CLIENT SETINFO`, whose refusal is ignored: older servers and narrow ACL
-    /// users connect all the same).
-    pub fn connect(info: &ConnectionInfo, connect_timeout: Duration, read_timeout: Option<Duration>) -> WireResult<Wire> {
-        let stream = Stream::connect(info.addr(), connect_timeout)?;
-        let mut wire = Wire { stream, buf: vec![0; READ_CHUNK], start: 0, end: 0, out: vec![] };
-        wire.handshake(info)?;
-        wire.stream.set_timeouts(read_timeout, read_timeout)?;
-        Ok(wire)
+impl<S: Read + Write> Wire<S> {
+    /// A wire over a stream that is connected (`net::connect` also runs the
+    /// handshake).
+    pub fn new(stream: S) -> Self {
+        Wire::with_buffer(stream, READ_CHUNK)
     }
 
-    fn handshake(&mut self, info: &ConnectionInfo) -> WireResult<()> {
-        let settings = info.redis_settings();
+    /// A wire whose read buffer starts at `len` bytes (at least 1; it grows as
+    /// replies need): the tests and fuzz targets start it small.
+    pub fn with_buffer(stream: S, len: usize) -> Self {
+        Wire { stream, buf: vec![0; len.max(1)], start: 0, end: 0, out: vec![] }
+    }
+
+    pub fn stream(&self) -> &S {
+        &self.stream
+    }
+
+    /// Authenticates, selects the database and names the client (`CLIENT
+    /// SETINFO`, whose refusal is ignored: older servers and narrow ACL users
+    /// connect all the same).
+    pub fn handshake(&mut self, auth: &Auth) -> WireResult<()> {
         let mut cmds = vec![];
-        if let Some(password) = settings.password() {
-            cmds.push(match settings.username() {
+        if let Some(password) = &auth.password {
+            cmds.push(match &auth.username {
                 Some(user) => Cmd::new("AUTH").arg(user).arg(password),
                 None => Cmd::new("AUTH").arg(password),
             });
         }
-        if settings.db() != 0 {
-            cmds.push(Cmd::new("SELECT").arg(settings.db().to_string()));
+        if auth.db != 0 {
+            cmds.push(Cmd::new("SELECT").arg(auth.db.to_string()));
         }
         let checked = cmds.len();
         // A server that wants credentials answers `NOAUTH`: the connection is
@@ -166,6 +160,10 @@ impl Wire {
     /// reply itself when it is an error (errors are never skipped unseen).
     fn read_reply(&mut self, keep: bool) -> WireResult<Reply> {
         let mut stack: Vec<Frame> = vec![];
+        // Elements this reply's arrays have reserved room for: together no more
+        // than the bytes in hand could hold (3 bytes an element at least), so an
+        // announced length (`*1000000000`, nested) reserves nothing it did not send.
+        let mut reserved = 0usize;
         loop {
             let Some(elem) = self.element(keep)? else {
                 self.fill()?;
@@ -173,7 +171,17 @@ impl Wire {
             };
             let mut value = match elem {
                 Elem::Array(n) if n > 0 => {
-                    let items = if keep { Vec::with_capacity(n.min(1 << 16)) } else { vec![] };
+                    if stack.len() == MAX_DEPTH {
+                        return Err(WireError::Protocol(format!("a reply nested deeper than {MAX_DEPTH} arrays")));
+                    }
+                    let items = if keep {
+                        let room = ((self.end - self.start) / 3).saturating_sub(reserved);
+                        let capacity = n.min(room).min(1 << 16);
+                        reserved += capacity;
+                        Vec::with_capacity(capacity)
+                    } else {
+                        vec![]
+                    };
                     stack.push(Frame { items, left: n });
                     continue;
                 }
@@ -200,7 +208,7 @@ impl Wire {
     /// all arrived yet (nothing is consumed then).
     fn element(&mut self, keep: bool) -> WireResult<Option<Elem>> {
         let unread = &self.buf[self.start..self.end];
-        let Some(cr) = memchr::memchr(b'\r', unread) else { return Ok(None) };
+        let Some(cr) = memchr(b'\r', unread) else { return Ok(None) };
         if cr + 1 >= unread.len() {
             return Ok(None);
         }
@@ -222,7 +230,7 @@ impl Wire {
                 } else {
                     let n = n as usize;
                     if unread.len() < after_line + n + 2 {
-                        self.reserve(after_line + n + 2);
+                        self.reserve((after_line + n + 2).min(MAX_RESERVE));
                         return Ok(None);
                     }
                     let body = &unread[after_line..after_line + n];
@@ -337,7 +345,7 @@ mod tests {
                 }
             }
         });
-        let mut w = Wire { stream: Stream::Unix(ours), buf: vec![0; 16], start: 0, end: 0, out: vec![] };
+        let mut w = Wire::with_buffer(ours, 16);
         let bulk = |b: &[u8]| Reply::Bulk(b.to_vec());
         assert_eq!(w.read_reply(true).unwrap(), Reply::Status("OK".into()));
         assert_eq!(w.read_reply(true).unwrap(), Reply::Int(-42));
@@ -352,6 +360,54 @@ mod tests {
         assert_eq!(w.read_reply(false).unwrap(), Reply::Nil, "a skipped reply is read past");
         assert_eq!(w.read_reply(true).unwrap(), Reply::Int(7));
         writer.join().unwrap();
+    }
+
+    /// Bytes to read, then the end of the stream; writes go nowhere.
+    struct Bytes(io::Cursor<Vec<u8>>);
+
+    impl Read for Bytes {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.0.read(buf)
+        }
+    }
+
+    impl Write for Bytes {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn wire(bytes: &[u8]) -> Wire<Bytes> {
+        Wire::with_buffer(Bytes(io::Cursor::new(bytes.to_vec())), 16)
+    }
+
+    #[test]
+    fn nesting_is_bounded() {
+        let nested = |depth: usize| [b"*1\r\n".repeat(depth), b":7\r\n".to_vec()].concat();
+        let mut w = wire(&nested(MAX_DEPTH));
+        let mut r = w.read_reply(true).unwrap();
+        for _ in 0..MAX_DEPTH {
+            let Reply::Array(mut items) = r else { panic!("an array") };
+            r = items.pop().unwrap();
+        }
+        assert_eq!(r, Reply::Int(7));
+        for keep in [true, false] {
+            let e = wire(&nested(MAX_DEPTH + 1)).read_reply(keep).unwrap_err();
+            assert!(matches!(e, WireError::Protocol(ref m) if m.contains("nested deeper")), "{e}");
+        }
+    }
+
+    #[test]
+    fn announced_lengths_reserve_only_what_arrived() {
+        let mut w = wire(b"$4294967296\r\nabc");
+        assert!(matches!(w.read_reply(true), Err(WireError::Io(_))), "the stream ends first");
+        assert!(w.buf.len() <= MAX_RESERVE, "{} bytes", w.buf.len());
+        let mut w = wire(&[b"*1000000000\r\n".repeat(3), b":1\r\n".to_vec()].concat());
+        assert!(matches!(w.read_reply(true), Err(WireError::Io(_))));
+        assert!(wire(b"$4294967297\r\n").read_reply(true).is_err(), "longer than MAX_BULK");
     }
 
     #[test]
