@@ -52,9 +52,7 @@ pub fn type_name(v: &Bound<'_, PyAny>) -> String {
 
 /// A `str` argument that encodes to UTF-8 (no lone surrogates).
 pub fn text_arg(verb: &str, name: &str, v: &Bound<'_, PyAny>) -> HostResult<String> {
-    let s = v
-        .cast::<PyString>()
-        .map_err(|_| HostError::Argument(format!("{verb}: {name} must be a str, not {}", type_name(v))))?;
+    let s = v.cast::<PyString>().map_err(|_| HostError::Argument(format!("{verb}: {name} must be a str, not {}", type_name(v))))?;
     s.to_str()
         .map(str::to_owned)
         .map_err(|_| HostError::Argument(format!("{verb}: {name} must be valid UTF-8 text (it holds a lone surrogate)")))

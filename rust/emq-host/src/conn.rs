@@ -27,10 +27,7 @@ impl Conn {
     pub fn open(url: &str, connect_timeout: Duration, read_timeout: Option<Duration>) -> HostResult<Self> {
         let scheme_ok = ["redis://", "rediss://", "unix://", "redis+unix://"].iter().any(|s| url.starts_with(s));
         let info = url.into_connection_info().ok().filter(|_| scheme_ok).ok_or_else(|| {
-            HostError::Argument(format!(
-                "emq.connect: url {:?} is not a redis://, rediss:// or unix:// URL",
-                redact(url)
-            ))
+            HostError::Argument(format!("emq.connect: url {:?} is not a redis://, rediss:// or unix:// URL", redact(url)))
         })?;
         let address = address(&info);
         Ok(Conn { info, wire: None, address, connect_timeout, read_timeout })

@@ -22,11 +22,7 @@ const RETRY_CAP_US: u64 = 20_000;
 
 /// Runs the conversations `make` gives until one commits (each attempt a new
 /// call, with its own clock reading). `done` sees the one that committed.
-pub fn drive<C: Conversation>(
-    conn: &mut Conn,
-    mut make: impl FnMut() -> HostResult<C>,
-    mut done: impl FnMut(&C),
-) -> HostResult<C::Out> {
+pub fn drive<C: Conversation>(conn: &mut Conn, mut make: impl FnMut() -> HostResult<C>, mut done: impl FnMut(&C)) -> HostResult<C::Out> {
     let mut rng = Jitter::new();
     let mut verb = "emq";
     for attempt in 0..MAX_ATTEMPTS {

@@ -44,9 +44,7 @@ impl HostError {
             "OOM" => HostError::OutOfMemory(m),
             "MOVED" | "ASK" => HostError::Redirect(m),
             "WRONGTYPE" => HostError::Layout(m),
-            "LOADING" | "BUSY" | "MASTERDOWN" | "TRYAGAIN" | "CLUSTERDOWN" | "NOREPLICAS" | "MISCONF" => {
-                HostError::Unavailable(m)
-            }
+            "LOADING" | "BUSY" | "MASTERDOWN" | "TRYAGAIN" | "CLUSTERDOWN" | "NOREPLICAS" | "MISCONF" => HostError::Unavailable(m),
             _ => HostError::Server(m),
         }
     }

@@ -10,9 +10,8 @@ pub struct Jitter(u64);
 impl Jitter {
     /// Seeded from the operating system's randomness (the clock where it has none).
     pub fn new() -> Self {
-        let seed = getrandom::u64().unwrap_or_else(|_| {
-            SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
-        });
+        let seed =
+            getrandom::u64().unwrap_or_else(|_| SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1));
         Jitter(seed | 1)
     }
 
@@ -28,5 +27,4 @@ impl Jitter {
     pub fn unit(&mut self) -> f64 {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
-
 }

@@ -54,10 +54,9 @@ fn opt_text(v: Option<&Bound<'_, PyAny>>, name: &str) -> HostResult<Option<Strin
 fn int(v: Option<&Bound<'_, PyAny>>, name: &str) -> HostResult<Option<i64>> {
     match v.filter(|v| !v.is_none()) {
         None => Ok(None),
-        Some(v) if v.is_instance_of::<PyInt>() && !v.is_instance_of::<PyBool>() => v
-            .extract::<i64>()
-            .map(Some)
-            .map_err(|_| HostError::Argument(format!("{VERB}: {name} must fit in 64 bits"))),
+        Some(v) if v.is_instance_of::<PyInt>() && !v.is_instance_of::<PyBool>() => {
+            v.extract::<i64>().map(Some).map_err(|_| HostError::Argument(format!("{VERB}: {name} must fit in 64 bits")))
+        }
         Some(v) => Err(HostError::Argument(format!("{VERB}: {name} must be an int, not {}", type_name(v)))),
     }
 }

@@ -11,8 +11,8 @@ mod args;
 mod conn;
 mod drive;
 mod error;
-mod job;
 mod jitter;
+mod job;
 mod jobs;
 mod look;
 mod sweeps;
@@ -88,14 +88,18 @@ impl Client {
     }
 }
 
-
 #[pymethods]
 impl Client {
     #[new]
     /// `Client(url, *, connect_timeout=5.0, read_timeout=30.0)`, in seconds;
     /// `math.inf`: no read timeout (`emq.connect(read_timeout=None)`).
     #[pyo3(signature = (url, *, connect_timeout=None, read_timeout=None))]
-    fn new(py: Python<'_>, url: &Bound<'_, PyAny>, connect_timeout: Option<&Bound<'_, PyAny>>, read_timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        url: &Bound<'_, PyAny>,
+        connect_timeout: Option<&Bound<'_, PyAny>>,
+        read_timeout: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         const VERB: &str = "emq.connect";
         let url = text_arg(VERB, "url", url)?;
         let ct = match connect_timeout {
@@ -153,7 +157,10 @@ impl Client {
     /// Several commands in one round trip; an error reply raises its class
     /// (after every reply is read, so the connection stays in step).
     fn pipeline<'py>(&self, py: Python<'py>, cmds: Vec<Bound<'py, PyAny>>) -> PyResult<Bound<'py, PyList>> {
-        let cmds: Vec<Cmd> = cmds.iter().map(|c| raw_command(c.try_iter()?.collect::<PyResult<Vec<_>>>()?.into_iter()).map_err(PyErr::from)).collect::<PyResult<_>>()?;
+        let cmds: Vec<Cmd> = cmds
+            .iter()
+            .map(|c| raw_command(c.try_iter()?.collect::<PyResult<Vec<_>>>()?.into_iter()).map_err(PyErr::from))
+            .collect::<PyResult<_>>()?;
         let replies = self.with(py, |c| c.pipeline(&cmds))?;
         let out = PyList::empty(py);
         for r in replies {
@@ -211,9 +218,7 @@ impl Client {
         let backend = backend.map(|b| backend_arg(req.kind.verb(), b)).transpose()?.unwrap_or(Backend::Plan);
         match self.with(py, |c| sweeps::run(c, backend, req.kind, &req.queue, req.batch))? {
             Outcome::Promoted(n) => Ok(n.into_pyobject(py)?.into_any()),
-            Outcome::Stalled { recovered, dead } => {
-                Ok(PyList::new(py, [id_list(py, recovered)?, id_list(py, dead)?])?.into_any())
-            }
+            Outcome::Stalled { recovered, dead } => Ok(PyList::new(py, [id_list(py, recovered)?, id_list(py, dead)?])?.into_any()),
         }
     }
 
@@ -221,7 +226,12 @@ impl Client {
     /// `(id or None, data, delay_ms or None, at_ms or None, lane or None,
     /// max_attempts)`, checked by the facade for types and signs. All are added
     /// in one guarded transaction; an id that exists refuses the whole call.
-    fn _add(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, jobs: Vec<(Option<String>, Vec<u8>, Option<u64>, Option<i64>, Option<String>, u32)>) -> PyResult<Vec<String>> {
+    fn _add(
+        &self,
+        py: Python<'_>,
+        queue: &Bound<'_, PyAny>,
+        jobs: Vec<(Option<String>, Vec<u8>, Option<u64>, Option<i64>, Option<String>, u32)>,
+    ) -> PyResult<Vec<String>> {
         let q = queue_arg(emq_plan::add::ADD, queue)?;
         let jobs: Vec<NewJob> = jobs
             .into_iter()
@@ -260,7 +270,14 @@ impl Client {
     /// FAIL (SPEC §7): `"scheduled"` (retried later, or ready at once), `"dead"`,
     /// or `"refused"` (the lease is lost).
     #[pyo3(signature = (queue, job, error, retry_in_ms=None))]
-    fn _fail(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, job: &Job, error: Vec<u8>, retry_in_ms: Option<u64>) -> PyResult<&'static str> {
+    fn _fail(
+        &self,
+        py: Python<'_>,
+        queue: &Bound<'_, PyAny>,
+        job: &Job,
+        error: Vec<u8>,
+        retry_in_ms: Option<u64>,
+    ) -> PyResult<&'static str> {
         Ok(match self.settle(py, queue, job, Action::Fail { error, retry_in_ms })? {
             Settled::Retrying => "scheduled",
             Settled::Dead => "dead",
@@ -415,12 +432,10 @@ impl Client {
     }
 }
 
-
 fn id_list(py: Python<'_>, ids: Vec<Vec<u8>>) -> PyResult<Bound<'_, PyList>> {
     let strs: Vec<String> = ids.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect();
     PyList::new(py, strs)
 }
-
 
 fn to_py(py: Python<'_>, r: Reply) -> PyResult<Bound<'_, PyAny>> {
     Ok(match r {

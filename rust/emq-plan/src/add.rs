@@ -187,15 +187,12 @@ impl Conversation for Add {
             ctls.push((LaneCtl::from_reply(&pair[0]), pair[1].as_int().unwrap_or(0)));
         }
         let t = &replies[1 + given + 2 * self.lanes.len()..];
-        let (pending_ok, schedule_ok, ring_ok, wake_ok) = (!t[0].is_wrongtype(), !t[1].is_wrongtype(), !t[2].is_wrongtype(), !t[3].is_wrongtype());
+        let (pending_ok, schedule_ok, ring_ok, wake_ok) =
+            (!t[0].is_wrongtype(), !t[1].is_wrongtype(), !t[2].is_wrongtype(), !t[3].is_wrongtype());
 
         let (tag, seq) = self.gen;
-        self.ids = self
-            .jobs
-            .iter()
-            .enumerate()
-            .map(|(i, j)| j.id.clone().unwrap_or_else(|| generated_id(now, tag, seq + i as u64)))
-            .collect();
+        self.ids =
+            self.jobs.iter().enumerate().map(|(i, j)| j.id.clone().unwrap_or_else(|| generated_id(now, tag, seq + i as u64))).collect();
 
         let mut w = vec![];
         let (mut flat, mut scheduled) = (vec![], vec![]);
@@ -229,7 +226,11 @@ impl Conversation for Add {
             offers.offer(l, len + ids.len() as i64, ctl);
         }
         let ready = !flat.is_empty() || !by_lane.is_empty();
-        if (!flat.is_empty() && !pending_ok) || (!scheduled.is_empty() && !schedule_ok) || (offers.offered_any() && !ring_ok) || (ready && !wake_ok) {
+        if (!flat.is_empty() && !pending_ok)
+            || (!scheduled.is_empty() && !schedule_ok)
+            || (offers.offered_any() && !ring_ok)
+            || (ready && !wake_ok)
+        {
             return Err(Error::layout(ADD, "pending, schedule, ring or wake has the wrong type"));
         }
         if !scheduled.is_empty() {

@@ -27,5 +27,4 @@ mod tests {
         assert_eq!(backoff(u32::MAX, u64::MAX, u64::MAX, 0.0), u64::MAX as f64 / 2.0);
         assert_eq!(backoff(2, 50, 5000, -3.0), 100.0, "unit is clamped to [0, 1]");
     }
-
 }

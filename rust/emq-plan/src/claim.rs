@@ -250,10 +250,7 @@ impl Claim {
         }
         let k = &self.keys;
         self.stage = Stage::PendingConfirm;
-        Ok(Step::Read {
-            watch: vec![k.pending()],
-            cmds: vec![Cmd::new("LRANGE").arg(k.pending()).arg("0").arg((self.n - 1).to_string())],
-        })
+        Ok(Step::Read { watch: vec![k.pending()], cmds: vec![Cmd::new("LRANGE").arg(k.pending()).arg("0").arg((self.n - 1).to_string())] })
     }
 
     /// Round-robin over the lanes read: one id per lane per turn. When the
@@ -335,11 +332,7 @@ impl Claim {
         }
         for (&(i, empty), r) in drops.iter().zip(&replies[row_replies..]) {
             let l = &self.lanes[i];
-            let same = if empty {
-                r.as_int() == Some(l.len)
-            } else {
-                LaneCtl::from_reply(r) == l.ctl
-            };
+            let same = if empty { r.as_int() == Some(l.len) } else { LaneCtl::from_reply(r) == l.ctl };
             if !same {
                 return Err(Error::conflict(CLAIM, "a lane it drops changed before the watch"));
             }
@@ -388,15 +381,7 @@ impl Claim {
         let mut set = Cmd::new("HSET").arg_parts(&k.job_parts(id)).arg("state").arg("active").arg("attempts").arg(attempts.to_string());
         set = set.arg("lease").arg(deadline.to_string()).arg("token").arg(&token).arg("claimed").arg(self.now.to_string());
         w.push(set);
-        self.out.push(Claimed {
-            id: id.to_vec(),
-            data: f[3].clone().unwrap_or_default(),
-            lane,
-            attempts,
-            max_attempts,
-            token,
-            deadline,
-        });
+        self.out.push(Claimed { id: id.to_vec(), data: f[3].clone().unwrap_or_default(), lane, attempts, max_attempts, token, deadline });
     }
 
     fn build(&mut self) -> Result<Step<Vec<Claimed>>> {
@@ -444,7 +429,10 @@ impl Claim {
             if claimed_in[i] > 0 {
                 if !l.active_ok {
                     let key = k.lanectl(&l.name);
-                    return Err(Error::layout(CLAIM, format!("{} holds an active count that is not an integer", String::from_utf8_lossy(&key))));
+                    return Err(Error::layout(
+                        CLAIM,
+                        format!("{} holds an active count that is not an integer", String::from_utf8_lossy(&key)),
+                    ));
                 }
                 w.push(Cmd::new("HINCRBY").arg(k.lanectl(&l.name)).arg("active").arg(claimed_in[i].to_string()));
             }

@@ -13,7 +13,10 @@ use crate::reply::Reply;
 pub enum Step<T> {
     /// `WATCH watch` (when non-empty), then `cmds`, pipelined. Feed back the
     /// replies of `cmds` only.
-    Read { watch: Vec<Vec<u8>>, cmds: Vec<Cmd> },
+    Read {
+        watch: Vec<Vec<u8>>,
+        cmds: Vec<Cmd>,
+    },
     /// `WATCH` these keys now, without waiting for its reply, then feed back no
     /// replies: the conversation builds its next reads while the server works
     /// on the watch. The host checks the watch's reply before it feeds the next

@@ -443,7 +443,16 @@ mod tests {
         let mut g = Get::new(Keys::new(b"q"), b"a".to_vec()).unwrap();
         let Step::Read { cmds, .. } = g.start() else { panic!() };
         assert_eq!(cmds, vec![Cmd::from_args(["HGETALL", "emq:{q}:job:a"])]);
-        let row = Reply::Array(vec![bulk("state"), bulk("active"), bulk("attempts"), bulk("2"), bulk("lease"), bulk("17"), bulk("data"), bulk("\u{0}x")]);
+        let row = Reply::Array(vec![
+            bulk("state"),
+            bulk("active"),
+            bulk("attempts"),
+            bulk("2"),
+            bulk("lease"),
+            bulk("17"),
+            bulk("data"),
+            bulk("\u{0}x"),
+        ]);
         let Step::Done(Some(r)) = g.feed(&[row]).unwrap() else { panic!() };
         assert_eq!((r.state.as_deref(), r.attempts, r.lease, r.data.as_slice()), (Some(&b"active"[..]), 2, Some(17), &b"\x00x"[..]));
         assert_eq!(g.feed(&[Reply::Array(vec![])]).unwrap(), Step::Done(None));

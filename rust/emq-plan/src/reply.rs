@@ -9,7 +9,10 @@ pub enum Reply {
     Status(String),
     Array(Vec<Reply>),
     /// An error reply: its code (`WRONGTYPE`, `NOPERM`, …) and the whole message.
-    Error { code: String, message: String },
+    Error {
+        code: String,
+        message: String,
+    },
 }
 
 impl Reply {

@@ -20,10 +20,15 @@ pub const FAIL: &str = "EMQ.FAIL";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
-    Extend { lease_ms: u64 },
+    Extend {
+        lease_ms: u64,
+    },
     Complete,
     /// `retry_in_ms: None`: the backoff for this attempt (`retry_delay_ms`).
-    Fail { error: Vec<u8>, retry_in_ms: Option<u64> },
+    Fail {
+        error: Vec<u8>,
+        retry_in_ms: Option<u64>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -233,7 +238,9 @@ impl Conversation for Settle {
                         return Err(Error::layout(verb, "dead has the wrong type"));
                     }
                     w.push(Cmd::new("ZADD").arg(k.dead()).arg(now.to_string()).arg(&self.id));
-                    w.push(Cmd::new("HSET").arg(&job).arg("state").arg("dead").arg("error").arg(error).arg("finished").arg(now.to_string()));
+                    w.push(
+                        Cmd::new("HSET").arg(&job).arg("state").arg("dead").arg("error").arg(error).arg("finished").arg(now.to_string()),
+                    );
                     dies = true;
                     out = Settled::Dead;
                 }

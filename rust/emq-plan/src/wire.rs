@@ -56,8 +56,7 @@ pub fn parse(args: &[&[u8]]) -> Result<Request> {
     let kind = if verb == PROMOTE {
         Kind::Promote
     } else {
-        let m = count_arg(argv[1], true)
-            .ok_or_else(|| Error::argument(verb, "max_stalled", "must be a non-negative integer"))?;
+        let m = count_arg(argv[1], true).ok_or_else(|| Error::argument(verb, "max_stalled", "must be a non-negative integer"))?;
         Kind::Stalled { max_stalled: Some(m) }
     };
     Ok(Request { kind, queue: queue.to_vec(), batch })
@@ -77,8 +76,7 @@ mod tests {
     fn the_seed_tails_parse() {
         let r = p("EMQ.PROMOTE 2 emq:{orders}:schedule emq:{orders}:pending emq:{orders}: 100").unwrap();
         assert_eq!((r.kind, r.queue.as_slice(), r.batch), (Kind::Promote, &b"orders"[..], 100));
-        let r = p("EMQ.STALLED.CHECK 3 emq:{orders}:active emq:{orders}:pending emq:{orders}:dead emq:{orders}: 1 100")
-            .unwrap();
+        let r = p("EMQ.STALLED.CHECK 3 emq:{orders}:active emq:{orders}:pending emq:{orders}:dead emq:{orders}: 1 100").unwrap();
         assert_eq!(r.kind, Kind::Stalled { max_stalled: Some(1) });
     }
 

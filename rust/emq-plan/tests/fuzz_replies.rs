@@ -59,13 +59,18 @@ fn shaped(rng: &mut Rng, cmd: Option<&emq_plan::Cmd>, first_range: &mut Option<V
     match cmd.name() {
         b"TIME" => Reply::Array(vec![Reply::Bulk(b"1700000000".to_vec()), Reply::Bulk(b"123456".to_vec())]),
         b"ZRANGE" => {
-            let items: Vec<Reply> =
-                (0..rng.below(4)).flat_map(|i| [Reply::Bulk(format!("m{i}").into_bytes()), score(rng)]).collect();
+            let items: Vec<Reply> = (0..rng.below(4)).flat_map(|i| [Reply::Bulk(format!("m{i}").into_bytes()), score(rng)]).collect();
             first_range.get_or_insert_with(|| items.clone());
             Reply::Array(items)
         }
         b"HGET" if !hints.is_empty() && rng.below(2) == 0 => Reply::Bulk(hints[rng.below(hints.len() as u64) as usize].clone()),
-        b"HGET" => if rng.below(3) == 0 { Reply::Nil } else { word(rng) },
+        b"HGET" => {
+            if rng.below(3) == 0 {
+                Reply::Nil
+            } else {
+                word(rng)
+            }
+        }
         b"HGETALL" => Reply::Array((0..rng.below(4)).flat_map(|_| [word(rng), word(rng)]).collect()),
         b"SCAN" => {
             let cursor = if rng.below(3) == 0 { "17" } else { "0" };
@@ -122,8 +127,9 @@ where
                     1 => cmds.len().saturating_sub(1),
                     _ => cmds.len(),
                 };
-                let replies: Vec<Reply> =
-                    (0..n).map(|i| if rng.below(10) == 0 { reply(rng, 0) } else { shaped(rng, cmds.get(i), &mut first_range, hints) }).collect();
+                let replies: Vec<Reply> = (0..n)
+                    .map(|i| if rng.below(10) == 0 { reply(rng, 0) } else { shaped(rng, cmds.get(i), &mut first_range, hints) })
+                    .collect();
                 twin.speculate();
                 let (got, twin_got) = (c.feed(&replies), twin.feed(&replies));
                 assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed a step");

@@ -29,7 +29,13 @@ fn cmd(parts: &[&str]) -> Cmd {
 }
 
 fn job(id: Option<&str>, data: &str, lane: Option<&str>, max_attempts: u32, when: When) -> NewJob {
-    NewJob { id: id.map(|s| s.as_bytes().to_vec()), data: data.as_bytes().to_vec(), when, lane: lane.map(|s| s.as_bytes().to_vec()), max_attempts }
+    NewJob {
+        id: id.map(|s| s.as_bytes().to_vec()),
+        data: data.as_bytes().to_vec(),
+        when,
+        lane: lane.map(|s| s.as_bytes().to_vec()),
+        max_attempts,
+    }
 }
 
 // ------------------------------------------------------------------ add
@@ -160,14 +166,17 @@ fn complete_reads_done_ms_in_its_first_read_and_follows_it() {
     let now = NOW.to_string();
     // The default: kept 10 minutes.
     let Step::Exec(w) = s.feed(&settle_replies(Some("absent"), Reply::Int(0), "1")).unwrap() else { panic!() };
-    assert_eq!(w, vec![
-        cmd(&["ZREM", "emq:{q}:active", "a"]),
-        cmd(&["HSET", "emq:{q}:job:a", "state", "done", "finished", &now]),
-        cmd(&["HDEL", "emq:{q}:job:a", "token", "lease"]),
-        cmd(&["PEXPIREAT", "emq:{q}:job:a", &(NOW + 600_000).to_string()]),
-        cmd(&["ZADD", "emq:{q}:done", &now, "a"]),
-        cmd(&["ZREMRANGEBYSCORE", "emq:{q}:done", "-inf", &format!("({}", NOW - 600_000)]),
-    ]);
+    assert_eq!(
+        w,
+        vec![
+            cmd(&["ZREM", "emq:{q}:active", "a"]),
+            cmd(&["HSET", "emq:{q}:job:a", "state", "done", "finished", &now]),
+            cmd(&["HDEL", "emq:{q}:job:a", "token", "lease"]),
+            cmd(&["PEXPIREAT", "emq:{q}:job:a", &(NOW + 600_000).to_string()]),
+            cmd(&["ZADD", "emq:{q}:done", &now, "a"]),
+            cmd(&["ZREMRANGEBYSCORE", "emq:{q}:done", "-inf", &format!("({}", NOW - 600_000)]),
+        ]
+    );
     assert_eq!(s.finish(&vec![Reply::Int(1); w.len()]).unwrap(), Settled::Completed);
     // 0: deleted at once, and `done` is not touched (its type does not matter).
     let mut s = complete();
@@ -202,16 +211,21 @@ fn complete_refuses_a_done_or_retention_of_the_wrong_type() {
 
 #[test]
 fn a_fail_that_kills_reads_the_dead_head_under_a_watch_and_trims() {
-    let mut s = Settle::new(Keys::new(b"q"), b"a".to_vec(), b"t".to_vec(), None, Action::Fail { error: b"e".to_vec(), retry_in_ms: None }, 0.5).unwrap();
+    let mut s =
+        Settle::new(Keys::new(b"q"), b"a".to_vec(), b"t".to_vec(), None, Action::Fail { error: b"e".to_vec(), retry_in_ms: None }, 0.5)
+            .unwrap();
     let Step::Read { cmds, .. } = s.start() else { panic!() };
     assert!(!cmds.iter().any(|c| c.to_args().contains(&&b"emq:{q}:retention"[..])), "FAIL reads the policy only when the job dies");
     let Step::Read { watch, cmds } = s.feed(&settle_replies(None, Reply::Nil, "1")).unwrap() else { panic!() };
     assert_eq!(watch, vec![b"emq:{q}:dead".to_vec()]);
-    assert_eq!(cmds, vec![
-        cmd(&["HMGET", "emq:{q}:retention", "dead_ms", "dead_max"]),
-        cmd(&["ZCARD", "emq:{q}:dead"]),
-        cmd(&["ZRANGE", "emq:{q}:dead", "0", "64", "WITHSCORES"]),
-    ]);
+    assert_eq!(
+        cmds,
+        vec![
+            cmd(&["HMGET", "emq:{q}:retention", "dead_ms", "dead_max"]),
+            cmd(&["ZCARD", "emq:{q}:dead"]),
+            cmd(&["ZRANGE", "emq:{q}:dead", "0", "64", "WITHSCORES"]),
+        ]
+    );
     let head = Reply::Array(vec![bulk("old"), bulk("5"), bulk("older"), bulk("6")]);
     let Step::Exec(w) = s.feed(&[fields(&[None, Some("1")]), Reply::Int(2), head]).unwrap() else { panic!() };
     assert_eq!(w[w.len() - 2..], [cmd(&["ZREM", "emq:{q}:dead", "old", "older"]), cmd(&["DEL", "emq:{q}:job:old", "emq:{q}:job:older"])]);

@@ -133,11 +133,8 @@ fn promote_plans_flat_lane_and_ghost_rows_with_offer_and_wake() {
 
 #[test]
 fn a_lane_in_the_ring_paused_or_full_is_not_offered() {
-    for ctl in [
-        fields(&[None, None, None, Some("1")]),
-        fields(&[Some("1"), None, None, None]),
-        fields(&[None, Some("2"), Some("2"), None]),
-    ] {
+    for ctl in [fields(&[None, None, None, Some("1")]), fields(&[Some("1"), None, None, None]), fields(&[None, Some("2"), Some("2"), None])]
+    {
         let w = promote_to_plan(ctl, 5);
         assert!(!w.iter().any(|c| c.to_args()[1] == b"emq:{q}:ring"), "{w:?}");
         assert!(w.contains(&cmd(&["RPUSH", "emq:{q}:wake", ""])), "the flat wake still goes out");
@@ -175,9 +172,7 @@ fn a_row_of_the_wrong_type_is_a_layout_error() {
     let mut s = promote();
     s.start();
     select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
-    let e = s
-        .feed(&[members(&[("a", NOW - 5)]), wrongtype(), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)])
-        .unwrap_err();
+    let e = s.feed(&[members(&[("a", NOW - 5)]), wrongtype(), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Layout);
     assert!(e.message.starts_with("EMQ.PROMOTE: layout:"), "{e}");
     assert!(e.message.contains("emq:{q}:job:a"), "{e}");
@@ -217,17 +212,18 @@ fn stalled_check_counts_stalls_recovers_and_kills() {
     let again = members(&[("x", NOW - 2), ("y", NOW - 1)]);
     let x = fields(&[None, None]);
     let y = fields(&[Some("L"), Some("1")]);
-    let (_, cmds) = read(
-        s.feed(&[again, x, y, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap(),
-    );
+    let (_, cmds) = read(s.feed(&[again, x, y, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
     assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:lanectl:L", "paused", "limit", "active", "ring"]));
     let (watch, cmds) = read(s.feed(&[fields(&[None, Some("1"), Some("1"), None]), Reply::Int(3)]).unwrap());
     assert_eq!(watch, vec![b"emq:{q}:dead".to_vec()], "one died: dead is watched for the trim");
-    assert_eq!(cmds, vec![
-        cmd(&["HMGET", "emq:{q}:retention", "dead_ms", "dead_max"]),
-        cmd(&["ZCARD", "emq:{q}:dead"]),
-        cmd(&["ZRANGE", "emq:{q}:dead", "0", "64", "WITHSCORES"]),
-    ]);
+    assert_eq!(
+        cmds,
+        vec![
+            cmd(&["HMGET", "emq:{q}:retention", "dead_ms", "dead_max"]),
+            cmd(&["ZCARD", "emq:{q}:dead"]),
+            cmd(&["ZRANGE", "emq:{q}:dead", "0", "64", "WITHSCORES"]),
+        ]
+    );
     let w = writes(s.feed(&[fields(&[None, None]), Reply::Int(0), members(&[])]).unwrap());
     let now = NOW.to_string();
     assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:active", "x", "y"]));
@@ -239,10 +235,10 @@ fn stalled_check_counts_stalls_recovers_and_kills() {
     assert!(w.contains(&cmd(&["HSET", "emq:{q}:lanectl:L", "active", "0"])), "the dead lane row gives back its slot");
     // The lane had work waiting and now has a free slot: offered.
     assert!(w.contains(&cmd(&["RPUSH", "emq:{q}:wake", "L", ""])));
-    assert_eq!(s.finish(&vec![Reply::Int(2); w.len()]).unwrap(), Outcome::Stalled {
-        recovered: vec![b"x".to_vec()],
-        dead: vec![b"y".to_vec()],
-    });
+    assert_eq!(
+        s.finish(&vec![Reply::Int(2); w.len()]).unwrap(),
+        Outcome::Stalled { recovered: vec![b"x".to_vec()], dead: vec![b"y".to_vec()] }
+    );
 }
 
 #[test]
@@ -273,8 +269,7 @@ fn a_ghost_costs_a_type_only_for_the_rows_of_its_group() {
     let (_, cmds) = read(s.feed(&replies).unwrap());
     let typed: Vec<String> = cmds.iter().map(|c| String::from_utf8_lossy(c.to_args()[1]).into_owned()).collect();
     assert_eq!(typed, (32..40).map(|i| format!("emq:{{q}}:job:m{i:02}")).collect::<Vec<_>>());
-    let replies: Vec<Reply> =
-        (32..40).map(|i| Reply::Status(if i == 35 { "none" } else { "hash" }.into())).collect();
+    let replies: Vec<Reply> = (32..40).map(|i| Reply::Status(if i == 35 { "none" } else { "hash" }.into())).collect();
     let w = writes(s.feed(&replies).unwrap());
     let pushed = w.iter().find(|c| c.name() == b"RPUSH").unwrap();
     assert_eq!(pushed.argc(), 2 + 39, "39 rows join pending, not the ghost");
@@ -298,9 +293,9 @@ fn stalled_plan(speculate: bool, x_fields: Reply, y_fields: Reply) -> Vec<Cmd> {
         step = match step {
             Step::Exec(w) => return w,
             // The trim of `dead`: two old entries, at most 2 kept.
-            Step::Read { watch, .. } if watch == vec![b"emq:{q}:dead".to_vec()] => s
-                .feed(&[fields(&[None, Some("2")]), Reply::Int(2), members(&[("old1", NOW - 9), ("old2", NOW - 8)])])
-                .unwrap(),
+            Step::Read { watch, .. } if watch == vec![b"emq:{q}:dead".to_vec()] => {
+                s.feed(&[fields(&[None, Some("2")]), Reply::Int(2), members(&[("old1", NOW - 9), ("old2", NOW - 8)])]).unwrap()
+            }
             Step::Read { .. } => s.feed(&[fields(&[None, None, None, None]), Reply::Int(0)]).unwrap(),
             other => panic!("expected a plan, got {other:?}"),
         }
@@ -336,7 +331,8 @@ fn all_die_plan(speculate: bool, dead_head: Reply, policy: Reply, card: i64) -> 
         s.speculate();
     }
     let again = members(&[("x", NOW - 2), ("y", NOW - 1)]);
-    let replies = [again, fields(&[None, None]), fields(&[None, None]), Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+    let replies =
+        [again, fields(&[None, None]), fields(&[None, None]), Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
     let (watch, cmds) = read(s.feed(&replies).unwrap());
     assert_eq!(watch, vec![b"emq:{q}:dead".to_vec()]);
     assert_eq!(cmds[2], cmd(&["ZRANGE", "emq:{q}:dead", "0", "65", "WITHSCORES"]), "d + 64 entries: d = 2");
@@ -363,10 +359,7 @@ fn deaths_trim_dead_by_count_and_by_time_with_or_without_speculation() {
         let set_x = w.iter().position(|c| c.to_args()[..2] == [&b"HSET"[..], b"emq:{q}:job:x"]).unwrap();
         assert!(set_x < n - 1, "the row is written, then deleted");
     }
-    assert_eq!(
-        all_die_plan(true, head.clone(), fields(&[None, Some("1")]), 3),
-        all_die_plan(false, head, fields(&[None, Some("1")]), 3)
-    );
+    assert_eq!(all_die_plan(true, head.clone(), fields(&[None, Some("1")]), 3), all_die_plan(false, head, fields(&[None, Some("1")]), 3));
 }
 
 #[test]
@@ -375,7 +368,8 @@ fn a_dead_zset_or_retention_of_the_wrong_type_at_the_trim_is_a_layout_error() {
         let mut s = Sweep::new(Kind::Stalled { max_stalled: Some(0) }, Keys::new(b"q"), 100);
         s.start();
         select(&mut s, &[time(), members(&[("x", NOW - 2)])]);
-        let replies = [members(&[("x", NOW - 2)]), fields(&[None, None]), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+        let replies =
+            [members(&[("x", NOW - 2)]), fields(&[None, None]), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
         read(s.feed(&replies).unwrap());
         let e = s.feed(&[policy, card, members(&[])]).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Layout, "{e}");

@@ -12,7 +12,10 @@ pub enum WireError {
     Protocol(String),
     /// The handshake was refused (`AUTH`, `SELECT`, or a `PING` that wants
     /// credentials): the error reply's code and message.
-    Refused { code: String, message: String },
+    Refused {
+        code: String,
+        message: String,
+    },
 }
 
 impl From<io::Error> for WireError {

@@ -17,9 +17,16 @@ use crate::resp::{Auth, Wire};
 /// Where a connection goes (the host reads it from the URL).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Addr {
-    Tcp { host: String, port: u16 },
+    Tcp {
+        host: String,
+        port: u16,
+    },
     /// `insecure`: no certificate or host name check (a URL's `#insecure`).
-    Tls { host: String, port: u16, insecure: bool },
+    Tls {
+        host: String,
+        port: u16,
+        insecure: bool,
+    },
     #[cfg(unix)]
     Unix(PathBuf),
 }

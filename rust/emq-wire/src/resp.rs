@@ -296,7 +296,10 @@ fn int(line: &[u8]) -> WireResult<i64> {
         if !d.is_ascii_digit() {
             return Err(WireError::Protocol("an integer with a non-digit".into()));
         }
-        v = v.checked_mul(10).and_then(|v| v.checked_add((d - b'0') as i64)).ok_or_else(|| WireError::Protocol("an integer out of range".into()))?;
+        v = v
+            .checked_mul(10)
+            .and_then(|v| v.checked_add((d - b'0') as i64))
+            .ok_or_else(|| WireError::Protocol("an integer out of range".into()))?;
     }
     Ok(if negative { -v } else { v })
 }
@@ -353,10 +356,7 @@ mod tests {
         assert_eq!(w.read_reply(true).unwrap(), Reply::Nil);
         assert_eq!(w.read_reply(true).unwrap(), Reply::Array(vec![]));
         assert_eq!(w.read_reply(true).unwrap(), bulk(b"a\r\nb"));
-        assert_eq!(
-            w.read_reply(true).unwrap(),
-            Reply::Array(vec![Reply::Array(vec![Reply::Int(1)]), bulk(b""), error(b"ERR no")])
-        );
+        assert_eq!(w.read_reply(true).unwrap(), Reply::Array(vec![Reply::Array(vec![Reply::Int(1)]), bulk(b""), error(b"ERR no")]));
         assert_eq!(w.read_reply(false).unwrap(), Reply::Nil, "a skipped reply is read past");
         assert_eq!(w.read_reply(true).unwrap(), Reply::Int(7));
         writer.join().unwrap();

@@ -30,17 +30,19 @@ use crate::names::Keys;
 use crate::numbers::field_int;
 use crate::offer::{LaneCtl, CTL_FIELDS};
 use crate::reply::Reply;
-use crate::sweep::types::{Kind, Lane, Outcome, Plan, Read, Row, Step, Types};
-use crate::sweep::{promote, stalled};
 use crate::retention;
 use crate::rows;
+use crate::sweep::types::{Kind, Lane, Outcome, Plan, Read, Row, Step, Types};
+use crate::sweep::{promote, stalled};
 
 enum Stage {
     Select,
     /// The rows are watched; their reads are next.
     Watched,
     Rows,
-    Types { unsure: Vec<usize> },
+    Types {
+        unsure: Vec<usize>,
+    },
     Lanes,
     /// The lane lists whose emptiness the plan relies on, watched and read again.
     Confirm(Vec<Vec<u8>>),
@@ -65,16 +67,7 @@ pub struct Sweep {
 
 impl Sweep {
     pub fn new(kind: Kind, keys: Keys, batch: u64) -> Self {
-        Sweep {
-            kind,
-            keys,
-            batch,
-            stage: Stage::Select,
-            read: Read::default(),
-            scores: vec![],
-            outcome: None,
-            guess: None,
-        }
+        Sweep { kind, keys, batch, stage: Stage::Select, read: Read::default(), scores: vec![], outcome: None, guess: None }
     }
 
     /// The clock reading and what came next in the zset (see `Read::next`).
@@ -108,10 +101,7 @@ impl Sweep {
 
     fn check(&self, r: &Reply, key: &[u8]) -> Result<()> {
         match r {
-            r if r.is_wrongtype() => Err(Error::layout(
-                self.verb(),
-                format!("{} has the wrong type", String::from_utf8_lossy(key)),
-            )),
+            r if r.is_wrongtype() => Err(Error::layout(self.verb(), format!("{} has the wrong type", String::from_utf8_lossy(key)))),
             Reply::Error { message, .. } => Err(Error::server(self.verb(), message)),
             _ => Ok(()),
         }

@@ -62,8 +62,7 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
         offers.offer(name, lane.len + ids.len() as i64, &ctl);
     }
     let t = read.types;
-    if (!flat.is_empty() && !t.pending) || (!dead.is_empty() && !t.dead) || (offers.offered_any() && !t.ring) || !t.wake
-    {
+    if (!flat.is_empty() && !t.pending) || (!dead.is_empty() && !t.dead) || (offers.offered_any() && !t.ring) || !t.wake {
         return Err(Error::layout(STALLED, "pending, dead, ring or wake has the wrong type"));
     }
 

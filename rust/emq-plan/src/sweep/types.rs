@@ -12,7 +12,9 @@ pub const STALLED: &str = "EMQ.STALLED.CHECK";
 pub enum Kind {
     Promote,
     /// `max_stalled: None`: nothing dies (the worker's `reap`).
-    Stalled { max_stalled: Option<u64> },
+    Stalled {
+        max_stalled: Option<u64>,
+    },
 }
 
 impl Kind {
@@ -31,7 +33,10 @@ pub type Step = crate::conversation::Step<Outcome>;
 pub enum Outcome {
     /// Ids taken out of `schedule`, ghosts included.
     Promoted(i64),
-    Stalled { recovered: Vec<Vec<u8>>, dead: Vec<Vec<u8>> },
+    Stalled {
+        recovered: Vec<Vec<u8>>,
+        dead: Vec<Vec<u8>>,
+    },
 }
 
 /// One selected row.
@@ -39,7 +44,10 @@ pub enum Outcome {
 pub enum Row {
     Ghost,
     /// `lane: None`: a flat row.
-    Live { lane: Option<Vec<u8>>, stalls: i64 },
+    Live {
+        lane: Option<Vec<u8>>,
+        stalls: i64,
+    },
 }
 
 /// What a plan knows about one lane it touches.
