@@ -70,8 +70,8 @@ pub fn queue_arg(verb: &str, q: &Bound<'_, PyAny>) -> HostResult<Vec<u8>> {
 pub fn count(verb: &str, name: &str, v: &Bound<'_, PyAny>, zero_ok: bool) -> HostResult<u64> {
     let what = if zero_ok { "a non-negative integer" } else { "a positive integer" };
     let n = (!v.is_instance_of::<PyBool>()).then(|| v.extract::<i64>().ok()).flatten();
-    match n {
-        Some(n) if n > 0 || (zero_ok && n == 0) => Ok(n as u64),
+    match n.and_then(|n| u64::try_from(n).ok()) {
+        Some(n) if n > 0 || zero_ok => Ok(n),
         _ => Err(HostError::Argument(format!("{verb}: {name} must be {what}"))),
     }
 }

@@ -1,4 +1,4 @@
-//! Driving a conversation (emq_plan::conversation): reads pipelined, `WATCH`
+//! Driving a conversation (`emq_plan::conversation`): reads pipelined, `WATCH`
 //! before the guarded reads, the plan in one `MULTI`/`EXEC`, and a new call
 //! (`emq_plan::backoff`, jittered) when `EXEC` aborts or the reads changed under
 //! the watch (SPEC §9).
@@ -32,7 +32,8 @@ pub fn drive<C: Conversation>(conn: &mut Conn, mut make: impl FnMut() -> HostRes
             done(&c);
             return Ok(out);
         }
-        std::thread::sleep(Duration::from_micros(backoff(attempt, RETRY_BASE_US, RETRY_CAP_US, rng.unit()) as u64));
+        let pause_us = backoff(attempt, RETRY_BASE_US, RETRY_CAP_US, rng.unit());
+        std::thread::sleep(Duration::try_from_secs_f64(pause_us / 1e6).unwrap_or_default());
     }
     Err(HostError::Contention(format!(
         "{verb}: gave up after {MAX_ATTEMPTS} attempts: other clients kept changing what it read; nothing was written"

@@ -1,6 +1,8 @@
 //! `emq.Job`: a job as the core hands it to Python (a claim, a `get`), and as a
 //! worker hands it back to prove its lease (`extend`, `complete`, `fail`).
 
+use std::fmt::Write;
+
 use emq_plan::claim::Claimed;
 use emq_plan::look::JobRow;
 use pyo3::prelude::*;
@@ -141,17 +143,19 @@ impl Job {
     }
 
     fn __repr__(&self) -> String {
+        // Writing to a `String` cannot fail.
         let mut s = format!("Job(id={:?}", self.id);
         if let Some(l) = &self.lane {
-            s += &format!(", lane={l:?}");
+            let _ = write!(s, ", lane={l:?}");
         }
         if let Some(st) = &self.state {
-            s += &format!(", state={st:?}");
+            let _ = write!(s, ", state={st:?}");
         }
-        s += &format!(", attempts={}/{}", self.attempts, self.max_attempts);
+        let _ = write!(s, ", attempts={}/{}", self.attempts, self.max_attempts);
         if self.token.is_some() {
-            s += &format!(", lease_deadline_ms={}", self.lease_deadline_ms.unwrap_or_default());
+            let _ = write!(s, ", lease_deadline_ms={}", self.lease_deadline_ms.unwrap_or_default());
         }
-        s + &format!(", data={} bytes)", self.data.len())
+        let _ = write!(s, ", data={} bytes)", self.data.len());
+        s
     }
 }

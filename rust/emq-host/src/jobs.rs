@@ -1,5 +1,5 @@
 //! The job's life on the host: add, claim, extend/complete/fail, lane control,
-//! each one guarded conversation (emq_plan) driven by `drive`.
+//! each one guarded conversation (`emq_plan`) driven by `drive`.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;

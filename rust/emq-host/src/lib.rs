@@ -17,7 +17,7 @@ mod jobs;
 mod look;
 mod sweeps;
 
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use emq_plan::add::{NewJob, When};
@@ -39,6 +39,9 @@ use crate::job::Job;
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use crate::error::{HostError, HostResult};
 use crate::sweeps::Backend;
+
+/// A job for `Client._add`: `(id, data, delay_ms, at_ms, lane, max_attempts)`.
+type NewJobArgs = (Option<String>, Vec<u8>, Option<u64>, Option<i64>, Option<String>, u32);
 
 /// A connection to one server, owned by the Rust core. Thread-safe: calls from
 /// several threads take turns on the one connection.
@@ -70,7 +73,7 @@ impl Client {
         let q = queue_arg(emq_plan::settle::verb(&action), queue)?;
         let token = job.token.as_deref().unwrap_or_default().as_bytes();
         let lane = job.lane.as_deref().map(str::as_bytes);
-        Ok(self.with(py, |c| jobs::settle(c, &q, job.id.as_bytes(), token, lane, action))?)
+        self.with(py, |c| jobs::settle(c, &q, job.id.as_bytes(), token, lane, action))
     }
 
     fn lane(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, lane: &str, op: LaneOp) -> PyResult<()> {
@@ -120,7 +123,7 @@ impl Client {
     #[pyo3(signature = (*, read_timeout=None))]
     fn sibling(&self, py: Python<'_>, read_timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let rt = read_timeout.map(|v| seconds("emq.Client.sibling", "read_timeout", v)).transpose()?;
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner()).sibling(rt);
+        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner).sibling(rt);
         Client::from_conn(py, conn)
     }
 
@@ -175,7 +178,7 @@ impl Client {
         let (q, batch, backend) = (queue_arg(PROMOTE, queue)?, count(PROMOTE, "batch", batch, false)?, backend_arg(PROMOTE, backend)?);
         match self.with(py, |c| sweeps::run(c, backend, Kind::Promote, &q, batch))? {
             Outcome::Promoted(n) => Ok(n),
-            _ => unreachable!("promote gives a count"),
+            Outcome::Stalled { .. } => unreachable!("promote gives a count"),
         }
     }
 
@@ -226,12 +229,7 @@ impl Client {
     /// `(id or None, data, delay_ms or None, at_ms or None, lane or None,
     /// max_attempts)`, checked by the facade for types and signs. All are added
     /// in one guarded transaction; an id that exists refuses the whole call.
-    fn _add(
-        &self,
-        py: Python<'_>,
-        queue: &Bound<'_, PyAny>,
-        jobs: Vec<(Option<String>, Vec<u8>, Option<u64>, Option<i64>, Option<String>, u32)>,
-    ) -> PyResult<Vec<String>> {
+    fn _add(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, jobs: Vec<NewJobArgs>) -> PyResult<Vec<String>> {
         let q = queue_arg(emq_plan::add::ADD, queue)?;
         let jobs: Vec<NewJob> = jobs
             .into_iter()

@@ -1,5 +1,5 @@
 //! The facade's reads, driven on the host: a job's row, the lanes, the counts,
-//! and the retention policy (emq_plan::look). The facade never spells a key.
+//! and the retention policy (`emq_plan::look`). The facade never spells a key.
 
 use emq_plan::look::{Counts, CountsRead, Get, GetRetention, JobRow, Lanes, SetRetention};
 use emq_plan::retention::Retention;

@@ -1,6 +1,8 @@
 //! ADD (SPEC §7): write the row; ready at once (pending or its lane, offer,
 //! wake) when due, else into `schedule`.
 
+use std::fmt::Write;
+
 use crate::clock::parse_time;
 use crate::cmd::Cmd;
 use crate::conversation::{Conversation, Step};
@@ -103,7 +105,10 @@ pub fn digest(job: &NewJob) -> String {
         When::At(t) => buf.extend_from_slice(format!("A{t};").as_bytes()),
     }
     let full = sha1_smol::Sha1::from(&buf).digest().bytes();
-    full[..16].iter().map(|b| format!("{b:02x}")).collect()
+    full[..16].iter().fold(String::with_capacity(32), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}"); // writing to a String cannot fail
+        hex
+    })
 }
 
 /// A generated id: the server's clock in ms, this process's tag and a sequence

@@ -143,13 +143,13 @@ impl Claim {
         }
     }
 
-    fn layout(&self, key: &[u8]) -> Error {
+    fn layout(key: &[u8]) -> Error {
         Error::layout(CLAIM, format!("{} has the wrong type", String::from_utf8_lossy(key)))
     }
 
-    fn list(&self, r: &Reply, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+    fn list(r: &Reply, key: &[u8]) -> Result<Vec<Vec<u8>>> {
         match r {
-            r if r.is_wrongtype() => Err(self.layout(key)),
+            r if r.is_wrongtype() => Err(Self::layout(key)),
             Reply::Error { message, .. } => Err(Error::server(CLAIM, message)),
             Reply::Array(items) => Ok(items.iter().filter_map(|i| i.as_bytes().map(<[u8]>::to_vec)).collect()),
             _ => Ok(vec![]),
@@ -163,10 +163,10 @@ impl Claim {
         };
         self.now = parse_time(time).ok_or_else(|| Error::server(CLAIM, "TIME gave no clock"))?;
         // One id more than it may take tells whether work is left.
-        self.flat = self.list(pending, &k.pending())?;
+        self.flat = Self::list(pending, &k.pending())?;
         self.pending_more = self.flat.len() > self.n;
         self.flat.truncate(self.n);
-        self.ring = self.list(ring, &k.ring())?;
+        self.ring = Self::list(ring, &k.ring())?;
         // A ring read short of RING_READ is the whole ring.
         self.ring_len = if self.ring.len() < RING_READ { self.ring.len() as i64 } else { i64::MAX };
         let lanes = self.considered();
@@ -202,15 +202,15 @@ impl Claim {
         }
         // What was read before the watch, again under it. Producers may have
         // appended to `pending` since: only the ids it read must still lead it.
-        let again = self.list(&replies[0], &k.pending())?;
+        let again = Self::list(&replies[0], &k.pending())?;
         if again.len() < nf || again[..nf] != self.flat[..] {
             return Err(Error::conflict(CLAIM, "pending changed before the watch"));
         }
-        let (rows, unsure) = rows::parse(CLAIM, &k, &self.flat, &replies[1..1 + row_replies], FIELDS.len())?;
+        let (rows, unsure) = rows::parse(CLAIM, &k, &self.flat, &replies[1..=row_replies], FIELDS.len())?;
         self.flat_rows = rows;
         let mut at = 1 + row_replies;
         if lanes > 0 {
-            let ring = self.list(&replies[at], &k.ring())?;
+            let ring = Self::list(&replies[at], &k.ring())?;
             if ring[..] != self.ring[..] {
                 return Err(Error::conflict(CLAIM, "the ring changed before the watch"));
             }
@@ -218,10 +218,10 @@ impl Claim {
             for (i, chunk) in replies[at..at + 3 * lanes].chunks_exact(3).enumerate() {
                 let name = self.ring[i].clone();
                 if chunk[0].is_wrongtype() || chunk[1].is_wrongtype() {
-                    return Err(self.layout(&k.lane(&name)));
+                    return Err(Self::layout(&k.lane(&name)));
                 }
                 let f = chunk[0].fields();
-                let head = self.list(&chunk[2], &k.lane(&name))?;
+                let head = Self::list(&chunk[2], &k.lane(&name))?;
                 let active_ok = f.get(2).copied().flatten().is_none_or(|a| field_int(a).is_some());
                 let ctl = LaneCtl::from_fields(&f);
                 self.lanes.push(LaneRead { name, ctl, active_ok, len: chunk[1].as_int().unwrap_or(0), head });
@@ -491,7 +491,7 @@ impl Conversation for Claim {
             Stage::PendingConfirm => {
                 let k = self.keys.clone();
                 let again = match replies {
-                    [r] => self.list(r, &k.pending())?,
+                    [r] => Self::list(r, &k.pending())?,
                     _ => return Err(Error::server(CLAIM, "wrong number of replies")),
                 };
                 if again.len() < self.flat.len() || again[..self.flat.len()] != self.flat[..] {

@@ -1,7 +1,7 @@
 //! emq's plans, with no I/O and no Python.
 //!
 //! Every emq call is a short conversation with the server, driven by a host (the
-//! PyO3 extension today, a Valkey module later). The host sends the reads this
+//! `PyO3` extension today, a Valkey module later). The host sends the reads this
 //! crate asks for, hands back the replies, and at the end applies the write plan
 //! in one `MULTI`/`EXEC`. Everything that decides (which members are due, ghosts,
 //! lane rows, lane control, what to write, what to answer) lives here, so it can

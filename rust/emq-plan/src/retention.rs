@@ -219,7 +219,8 @@ pub fn dead_trim(now: i64, new: &[Vec<u8>], policy: &Retention, card: i64, head:
     } else {
         0
     };
-    let k = count_k.max(time_k).min((d + TRIM_SLACK) as i64).min(merged.len() as i64) as usize;
+    // Both counts are at least 0.
+    let k = usize::try_from(count_k.max(time_k)).unwrap_or(0).min(d + TRIM_SLACK).min(merged.len());
     merged[..k].iter().map(|(_, m)| m.to_vec()).collect()
 }
 
@@ -305,7 +306,7 @@ mod tests {
 
     #[test]
     fn a_call_removes_at_most_64_more_than_it_adds() {
-        let h: Vec<(Vec<u8>, f64)> = (0..100).map(|i| (format!("o{i:03}").into_bytes(), i as f64)).collect();
+        let h: Vec<(Vec<u8>, f64)> = (0..100).map(|i| (format!("o{i:03}").into_bytes(), f64::from(i))).collect();
         let got = dead_trim(1000, &ids(&["n1", "n2"]), &policy(0, 0), 5000, &h);
         assert_eq!(got.len(), 66);
         assert_eq!(got[0], b"o000".to_vec());

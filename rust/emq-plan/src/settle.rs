@@ -50,6 +50,7 @@ pub const RETRY_CAP_MS: u64 = 3_600_000;
 /// The retry delay (ms) of a job failed on its `attempts`-th attempt:
 /// `RETRY_BASE_MS · 2^(attempts-1)`, capped at `RETRY_CAP_MS`, half of it fixed
 /// and half drawn from `unit` (in [0, 1)): `backoff` with equal jitter.
+#[allow(clippy::cast_sign_loss, reason = "backoff is at least 0 (and at most RETRY_CAP_MS): whole ms, as ever")]
 pub fn retry_delay_ms(attempts: i64, unit: f64) -> u64 {
     let exponent = u32::try_from((attempts.max(1) - 1).min(63)).unwrap_or(63);
     backoff(exponent, RETRY_BASE_MS, RETRY_CAP_MS, unit) as u64
@@ -252,7 +253,7 @@ impl Conversation for Settle {
         if let Some(l) = &self.lane {
             let active = (ctl.active - 1).max(0);
             w.push(Cmd::new("HSET").arg(k.lanectl(l)).arg("active").arg(active.to_string()));
-            let (len, ctl) = (lane_len + ready as i64, LaneCtl { active, ..ctl });
+            let (len, ctl) = (lane_len + i64::from(ready), LaneCtl { active, ..ctl });
             offers.offer(l, len, &ctl);
             relies_on_empty_lane = relies_on_empty(len, &ctl);
         } else if ready {
@@ -295,6 +296,7 @@ mod tests {
     /// The retry delay as it was computed before `backoff` was shared: 1 s ·
     /// 2^(attempts-1), capped at 1 h, half fixed and half jittered, in whole ms.
     #[test]
+    #[allow(clippy::cast_sign_loss, reason = "the old formula, as it was")]
     fn the_retry_delay_is_unchanged() {
         let before = |attempts: i64, unit: f64| -> u64 {
             let full = (1000.0 * 2f64.powi((attempts.max(1) - 1).min(40) as i32)).min(3_600_000.0);

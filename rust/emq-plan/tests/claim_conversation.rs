@@ -16,7 +16,7 @@ fn fields(values: &[Option<&str>]) -> Reply {
     Reply::Array(values.iter().map(|v| v.map(bulk).unwrap_or(Reply::Nil)).collect())
 }
 
-/// A row as a claim reads it: state, attempts, max_attempts, data.
+/// A row as a claim reads it: `state`, `attempts`, `max_attempts`, `data`.
 fn row(state: &str) -> Reply {
     fields(&[Some(state), Some("0"), Some("3"), Some("d")])
 }

@@ -175,7 +175,7 @@ fn no_conversation_panics_on_any_reply() {
                 drive(&mut rng, || Sweep::new(Kind::Stalled { max_stalled }, keys(), batch));
             }
             2 => {
-                let jobs: Vec<NewJob> = (0..1 + rng.below(3))
+                let jobs: Vec<NewJob> = (0..=rng.below(3))
                     .map(|j| NewJob {
                         id: (j % 2 == 0).then(|| format!("id{j}").into_bytes()),
                         data: vec![],

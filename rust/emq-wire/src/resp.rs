@@ -223,12 +223,11 @@ impl<S: Read + Write> Wire<S> {
             b':' => Elem::Value(Reply::Int(int(line)?)),
             b'$' => {
                 let n = int(line)?;
-                if n < 0 {
-                    Elem::Value(Reply::Nil)
-                } else if n > MAX_BULK {
+                if n > MAX_BULK {
                     return Err(WireError::Protocol(format!("a reply of {n} bytes")));
-                } else {
-                    let n = n as usize;
+                }
+                // A negative length is the null string.
+                if let Ok(n) = usize::try_from(n) {
                     if unread.len() < after_line + n + 2 {
                         self.reserve((after_line + n + 2).min(MAX_RESERVE));
                         return Ok(None);
@@ -238,15 +237,10 @@ impl<S: Read + Write> Wire<S> {
                     self.start += after_line + n + 2;
                     return Ok(Some(Elem::Value(value)));
                 }
+                Elem::Value(Reply::Nil)
             }
-            b'*' => {
-                let n = int(line)?;
-                if n < 0 {
-                    Elem::Value(Reply::Nil)
-                } else {
-                    Elem::Array(n as usize)
-                }
-            }
+            // A negative length is the null array.
+            b'*' => usize::try_from(int(line)?).map_or(Elem::Value(Reply::Nil), Elem::Array),
             other => return Err(WireError::Protocol(format!("unknown reply type {:?}", other as char))),
         };
         self.start += after_line;
@@ -298,7 +292,7 @@ fn int(line: &[u8]) -> WireResult<i64> {
         }
         v = v
             .checked_mul(10)
-            .and_then(|v| v.checked_add((d - b'0') as i64))
+            .and_then(|v| v.checked_add(i64::from(d - b'0')))
             .ok_or_else(|| WireError::Protocol("an integer out of range".into()))?;
     }
     Ok(if negative { -v } else { v })

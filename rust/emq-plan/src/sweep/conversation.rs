@@ -166,7 +166,7 @@ impl Sweep {
 
     fn rows_read(&mut self, replies: &[Reply]) -> Result<Step> {
         let n = self.read.ids.len();
-        let extra = 3 + matches!(self.kind, Kind::Stalled { .. }) as usize;
+        let extra = 3 + usize::from(matches!(self.kind, Kind::Stalled { .. }));
         let reads = rows::reply_count(n);
         if replies.len() != 1 + reads + extra {
             return Err(self.host_error("rows: wrong number of replies"));
@@ -174,8 +174,8 @@ impl Sweep {
         if !replies[0].as_array().is_some_and(|a| still_selected(a, &self.read.ids, &self.scores)) {
             return Err(Error::conflict(self.verb(), "the selection changed before the watch"));
         }
-        let (fields, unsure) = rows::parse(self.verb(), &self.keys, &self.read.ids, &replies[1..1 + reads], self.fields().len())?;
-        self.read.rows = fields.into_iter().map(|f| self.row(f)).collect();
+        let (fields, unsure) = rows::parse(self.verb(), &self.keys, &self.read.ids, &replies[1..=reads], self.fields().len())?;
+        self.read.rows = fields.into_iter().map(Self::row).collect();
         let t = &replies[1 + reads..];
         self.read.types = Types {
             pending: !t[0].is_wrongtype(),
@@ -192,7 +192,7 @@ impl Sweep {
     }
 
     /// A row from its fields (`lane`, then `stalls` for a stalled check).
-    fn row(&self, fields: Option<rows::Fields>) -> Row {
+    fn row(fields: Option<rows::Fields>) -> Row {
         match fields {
             None => Row::Ghost,
             Some(mut f) => {
@@ -367,7 +367,7 @@ impl Conversation for Sweep {
         Ok(match planned {
             // ZREM comes first in the plan: its count is the reply.
             Outcome::Promoted(_) => Outcome::Promoted(exec.first().and_then(Reply::as_int).unwrap_or(0)),
-            other => other,
+            stalled @ Outcome::Stalled { .. } => stalled,
         })
     }
 }

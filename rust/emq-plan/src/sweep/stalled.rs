@@ -7,6 +7,9 @@ use crate::names::Keys;
 use crate::offer::Offers;
 use crate::sweep::types::{Outcome, Plan, Read, Row, STALLED};
 
+/// A lane's share of a plan: (name, recovered ids, rows that left active).
+type LaneTally<'a> = (&'a [u8], Vec<&'a [u8]>, i64);
+
 /// Every expired id leaves `active`. A live row counts a stall; past
 /// `max_stalled` it dies, else it goes back to `pending` or its lane. Lane rows
 /// give back their lane's slot; then offers, the flat wake, the trim.
@@ -15,8 +18,8 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
     let mut recovered: Vec<Vec<u8>> = vec![];
     let mut dead: Vec<Vec<u8>> = vec![];
     let mut flat: Vec<&[u8]> = vec![];
-    // Per lane, in the order of its first live row: (name, recovered ids, rows that left active).
-    let mut by_lane: Vec<(&[u8], Vec<&[u8]>, i64)> = vec![];
+    // Per lane, in the order of its first live row.
+    let mut by_lane: Vec<LaneTally<'_>> = vec![];
     let mut rows = vec![];
 
     for (id, row) in read.ids.iter().zip(&read.rows) {
@@ -100,7 +103,7 @@ pub fn empty_lanes_relied_on(read: &Read, max_stalled: Option<u64>) -> Vec<Vec<u
                 if let Row::Live { lane: Some(l), stalls } = row {
                     if *l == lane.name {
                         left += 1;
-                        pushed += !dies(stalls.saturating_add(1), max_stalled) as i64;
+                        pushed += i64::from(!dies(stalls.saturating_add(1), max_stalled));
                     }
                 }
             }
