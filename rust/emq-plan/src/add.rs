@@ -196,8 +196,12 @@ impl Conversation for Add {
             (!t[0].is_wrongtype(), !t[1].is_wrongtype(), !t[2].is_wrongtype(), !t[3].is_wrongtype());
 
         let (tag, seq) = self.gen;
-        self.ids =
-            self.jobs.iter().enumerate().map(|(i, j)| j.id.clone().unwrap_or_else(|| generated_id(now, tag, seq + i as u64))).collect();
+        self.ids = self
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| j.id.clone().unwrap_or_else(|| generated_id(now, tag, seq.wrapping_add(i as u64))))
+            .collect();
 
         let mut w = vec![];
         let (mut flat, mut scheduled) = (vec![], vec![]);
@@ -228,7 +232,7 @@ impl Conversation for Add {
         let mut offers = Offers::default();
         for (l, ids) in &by_lane {
             let (ctl, len) = &ctls[self.lanes.iter().position(|x| x == l).expect("ready lanes were read")];
-            offers.offer(l, len + ids.len() as i64, ctl);
+            offers.offer(l, len.saturating_add(ids.len() as i64), ctl);
         }
         let ready = !flat.is_empty() || !by_lane.is_empty();
         if (!flat.is_empty() && !pending_ok)

@@ -212,7 +212,7 @@ pub fn dead_trim(now: i64, new: &[Vec<u8>], policy: &Retention, card: i64, head:
     let mut merged: Vec<(f64, &[u8])> = head.iter().take(d + TRIM_SLACK).map(|(m, s)| (*s, m.as_slice())).collect();
     merged.extend(new.iter().map(|id| (now_f, id.as_slice())));
     merged.sort_by(zset_order);
-    let count_k = if policy.dead_max >= 0 { (card.max(0) + d as i64 - policy.dead_max).max(0) } else { 0 };
+    let count_k = if policy.dead_max >= 0 { card.max(0).saturating_add(d as i64).saturating_sub(policy.dead_max).max(0) } else { 0 };
     let time_k = if policy.dead_ms >= 0 {
         let cut = now.saturating_sub(policy.dead_ms) as f64;
         merged.iter().take_while(|(s, _)| *s <= cut).count() as i64

@@ -69,7 +69,7 @@ pub fn parse(verb: &str, keys: &Keys, ids: &[Vec<u8>], replies: &[Reply], width:
             rows.push(Some(fields));
         }
         let existing = count.as_int().ok_or_else(|| Error::server(verb, "EXISTS gave no count"))?;
-        match existing - known {
+        match existing.saturating_sub(known) {
             0 => {
                 for &i in &group_unsure {
                     rows[i] = None;

@@ -253,7 +253,7 @@ impl Conversation for Settle {
         if let Some(l) = &self.lane {
             let active = (ctl.active - 1).max(0);
             w.push(Cmd::new("HSET").arg(k.lanectl(l)).arg("active").arg(active.to_string()));
-            let (len, ctl) = (lane_len + i64::from(ready), LaneCtl { active, ..ctl });
+            let (len, ctl) = (lane_len.saturating_add(i64::from(ready)), LaneCtl { active, ..ctl });
             offers.offer(l, len, &ctl);
             relies_on_empty_lane = relies_on_empty(len, &ctl);
         } else if ready {

@@ -82,6 +82,8 @@ fn shaped(rng: &mut Rng, cmd: Option<&emq_plan::Cmd>, first_range: &mut Option<V
         b"TYPE" => Reply::Status(["none", "hash", "string"][rng.below(3) as usize].into()),
         b"EXISTS" => Reply::Int(rng.below(argc as u64) as i64),
         _ if rng.below(20) == 0 => Reply::Error { code: "WRONGTYPE".into(), message: "WRONGTYPE x".into() },
+        // A count or length no server gives: the plans' arithmetic must not overflow on it.
+        _ if rng.below(16) == 0 => Reply::Int([i64::MIN, i64::MAX][rng.below(2) as usize]),
         _ => Reply::Int(rng.below(3) as i64),
     }
 }

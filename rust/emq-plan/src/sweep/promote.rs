@@ -25,7 +25,7 @@ pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
     let mut offers = Offers::default();
     for (name, ids) in &by_lane {
         let lane = read.lane(name);
-        offers.offer(name, lane.len + ids.len() as i64, &lane.ctl);
+        offers.offer(name, lane.len.saturating_add(ids.len() as i64), &lane.ctl);
     }
     let t = read.types;
     if (!flat.is_empty() && !t.pending) || (offers.offered_any() && !t.ring) || !t.wake {

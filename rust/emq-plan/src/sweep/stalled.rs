@@ -62,7 +62,7 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
         let mut ctl = lane.ctl.clone();
         ctl.active = (ctl.active - left).max(0);
         actives.push(ctl.active);
-        offers.offer(name, lane.len + ids.len() as i64, &ctl);
+        offers.offer(name, lane.len.saturating_add(ids.len() as i64), &ctl);
     }
     let t = read.types;
     if (!flat.is_empty() && !t.pending) || (!dead.is_empty() && !t.dead) || (offers.offered_any() && !t.ring) || !t.wake {
@@ -109,7 +109,7 @@ pub fn empty_lanes_relied_on(read: &Read, max_stalled: Option<u64>) -> Vec<Vec<u
             }
             let mut ctl = lane.ctl.clone();
             ctl.active = (ctl.active - left).max(0);
-            relies_on_empty(lane.len + pushed, &ctl)
+            relies_on_empty(lane.len.saturating_add(pushed), &ctl)
         })
         .map(|lane| lane.name.clone())
         .collect()
