@@ -1,0 +1,35 @@
+//! ADD (SPEC §7) fed any replies, for jobs given or generated ids, due now,
+//! later or at any time, flat or in lanes: see `emq_fuzz` for the properties.
+//! An `HGET` of a row's digest sometimes gives back the request's own digest, so
+//! adds that already landed are reached too.
+
+#![no_main]
+
+use emq_fuzz::{drive, name, queue, Replies, Unstructured};
+use emq_plan::add::{digest, Add, NewJob, When};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let mut u = Unstructured::new(data);
+    let keys = queue(&mut u);
+    let n = u.int_in_range(1..=4usize).unwrap_or(1);
+    let mut jobs = vec![];
+    for j in 0..n {
+        jobs.push(NewJob {
+            id: u.arbitrary::<bool>().unwrap_or(false).then(|| format!("id{j}").into_bytes()),
+            data: u.arbitrary().unwrap_or_default(),
+            when: match u.choose_index(4).unwrap_or(0) {
+                0 => When::Delay(0),
+                1 => When::Delay(u.arbitrary().unwrap_or(0)),
+                2 => When::At(u.arbitrary().unwrap_or(0)),
+                _ => When::At(1_700_000_000_123),
+            },
+            lane: u.arbitrary::<bool>().unwrap_or(false).then(|| name(&mut u)),
+            max_attempts: u.arbitrary().unwrap_or(1),
+        });
+    }
+    let gen = (u.arbitrary().unwrap_or(0), u.arbitrary().unwrap_or(0));
+    let hints = jobs.iter().map(|j| digest(j).into_bytes()).collect();
+    let Ok(_) = Add::new(keys.clone(), jobs.clone(), gen) else { return };
+    drive(Replies::new(u, &keys, hints), || Add::new(keys.clone(), jobs.clone(), gen).expect("checked above"));
+});

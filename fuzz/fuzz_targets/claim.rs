@@ -1,0 +1,16 @@
+//! CLAIM (SPEC §7) fed any replies: see `emq_fuzz` for the properties.
+
+#![no_main]
+
+use emq_fuzz::{drive, queue, Replies, Unstructured};
+use emq_plan::claim::Claim;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let mut u = Unstructured::new(data);
+    let keys = queue(&mut u);
+    let n = if u.ratio(1, 16).unwrap_or(false) { 64 } else { u.int_in_range(1..=6u64).unwrap_or(1) };
+    let lease_ms = u.arbitrary::<u64>().unwrap_or(1).max(1);
+    let tokens: Vec<Vec<u8>> = (0..n).map(|i| format!("t{i}").into_bytes()).collect();
+    drive(Replies::new(u, &keys, vec![]), || Claim::new(keys.clone(), n, lease_ms, tokens.clone()).expect("n, lease and tokens are good"));
+});

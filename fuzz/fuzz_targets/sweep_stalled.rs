@@ -1,0 +1,21 @@
+//! STALLED CHECK (SPEC §6) fed any replies, with and without `max_stalled`: see
+//! `emq_fuzz` for the properties.
+
+#![no_main]
+
+use emq_fuzz::{drive, queue, Replies, Unstructured};
+use emq_plan::sweep::{Kind, Sweep};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let mut u = Unstructured::new(data);
+    let keys = queue(&mut u);
+    let batch = emq_fuzz::batch(&mut u);
+    let max_stalled = match u.choose_index(6).unwrap_or(0) {
+        0 => None,
+        1 => Some(u64::MAX),
+        2 => u.arbitrary().ok(),
+        i => Some(i as u64 - 3),
+    };
+    drive(Replies::new(u, &keys, vec![]), || Sweep::new(Kind::Stalled { max_stalled }, keys.clone(), batch));
+});
