@@ -30,15 +30,15 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::args::{arg_bytes, backend_arg, count, queue_arg, raw_command, seconds, text_arg};
 use crate::conn::Conn;
+use crate::error::{HostError, HostResult};
 use crate::jitter::Jitter;
 use crate::job::Job;
+use crate::sweeps::Backend;
 
 // Sweeps allocate many small buffers (commands out, replies in); mimalloc keeps
 // that off the system allocator's slow paths.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
-use crate::error::{HostError, HostResult};
-use crate::sweeps::Backend;
 
 /// A job for `Client._add`: `(id, data, delay_ms, at_ms, lane, max_attempts)`.
 type NewJobArgs = (Option<String>, Vec<u8>, Option<u64>, Option<i64>, Option<String>, u32);
