@@ -231,7 +231,12 @@ impl Conversation for Add {
         }
         let mut offers = Offers::default();
         for (l, ids) in &by_lane {
-            let (ctl, len) = &ctls[self.lanes.iter().position(|x| x == l).expect("ready lanes were read")];
+            // Every lane a job may be ready in was read (`Add::new`): a job due later is
+            // never ready, as the clock is short of `MAX_MS` (`clock`).
+            let Some(i) = self.lanes.iter().position(|x| x == l) else {
+                return Err(Error::server(ADD, "a job is ready in a lane it did not read"));
+            };
+            let (ctl, len) = &ctls[i];
             offers.offer(l, len.saturating_add(ids.len() as i64), ctl);
         }
         let ready = !flat.is_empty() || !by_lane.is_empty();

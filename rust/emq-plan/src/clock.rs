@@ -2,15 +2,19 @@
 //! before anything is selected and used for everything the call decides and
 //! writes. Never the client's clock.
 
+use crate::numbers::MAX_MS;
 use crate::reply::Reply;
 
 /// `TIME` as milliseconds: `sec * 1000 + floor(usec / 1000)` (SPEC §4). `None`
-/// when the reply is not two integers, or when the sum does not fit in an `i64`
-/// (a reply no server gives; the call then fails instead of wrapping).
+/// (the call fails, writing nothing) when the reply is not two integers, when
+/// the sum does not fit in an `i64`, or when it is at or past `MAX_MS` (about
+/// the year 33,600): the plans write times that saturate there, and every time
+/// a plan writes past `now` (a due time, a lease) must be later than `now`,
+/// which the guard relies on (`guard`). No server gives such a reply.
 pub fn parse_time(r: &Reply) -> Option<i64> {
     let a = r.as_array()?;
     let (sec, usec) = (a.first()?.as_int()?, a.get(1)?.as_int()?);
-    sec.checked_mul(1000)?.checked_add(usec / 1000)
+    sec.checked_mul(1000)?.checked_add(usec / 1000).filter(|&now| now < MAX_MS)
 }
 
 #[cfg(test)]
@@ -33,6 +37,8 @@ mod tests {
         assert_eq!(parse_time(&time("9223372036854775807", "0")), None, "sec * 1000 overflows");
         assert_eq!(parse_time(&time("-9223372036854775808", "0")), None);
         assert_eq!(parse_time(&time("9223372036854775", "999999999")), None, "the sum overflows");
+        assert_eq!(parse_time(&time("999999999999", "999999")), None, "MAX_MS itself");
+        assert_eq!(parse_time(&time("999999999999", "998999")), Some(MAX_MS - 1));
         assert_eq!(parse_time(&time("x", "0")), None);
         assert_eq!(parse_time(&Reply::Array(vec![Reply::Int(1)])), None);
         assert_eq!(parse_time(&Reply::Nil), None);

@@ -40,6 +40,18 @@ fn job(id: Option<&str>, data: &str, lane: Option<&str>, max_attempts: u32, when
 
 // ------------------------------------------------------------------ add
 
+/// Found by the `add` fuzz target: a clock at `MAX_MS` made a job due later
+/// (saturated at `MAX_MS`) count as ready in a lane it had not read, and panic.
+#[test]
+fn a_clock_at_the_latest_time_a_plan_writes_fails_the_call() {
+    let mut add = Add::new(Keys::new(b"q"), vec![job(None, "d", Some("L"), 1, When::Delay(5))], (1, 0)).unwrap();
+    let Step::Read { cmds, .. } = add.start() else { panic!("a read first") };
+    let mut replies = vec![Reply::Array(vec![bulk("999999999999"), bulk("999999")])];
+    replies.extend((1..cmds.len()).map(|_| Reply::Int(0)));
+    let e = add.feed(&replies).unwrap_err();
+    assert_eq!((e.kind, e.message.as_str()), (ErrorKind::Server, "EMQ.ADD: TIME gave no clock"));
+}
+
 #[test]
 fn the_digest_is_32_hex_digits_and_tells_every_part_of_the_request_apart() {
     let base = job(None, "d", None, 3, When::Delay(0));
