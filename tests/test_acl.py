@@ -26,6 +26,7 @@ PLAN_COMMANDS = [
     "zrange", "hget", "hmget", "exists", "type", "llen", "zcard",
     "watch", "unwatch", "multi", "exec",
     "zrem", "zadd", "rpush", "hset", "hdel", "ltrim",
+    "incr", "zmscore",  # a promote counts itself in P promotions; a later group re-reads its members
     "del",  # a stalled check that trims `dead` (retention) deletes the trimmed rows
 ]
 

@@ -36,7 +36,7 @@ WORKER_COMMANDS = [
     "zrange", "zcard", "zcount", "hget", "hmget", "hgetall", "exists", "type", "llen", "lrange", "scan",
     "watch", "unwatch", "multi", "exec",
     "zadd", "zrem", "zremrangebyscore", "rpush", "lpop", "lmove", "ltrim", "hset", "hdel", "hincrby",
-    "del", "pexpireat", "blpop",
+    "del", "pexpireat", "blpop", "incr", "zmscore",
 ]
 
 

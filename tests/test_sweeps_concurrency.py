@@ -73,10 +73,19 @@ def s(b) -> str:
 
 
 def backends_for(mode: str, n: int) -> list[str]:
-    """`plan`, `lua`, or `mixed`: plan and Lua clients racing one another."""
+    """`plan`, `lua`, or `mixed`: plan and Lua clients racing one another;
+    `grouped`: plan clients applying their calls in small groups (SPEC §9)."""
     if mode == "mixed":
         return ["plan" if i % 2 == 0 else "lua" for i in range(n)]
+    if mode == "grouped":
+        return ["plan"] * n
     return [mode] * n
+
+
+def groups_for(mode: str, n: int) -> list[int | None]:
+    """The rows per transaction of each client: small groups in `grouped` mode,
+    else the automatic choice."""
+    return [[1, 3, 7, 16][i % 4] for i in range(n)] if mode == "grouped" else [None] * n
 
 
 def check_ring(snapshot_ring: list[str], ring_fields: dict[str, str | None], lanes_len: dict[str, int],
@@ -117,7 +126,7 @@ def _pick_lane(rng: random.Random) -> str:
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("mode", ["plan", "lua", "mixed"])
+@pytest.mark.parametrize("mode", ["plan", "lua", "mixed", "grouped"])
 def test_promoters_race_each_other_and_producers(server, r, mode):
     add_future = r.register_script(ADD_FUTURE)
     rng = random.Random(1234)
@@ -152,6 +161,7 @@ def test_promoters_race_each_other_and_producers(server, r, mode):
     n_promoters = 4
     batches = [7, 50, 7, 250]  # 250: a call of many EXISTS groups, one transaction on every server
     backends = backends_for(mode, n_promoters)
+    groups = groups_for(mode, n_promoters)
     produced_done = threading.Event()
     stop = threading.Event()
     deadline = time.monotonic() + 60
@@ -193,7 +203,7 @@ def test_promoters_race_each_other_and_producers(server, r, mode):
         try:
             while time.monotonic() < deadline:
                 try:
-                    n = emq.promote(c, Q, batch=batches[k], backend=backends[k])
+                    n = emq.promote(c, Q, batch=batches[k], backend=backends[k], group=groups[k])
                 except emq.ContentionError as e:
                     errors.append(f"promoter {k} ({backends[k]}, batch {batches[k]}): ContentionError: {e}")
                     continue
@@ -324,7 +334,7 @@ N_STALL_GHOSTS = 30
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("mode", ["plan", "lua", "mixed"])
+@pytest.mark.parametrize("mode", ["plan", "lua", "mixed", "grouped"])
 def test_stalled_checks_race_each_other(server, r, mode):
     rng = random.Random(4321)
     now = server_ms(r)
@@ -375,6 +385,7 @@ def test_stalled_checks_race_each_other(server, r, mode):
     n_checkers = 4
     batches = [7, 50, 7, 250]  # 250: a call of many EXISTS groups, one transaction on every server
     backends = backends_for(mode, n_checkers)
+    groups = groups_for(mode, n_checkers)
     deadline = time.monotonic() + 60
     errors: list[str] = []
     recovered: list[list[str]] = [[] for _ in range(n_checkers)]
@@ -390,7 +401,7 @@ def test_stalled_checks_race_each_other(server, r, mode):
             while time.monotonic() < deadline:
                 past_last = c.time_ms() > last_lease  # read before the call: no lease expires after it
                 try:
-                    rec, died = emq.stalled_check(c, Q, max_stalled=1, batch=batches[k], backend=backends[k])
+                    rec, died = emq.stalled_check(c, Q, max_stalled=1, batch=batches[k], backend=backends[k], group=groups[k])
                 except emq.ContentionError as e:
                     errors.append(f"checker {k} ({backends[k]}, batch {batches[k]}): ContentionError: {e}")
                     continue

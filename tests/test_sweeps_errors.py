@@ -10,6 +10,8 @@ import pytest
 
 import emq
 
+from test_jobs_model import snapshot
+from test_jobs_model import snapshot
 from test_sweeps_differential import WRONG, dump, write  # tests/ is on sys.path (pytest's rootdir-relative import)
 
 BACKENDS = ["plan", "lua"]
@@ -553,3 +555,45 @@ def test_nothing_due_in_this_queue_while_another_has_work(r, client, backend):
     assert emq.promote(client, "q", backend=backend) == 0
     assert emq.stalled_check(client, "q", max_stalled=0, backend=backend) == ([], [])
     assert dump(r) == before
+
+
+# ---------------------------------------------------------------------------
+# Groups (SPEC §9): every check of a call's input before its first EXEC.
+
+
+@pytest.mark.parametrize("kind", ["promote", "stalled"])
+@pytest.mark.parametrize("bad", ["last row a string", "pending a string"])
+def test_bad_input_in_a_later_group_writes_nothing_at_all(r, client, kind, bad):
+    """A call applied one row a transaction (`group=1`) with bad input that only
+    its last group would meet: it refuses before its first EXEC, and writes
+    nothing; the script called again and again with `batch=1`, as the groups are,
+    writes the first rows before it meets it."""
+    P = "emq:{grp}:"
+    zset, state = ("schedule", "scheduled") if kind == "promote" else ("active", "active")
+
+    def seed():
+        r.flushall()
+        for i in range(3):
+            r.hset(f"{P}job:j{i}", mapping={"state": state, "lane": "L"})
+            r.zadd(P + zset, {f"j{i}": 1000 + i})
+        if bad == "last row a string":
+            r.delete(f"{P}job:j2")
+            r.set(f"{P}job:j2", "not a row")
+        else:
+            r.set(P + "pending", "not a list")
+
+    def call(backend, batch, group=None):
+        if kind == "promote":
+            return emq.promote(client, "grp", batch=batch, backend=backend, group=group)
+        return emq.stalled_check(client, "grp", max_stalled=None, batch=batch, backend=backend, group=group)
+
+    seed()
+    before = snapshot(r)
+    with pytest.raises(emq.LayoutError) as e:
+        call("plan", 3, group=1)
+    assert ("EMQ.PROMOTE" if kind == "promote" else "EMQ.STALLED.CHECK") in str(e.value)
+    assert snapshot(r) == before, "a grouped call wrote before refusing"
+    if bad == "last row a string":
+        seed()
+        call("lua", 1)  # the first group's rows, one call of the script: it writes
+        assert snapshot(r) != before

@@ -10,5 +10,7 @@ fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
     let keys = queue(&mut u);
     let batch = emq_fuzz::batch(&mut u);
-    drive(Replies::new(u, &keys, vec![]), || Sweep::new(Kind::Promote, keys.clone(), batch));
+    // Most rows per transaction: often fewer than the batch, so groups follow one another.
+    let group = u.int_in_range(1..=4usize).unwrap_or(1);
+    drive(Replies::new(u, &keys, vec![]), || Sweep::grouped(Kind::Promote, keys.clone(), batch, group));
 });

@@ -288,10 +288,49 @@ where
             }
             Step::Exec(writes) => {
                 check_keys(keys, &[], &writes);
+                if r.chance(8) {
+                    // The guard aborted it: the call starts again, or takes up its group.
+                    let (next, twin_next) = (c.aborted(), twin.aborted());
+                    assert_eq!(format!("{next:?}"), format!("{twin_next:?}"), "speculating changed a retry");
+                    match next {
+                        Some(next) => step = next,
+                        None => return,
+                    }
+                    continue;
+                }
                 let replies = r.for_exec(&writes);
                 let (got, twin_got) = (c.finish(&replies), twin.finish(&replies));
                 assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed an outcome");
                 return;
+            }
+            Step::Group { writes, watch, cmds } => {
+                check_keys(keys, &watch, &writes);
+                check_keys(keys, &[], &cmds);
+                twin.speculate();
+                if r.chance(6) {
+                    let (got, twin_got) = (c.committed(None), twin.committed(None));
+                    assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed an abort");
+                    let (next, twin_next) = (c.aborted(), twin.aborted());
+                    assert_eq!(format!("{next:?}"), format!("{twin_next:?}"), "speculating changed a retry");
+                    match next {
+                        Some(next) => step = next,
+                        None => return,
+                    }
+                    continue;
+                }
+                let exec = r.for_exec(&writes);
+                let (got, twin_got) = (c.committed(Some(&exec)), twin.committed(Some(&exec)));
+                assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed a group's outcome");
+                if got.is_err() {
+                    return;
+                }
+                let replies = r.for_read(&cmds);
+                let (got, twin_got) = (c.feed(&replies), twin.feed(&replies));
+                assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed a step");
+                match got {
+                    Ok(next) => step = next,
+                    Err(_) => return,
+                }
             }
         }
     }

@@ -236,13 +236,13 @@ class Queue:
 
     # -- sweeps ---------------------------------------------------------------
 
-    def promote(self, *, batch: int = 100, backend: str = "plan") -> int:
-        return promote(self.client, self.name, batch=batch, backend=backend)
+    def promote(self, *, batch: int = 100, backend: str = "plan", group: int | None = None) -> int:
+        return promote(self.client, self.name, batch=batch, backend=backend, group=group)
 
     def _promote_next(self, batch: int) -> tuple[int, int, float | None]:
         """PROMOTE for a worker's beat: `(moved, now_ms, next_ms)`, `next_ms`
         being the next due time it saw (see `Client._promote_next`)."""
         return self.client._promote_next(self.name, batch)
 
-    def stalled_check(self, *, max_stalled: int | None = 1, batch: int = 100, backend: str = "plan"):
-        return stalled_check(self.client, self.name, max_stalled=max_stalled, batch=batch, backend=backend)
+    def stalled_check(self, *, max_stalled: int | None = 1, batch: int = 100, backend: str = "plan", group: int | None = None):
+        return stalled_check(self.client, self.name, max_stalled=max_stalled, batch=batch, backend=backend, group=group)

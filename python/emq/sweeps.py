@@ -23,12 +23,14 @@ def _client(client: ClientLike) -> Client:
     raise ArgumentError(f"emq: client must be an emq.Client or a URL, not {type(client).__name__}")
 
 
-def promote(client: ClientLike, queue: str, *, batch: int = 100, backend: Backend = "plan") -> int:
+def promote(client: ClientLike, queue: str, *, batch: int = 100, backend: Backend = "plan", group: int | None = None) -> int:
     """Moves up to `batch` due jobs from `schedule` to `pending` or their lanes.
 
     Returns how many ids left `schedule`, ghosts (ids whose row is gone) included.
+    `group`: at most that many rows per transaction (SPEC §9; `None`: the
+    whole batch, as a promote watches one key whatever the batch).
     """
-    return _client(client).promote(queue, batch, backend)
+    return _client(client).promote(queue, batch, backend, group)
 
 
 def stalled_check(
@@ -38,11 +40,14 @@ def stalled_check(
     max_stalled: int | None = 1,
     batch: int = 100,
     backend: Backend = "plan",
+    group: int | None = None,
 ) -> tuple[list[str], list[str]]:
     """Sends up to `batch` jobs whose lease expired back to `pending` (or their
     lane), or to `dead` once they stalled more than `max_stalled` times
-    (`None`: never). Returns `(recovered ids, dead ids)`."""
-    return _client(client).stalled_check(queue, max_stalled, batch, backend)
+    (`None`: never). Returns `(recovered ids, dead ids)`. `group`: at most that
+    many rows per transaction (SPEC §9; `None`: chosen for the server, the whole
+    batch where `WATCH` is flat, Valkey 9 and later, else 64)."""
+    return _client(client).stalled_check(queue, max_stalled, batch, backend, group)
 
 
 def wire(client: ClientLike, *args: str | bytes, backend: Backend = "plan"):

@@ -45,7 +45,8 @@ for _, lane in ipairs(lanes) do
 end
 if #flat > 0 then tokens[#tokens + 1] = '' end
 local pt, rt, wt = typ(pending), typ(p .. 'ring'), typ(p .. 'wake')
-if (#flat > 0 and pt ~= 'list' and pt ~= 'none') or (#ring > 0 and rt ~= 'list' and rt ~= 'none')
+-- pending is typed on every call that selected members (SPEC §5 step 5)
+if (pt ~= 'list' and pt ~= 'none') or (#ring > 0 and rt ~= 'list' and rt ~= 'none')
     or (wt ~= 'list' and wt ~= 'none') then
   return layout('pending, ring or wake has the wrong type')
 end
@@ -58,4 +59,7 @@ for _, lane in ipairs(ring) do redis.call('HSET', p .. 'lanectl:' .. lane, 'ring
 push('RPUSH', p .. 'ring', ring)
 push('RPUSH', p .. 'wake', tokens)
 redis.call('LTRIM', p .. 'wake', -WAKE_MAX, -1)
+-- every promote that takes members counts itself: in-process promoters watch this
+-- key, and a script's promote changes the rows they selected (SPEC §9)
+redis.call('INCR', p .. 'promotions')
 return #due

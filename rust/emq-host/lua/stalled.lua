@@ -56,7 +56,8 @@ for _, lane in ipairs(lanes) do
 end
 if #flat > 0 then tokens[#tokens + 1] = '' end
 local pt, dt, rt, wt = typ(pending), typ(dead), typ(p .. 'ring'), typ(p .. 'wake')
-if (#flat > 0 and pt ~= 'list' and pt ~= 'none') or (#died > 0 and dt ~= 'zset' and dt ~= 'none')
+-- pending is typed on every call that selected members (SPEC §5 step 5)
+if (pt ~= 'list' and pt ~= 'none') or (#died > 0 and dt ~= 'zset' and dt ~= 'none')
     or (#ring > 0 and rt ~= 'list' and rt ~= 'none') or (wt ~= 'list' and wt ~= 'none') then
   return layout('pending, dead, ring or wake has the wrong type')
 end

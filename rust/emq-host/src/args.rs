@@ -84,6 +84,17 @@ pub fn backend_arg(verb: &str, b: &Bound<'_, PyAny>) -> HostResult<Backend> {
     }
 }
 
+/// A sweep's `group` (most rows per transaction): `None` (or absent) for the
+/// automatic choice, else a positive integer; the plan backend's alone.
+pub fn group_arg(verb: &str, g: Option<&Bound<'_, PyAny>>, backend: Backend) -> HostResult<Option<u64>> {
+    let Some(g) = g.filter(|g| !g.is_none()) else { return Ok(None) };
+    let g = count(verb, "group", g, false)?;
+    if backend != Backend::Plan {
+        return Err(HostError::Argument(format!("{verb}: group applies to backend=\"plan\"; a script is one call")));
+    }
+    Ok(Some(g))
+}
+
 /// A raw command from Python values; its name (upper-cased) is the verb of its errors.
 pub fn raw_command<'py>(args: impl Iterator<Item = Bound<'py, PyAny>>) -> HostResult<Cmd> {
     let mut parts = vec![];

@@ -21,6 +21,9 @@ pub struct Conn {
     pub address: String,
     connect_timeout: Duration,
     read_timeout: Option<Duration>,
+    /// Whether the server's `WATCH` costs the same per key however many one
+    /// connection watches (`INFO server`, read once): see `sweeps::group_for`.
+    flat_watch: Option<bool>,
 }
 
 impl Conn {
@@ -30,7 +33,7 @@ impl Conn {
             HostError::Argument(format!("emq.connect: url {:?} is not a redis://, rediss:// or unix:// URL", redact(url)))
         })?;
         let address = address(&info);
-        Ok(Conn { info, wire: None, address, connect_timeout, read_timeout })
+        Ok(Conn { info, wire: None, address, connect_timeout, read_timeout, flat_watch: None })
     }
 
     /// A new connection with the same settings (`read_timeout`: `None` keeps this
@@ -42,7 +45,24 @@ impl Conn {
             address: self.address.clone(),
             connect_timeout: self.connect_timeout,
             read_timeout: read_timeout.unwrap_or(self.read_timeout),
+            flat_watch: self.flat_watch,
         }
+    }
+
+    /// Whether `WATCH` is flat on this server: Valkey 9 and later compare a new
+    /// key with those watched through a set; Redis 7.x and Valkey 8 walk a list,
+    /// so the cost of a key grows with the keys already watched (SPEC §9,
+    /// measured in `benches/README.md`). From the handshake's `HELLO` (no ACL
+    /// denies it); unknown: not flat.
+    pub fn flat_watch(&mut self) -> HostResult<bool> {
+        if let Some(flat) = self.flat_watch {
+            return Ok(flat);
+        }
+        let (name, version) = self.wire()?.server.clone();
+        let major = version.split('.').next().and_then(|v| v.parse::<u64>().ok());
+        let flat = name == "valkey" && major.is_some_and(|v| v >= 9);
+        self.flat_watch = Some(flat);
+        Ok(flat)
     }
 
     /// Connects now (if not connected): a bad address or refused credentials fail here.

@@ -42,103 +42,194 @@ pub fn drive<C: Conversation>(conn: &mut Conn, mut make: impl FnMut() -> HostRes
 
 /// One call: `Some(out)`, or `None` when it must start again.
 fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Option<C::Out>> {
-    let mut step = c.start();
-    let mut watching = false;
-    // What the last step sent and got back, freed while the server works on the
-    // next one rather than before it is sent.
-    let mut spent: (Vec<Cmd>, Vec<Reply>) = (vec![], vec![]);
-    // Replies to a `WATCH` sent ahead (`Step::Watch`) and not read yet.
-    let mut unread = 0;
-    loop {
-        let result = match step {
-            Step::Done(out) => {
-                end_watch(conn, watching, unread)?;
-                return Ok(Some(out));
-            }
-            Step::Watch(keys) => {
-                conn.send(&[Cmd::new("WATCH").args(&keys)])?;
-                watching = true;
-                unread += 1;
-                c.feed(&[]).map_err(HostError::from)
-            }
-            Step::Read { watch, cmds } => {
-                let mut all = Vec::with_capacity(cmds.len() + 1);
-                if !watch.is_empty() {
-                    all.push(Cmd::new("WATCH").args(&watch));
-                    watching = true;
+    let mut call = Call { watching: false, unread: 0, committed: false, aborts: 0, rng: Jitter::new() };
+    match call.run(conn, c) {
+        // After a group has committed, a broken connection no longer means that
+        // nothing was written: say what is known.
+        Err(HostError::Connection(m) | HostError::Timeout(m)) if call.committed => {
+            Err(HostError::OutcomeUnknown(format!("{m}; the call's first groups were applied, the rest is unknown")))
+        }
+        other => other,
+    }
+}
+
+/// The state of one call on the connection.
+struct Call {
+    watching: bool,
+    /// Replies to a `WATCH` sent ahead (`Step::Watch`) and not read yet.
+    unread: usize,
+    /// Whether a group of this call has committed.
+    committed: bool,
+    /// Aborted `EXEC`s this call has taken up again (`Conversation::aborted`).
+    aborts: u32,
+    rng: Jitter,
+}
+
+impl Call {
+    fn run<C: Conversation>(&mut self, conn: &mut Conn, c: &mut C) -> HostResult<Option<C::Out>> {
+        let mut step = c.start();
+        // What the last step sent and got back, freed while the server works on the
+        // next one rather than before it is sent.
+        let mut spent: (Vec<Cmd>, Vec<Reply>) = (vec![], vec![]);
+        loop {
+            let result = match step {
+                Step::Done(out) => {
+                    end_watch(conn, self.watching, self.unread)?;
+                    return Ok(Some(out));
                 }
-                let skip = unread + all.len();
-                all.extend(cmds);
-                conn.send(&all)?;
-                let n = unread + all.len();
-                unread = 0;
-                drop(std::mem::replace(&mut spent, (all, vec![])));
-                c.speculate();
-                let replies = conn.replies(n)?;
-                // An error reply other than a wrong type (which the plan names as
-                // a layout error) is what the call fails with, by its class.
-                let refused = first_error(&replies[..skip]).or_else(|| replies[skip..].iter().find(|r| is_error(r) && !r.is_wrongtype()));
-                let fed = match refused {
-                    Some(r) => Err(refusal(c.verb(), r)),
-                    None => c.feed(&replies[skip..]).map_err(HostError::from),
-                };
-                spent.1 = replies;
-                fed
-            }
-            Step::Exec(_) if unread > 0 => {
-                // A watch sent ahead must hold before anything is queued.
-                let replies = conn.replies(std::mem::take(&mut unread))?;
-                match first_error(&replies) {
-                    Some(r) => Err(refusal(c.verb(), r)),
-                    None => Ok(step),
+                Step::Watch(keys) => {
+                    conn.send(&[Cmd::new("WATCH").args(&keys)])?;
+                    self.watching = true;
+                    self.unread += 1;
+                    c.feed(&[]).map_err(HostError::from)
                 }
-            }
-            Step::Exec(writes) => {
-                let mut all = Vec::with_capacity(writes.len() + 2);
-                all.push(Cmd::new("MULTI"));
-                all.extend(writes);
-                all.push(Cmd::new("EXEC"));
-                conn.send(&all)?;
-                let n = all.len();
-                drop(all);
-                drop(spent);
-                // A command refused while queued (READONLY, OOM, NOPERM, MOVED, …)
-                // makes EXEC discard the transaction: that command's error is the
-                // call's, not EXECABORT's.
-                let verb = c.verb();
-                let out = match conn.write_replies(n)? {
-                    (Some(queued), _) => Err(refusal(verb, &queued)),
-                    (None, Reply::Nil) => Ok(None),
-                    // A wrong type is the conversation's to name (a read in a
-                    // transaction, as `counts` makes); any other error, its class.
-                    (None, Reply::Array(exec)) => match exec.iter().find(|r| is_error(r) && !r.is_wrongtype()) {
-                        Some(r) => Err(refusal(verb, r)),
-                        None => Ok(Some(c.finish(&exec)?)),
-                    },
-                    (None, r @ Reply::Error { .. }) => Err(refusal(verb, &r)),
-                    _ => Err(HostError::Server(format!("{verb}: EXEC gave no reply"))),
-                };
-                if out.as_ref().is_err_and(HostError::drops_connection) {
-                    conn.close();
-                }
-                return out;
-            }
-        };
-        match result {
-            Ok(next) => step = next,
-            Err(e) => {
-                end_watch(conn, watching, unread)?;
-                return match e {
-                    HostError::Contention(_) => Ok(None),
-                    e => {
-                        if e.drops_connection() {
-                            conn.close();
-                        }
-                        Err(e)
+                Step::Read { watch, cmds } => {
+                    let mut all = Vec::with_capacity(cmds.len() + 1);
+                    if !watch.is_empty() {
+                        all.push(Cmd::new("WATCH").args(&watch));
+                        self.watching = true;
                     }
-                };
+                    let skip = self.unread + all.len();
+                    all.extend(cmds);
+                    conn.send(&all)?;
+                    let n = self.unread + all.len();
+                    self.unread = 0;
+                    drop(std::mem::replace(&mut spent, (all, vec![])));
+                    c.speculate();
+                    let replies = conn.replies(n)?;
+                    let fed = fed(c, &replies, skip);
+                    spent.1 = replies;
+                    fed
+                }
+                Step::Exec(_) | Step::Group { .. } if self.unread > 0 => {
+                    // A watch sent ahead must hold before anything is queued.
+                    let replies = conn.replies(std::mem::take(&mut self.unread))?;
+                    match first_error(&replies) {
+                        Some(r) => Err(refusal(c.verb(), r)),
+                        None => Ok(step),
+                    }
+                }
+                Step::Exec(writes) => {
+                    let tx = transaction(writes);
+                    conn.send(&tx)?;
+                    let n = tx.len();
+                    drop(tx);
+                    drop(std::mem::take(&mut spent));
+                    self.watching = false; // EXEC ends every watch, run or not
+                    match Self::exec_reply(conn, c.verb(), n)? {
+                        Some(exec) => return Ok(Some(c.finish(&exec)?)),
+                        None => match self.take_up(c) {
+                            Some(next) => Ok(next),
+                            None => return Ok(None),
+                        },
+                    }
+                }
+                Step::Group { writes, watch, cmds } => {
+                    let mut all = transaction(writes);
+                    let n_tx = all.len();
+                    if !watch.is_empty() {
+                        all.push(Cmd::new("WATCH").args(&watch));
+                    }
+                    let skip = all.len() - n_tx;
+                    all.extend(cmds);
+                    conn.send(&all)?;
+                    let n_reads = all.len() - n_tx;
+                    drop(std::mem::replace(&mut spent, (all, vec![])));
+                    self.watching = skip > 0;
+                    c.speculate();
+                    let exec = Self::exec_reply(conn, c.verb(), n_tx)?;
+                    let replies = conn.replies(n_reads)?;
+                    match exec {
+                        Some(exec) => {
+                            self.committed = true;
+                            c.committed(Some(&exec)).map_err(HostError::from)?;
+                            let fed = fed(c, &replies, skip);
+                            spent.1 = replies;
+                            fed
+                        }
+                        None => {
+                            c.committed(None).map_err(HostError::from)?;
+                            if self.watching {
+                                conn.unwatch()?;
+                                self.watching = false;
+                            }
+                            match self.take_up(c) {
+                                Some(next) => Ok(next),
+                                None => return Ok(None),
+                            }
+                        }
+                    }
+                }
+            };
+            match result {
+                Ok(next) => step = next,
+                Err(e) => {
+                    end_watch(conn, self.watching, self.unread)?;
+                    return match e {
+                        HostError::Contention(_) => Ok(None),
+                        e => {
+                            if e.drops_connection() {
+                                conn.close();
+                            }
+                            Err(e)
+                        }
+                    };
+                }
             }
         }
+    }
+
+    /// Reads a sent transaction's replies: `Some(EXEC's replies)`, or `None`
+    /// when the guard aborted it. A command refused while queued (READONLY, OOM,
+    /// NOPERM, MOVED, …) makes EXEC discard the transaction: that command's
+    /// error is the call's, not EXECABORT's.
+    fn exec_reply(conn: &mut Conn, verb: &str, n: usize) -> HostResult<Option<Vec<Reply>>> {
+        let out = match conn.write_replies(n)? {
+            (Some(queued), _) => Err(refusal(verb, &queued)),
+            (None, Reply::Nil) => Ok(None),
+            // A wrong type is the conversation's to name (a read in a
+            // transaction, as `counts` makes); any other error, its class.
+            (None, Reply::Array(exec)) => match exec.iter().find(|r| is_error(r) && !r.is_wrongtype()) {
+                Some(r) => Err(refusal(verb, r)),
+                None => Ok(Some(exec)),
+            },
+            (None, r @ Reply::Error { .. }) => Err(refusal(verb, &r)),
+            _ => Err(HostError::Server(format!("{verb}: EXEC gave no reply"))),
+        };
+        if out.as_ref().is_err_and(HostError::drops_connection) {
+            conn.close();
+        }
+        out
+    }
+
+    /// An aborted `EXEC`: the conversation's next step, after a pause, or
+    /// `None` to start the call again.
+    fn take_up<C: Conversation>(&mut self, c: &mut C) -> Option<Step<C::Out>> {
+        let next = c.aborted()?;
+        let pause_us = backoff(self.aborts.min(MAX_ATTEMPTS), RETRY_BASE_US, RETRY_CAP_US, self.rng.unit());
+        std::thread::sleep(Duration::try_from_secs_f64(pause_us / 1e6).unwrap_or_default());
+        self.aborts += 1;
+        Some(next)
+    }
+}
+
+/// `MULTI`, `writes`, `EXEC`.
+fn transaction(writes: Vec<Cmd>) -> Vec<Cmd> {
+    let mut all = Vec::with_capacity(writes.len() + 2);
+    all.push(Cmd::new("MULTI"));
+    all.extend(writes);
+    all.push(Cmd::new("EXEC"));
+    all
+}
+
+/// Feeds a read's replies (after `skip` replies to watches): an error reply
+/// other than a wrong type (which the plan names as a layout error) is what
+/// the call fails with, by its class.
+fn fed<C: Conversation>(c: &mut C, replies: &[Reply], skip: usize) -> HostResult<Step<C::Out>> {
+    let refused = first_error(&replies[..skip]).or_else(|| replies[skip..].iter().find(|r| is_error(r) && !r.is_wrongtype()));
+    match refused {
+        Some(r) => Err(refusal(c.verb(), r)),
+        None => c.feed(&replies[skip..]).map_err(HostError::from),
     }
 }
 

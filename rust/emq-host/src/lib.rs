@@ -28,7 +28,7 @@ use emq_plan::{names, wire, Cmd, Keys, Reply};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 
-use crate::args::{arg_bytes, backend_arg, count, queue_arg, raw_command, seconds, text_arg};
+use crate::args::{arg_bytes, backend_arg, count, group_arg, queue_arg, raw_command, seconds, text_arg};
 use crate::conn::Conn;
 use crate::error::{HostError, HostResult};
 use crate::jitter::Jitter;
@@ -174,9 +174,18 @@ impl Client {
 
     /// PROMOTE (SPEC §5): the number of ids taken out of `schedule`. The facade
     /// (`emq.promote`) gives the defaults.
-    fn promote(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, batch: &Bound<'_, PyAny>, backend: &Bound<'_, PyAny>) -> PyResult<i64> {
+    #[pyo3(signature = (queue, batch, backend, group=None))]
+    fn promote(
+        &self,
+        py: Python<'_>,
+        queue: &Bound<'_, PyAny>,
+        batch: &Bound<'_, PyAny>,
+        backend: &Bound<'_, PyAny>,
+        group: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<i64> {
         let (q, batch, backend) = (queue_arg(PROMOTE, queue)?, count(PROMOTE, "batch", batch, false)?, backend_arg(PROMOTE, backend)?);
-        match self.with(py, |c| sweeps::run(c, backend, Kind::Promote, &q, batch))? {
+        let group = group_arg(PROMOTE, group, backend)?;
+        match self.with(py, |c| sweeps::run(c, backend, Kind::Promote, &q, batch, group))? {
             Outcome::Promoted(n) => Ok(n),
             Outcome::Stalled { .. } => unreachable!("promote gives a count"),
         }
@@ -187,14 +196,30 @@ impl Client {
     /// nothing else scheduled; `now_ms`: the batch was all due, more may be).
     fn _promote_next(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, batch: &Bound<'_, PyAny>) -> PyResult<(i64, i64, Option<f64>)> {
         let (q, batch) = (queue_arg(PROMOTE, queue)?, count(PROMOTE, "batch", batch, false)?);
-        match self.with(py, |c| sweeps::run_plan_timed(c, Kind::Promote, &q, batch))? {
+        match self.with(py, |c| sweeps::run_plan_timed(c, Kind::Promote, &q, batch, None))? {
             (Outcome::Promoted(n), (now, next)) => Ok((n, now, next)),
             _ => unreachable!("promote gives a count"),
         }
     }
 
+    /// The rows per transaction a plan-backend sweep of `kind` (`"promote"` or
+    /// `"stalled"`) with `batch` and `group` uses on this server: `group` when
+    /// given, else the automatic choice (`sweeps::group_for`).
+    #[pyo3(signature = (kind, batch, group=None))]
+    fn _sweep_group(&self, py: Python<'_>, kind: &str, batch: u64, group: Option<u64>) -> PyResult<u64> {
+        let kind = match kind {
+            "promote" => Kind::Promote,
+            "stalled" => Kind::Stalled { max_stalled: None },
+            other => {
+                return Err(HostError::Argument(format!("_sweep_group: kind must be \"promote\" or \"stalled\", not {other:?}")).into())
+            }
+        };
+        self.with(py, |c| sweeps::group_for(c, kind, batch, group))
+    }
+
     /// STALLED CHECK (SPEC §6): `(recovered ids, dead ids)`; `max_stalled=None`:
     /// nothing dies.
+    #[pyo3(signature = (queue, max_stalled, batch, backend, group=None))]
     fn stalled_check<'py>(
         &self,
         py: Python<'py>,
@@ -202,11 +227,13 @@ impl Client {
         max_stalled: Option<&Bound<'py, PyAny>>,
         batch: &Bound<'py, PyAny>,
         backend: &Bound<'py, PyAny>,
+        group: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
         let q = queue_arg(STALLED, queue)?;
         let max_stalled = max_stalled.map(|m| count(STALLED, "max_stalled", m, true)).transpose()?;
         let (batch, backend) = (count(STALLED, "batch", batch, false)?, backend_arg(STALLED, backend)?);
-        let outcome = self.with(py, |c| sweeps::run(c, backend, Kind::Stalled { max_stalled }, &q, batch))?;
+        let group = group_arg(STALLED, group, backend)?;
+        let outcome = self.with(py, |c| sweeps::run(c, backend, Kind::Stalled { max_stalled }, &q, batch, group))?;
         let Outcome::Stalled { recovered, dead } = outcome else { unreachable!("a stalled check gives two lists") };
         PyTuple::new(py, [id_list(py, recovered)?, id_list(py, dead)?])
     }
@@ -219,7 +246,7 @@ impl Client {
         let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let req = wire::parse(&refs).map_err(HostError::from)?;
         let backend = backend.map(|b| backend_arg(req.kind.verb(), b)).transpose()?.unwrap_or(Backend::Plan);
-        match self.with(py, |c| sweeps::run(c, backend, req.kind, &req.queue, req.batch))? {
+        match self.with(py, |c| sweeps::run(c, backend, req.kind, &req.queue, req.batch, None))? {
             Outcome::Promoted(n) => Ok(n.into_pyobject(py)?.into_any()),
             Outcome::Stalled { recovered, dead } => Ok(PyList::new(py, [id_list(py, recovered)?, id_list(py, dead)?])?.into_any()),
         }

@@ -22,9 +22,19 @@ pub enum Step<T> {
     /// on the watch. The host checks the watch's reply before it feeds the next
     /// read's replies (or before `EXEC`).
     Watch(Vec<Vec<u8>>),
-    /// `MULTI`, `cmds`, `EXEC`. Feed back `EXEC`'s replies (an aborted `EXEC`
-    /// starts the call again).
+    /// `MULTI`, `cmds`, `EXEC`: the call's (last) transaction. Feed back
+    /// `EXEC`'s replies to `finish`; an aborted `EXEC` asks `aborted` what next.
     Exec(Vec<Cmd>),
+    /// A call applied in groups (SPEC §9): `MULTI`, `writes`, `EXEC` for one
+    /// group, then `WATCH watch` and `cmds` for the next, pipelined, so the
+    /// server reads for the next group right after it commits this one. Feed
+    /// `EXEC`'s replies to `committed` (`None`: it aborted), then the reads'
+    /// replies to `feed` (after an abort: to nothing; `aborted` says what next).
+    Group {
+        writes: Vec<Cmd>,
+        watch: Vec<Vec<u8>>,
+        cmds: Vec<Cmd>,
+    },
     Done(T),
 }
 
@@ -35,9 +45,23 @@ pub trait Conversation {
     fn feed(&mut self, replies: &[Reply]) -> Result<Step<Self::Out>>;
     fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out>;
 
-    /// Called by the host once a `Read` step is sent and before its replies are
-    /// read, while the server works on them: a conversation may get ready for
-    /// the replies it expects (a sweep builds the plan for the likely read). It
-    /// must not change what `feed` returns for any replies.
+    /// Called by the host once a `Read` (or `Group`) step is sent and before its
+    /// replies are read, while the server works on them: a conversation may get
+    /// ready for the replies it expects (a sweep builds the plan for the likely
+    /// read). It must not change what `feed` returns for any replies.
     fn speculate(&mut self) {}
+
+    /// A group's `EXEC` ran (`Some`, its replies) or was aborted by the guard
+    /// (`None`). Only conversations that send `Step::Group` get this.
+    fn committed(&mut self, _exec: Option<&[Reply]>) -> Result<()> {
+        Err(crate::error::Error::server(self.verb(), "a group was committed in a call of one transaction"))
+    }
+
+    /// An `EXEC` was aborted by the guard: `None` starts the call again (a new
+    /// clock reading; nothing was written), `Some(step)` goes on with this call
+    /// (a call applied in groups retries the aborted group). The host has ended
+    /// any watch before it takes the step.
+    fn aborted(&mut self) -> Option<Step<Self::Out>> {
+        None
+    }
 }

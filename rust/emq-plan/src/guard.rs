@@ -26,14 +26,37 @@
 //! nothing when its own reading found the lane not servable or in the ring, and
 //! the lane would be stranded, non-empty and out of the ring (I3).
 //!
+//! **Why a promote watches one key.** Which emq operation can change the row of a
+//! member that is due in `schedule`? Not a producer (a new job is never due under
+//! an earlier reading, and an add under a taken id writes nothing), not a claim,
+//! a settle or a stalled check (their rows are in `pending`, a lane or `active`,
+//! I1), not the retention (it deletes done and dead rows only): only another
+//! promote. So every promote, in every backend (the plan, the Lua script, the
+//! module), increments `P promotions` in the transaction (or script) that takes
+//! its members, and a promote watches that one key instead of its rows: what it
+//! reads under the watch cannot change but by a promote, which aborts it. One key
+//! instead of a thousand: no `WATCH` cost that grows with the batch (SPEC §9's
+//! measurements), and promoters conflict exactly as they did (they all select the
+//! head of `schedule`). Producers, claims and ring rotation still never abort it.
+//! Any future operation that writes a due member's row must bump the key too.
+//!
 //! What each conversation watches:
 //!
-//! - **PROMOTE, STALLED CHECK** (`sweep::conversation`): the selected rows, sent
-//!   ahead (`Step::Watch`) as soon as the selection is known; under it, the head
-//!   of the zset again ([`still_selected`], with [`RE_READ_SLACK`]); the control
-//!   hash of each lane its rows go to; the lane lists it relies on being empty
-//!   (`sweep::stalled::empty_lanes_relied_on`); `P dead` when it makes jobs dead
-//!   (`retention::dead_step`: a concurrent trim aborts it).
+//! - **PROMOTE** (`sweep::conversation`): `P promotions` (sent ahead,
+//!   `Step::Watch`) as soon as the selection is known; under it, the head of
+//!   `schedule` again ([`still_selected`], with [`RE_READ_SLACK`]) and every
+//!   row; the control hash of each lane its rows go to.
+//! - **STALLED CHECK** (`sweep::conversation`): the selected rows, sent ahead
+//!   (`Step::Watch`) as soon as the selection is known; under it, the head of
+//!   `active` again; the control hash of each lane its rows go to; the lane lists
+//!   it relies on being empty (`sweep::stalled::empty_lanes_relied_on`); `P dead`
+//!   when it makes jobs dead (`retention::dead_step`: a concurrent trim aborts it).
+//! - **Groups** (both sweeps, SPEC §9): a call of more rows than one transaction
+//!   should watch on the server (`WATCH` cost grows with the keys one connection
+//!   watches on Redis 7 and Valkey 8) reads and checks the whole selection first,
+//!   then applies it in groups; each later group watches its own rows (or
+//!   `P promotions`) and lanes, and reads its members (`ZMSCORE`: one taken
+//!   meanwhile is left out), rows and lanes again under that watch.
 //! - **ADD** (`add`): the rows of the ids it is given (a taken id refuses the
 //!   call) and the control hash of each lane it makes work ready in.
 //! - **CLAIM** (`claim`): the rows it takes; the ring when it serves lanes (every

@@ -90,6 +90,11 @@ impl Keys {
     pub fn ring(&self) -> Vec<u8> {
         self.key(b"ring")
     }
+    /// `P promotions`: a counter every promote that takes members increments, in
+    /// the same transaction (or script); promoters watch it (`crate::guard`).
+    pub fn promotions(&self) -> Vec<u8> {
+        self.key(b"promotions")
+    }
     pub fn wake(&self) -> Vec<u8> {
         self.key(b"wake")
     }

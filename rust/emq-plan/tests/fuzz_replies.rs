@@ -92,6 +92,8 @@ static PLANNED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize:
 /// Trim steps reached (a read that watches `dead`), and adds answered with no writes (all landed).
 static TRIMS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 static LANDED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+/// Groups of a call committed with more to come.
+static GROUPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Drives two copies of a conversation with the same replies, one of them told to
 /// `speculate` before each feed: they must answer alike at every step.
@@ -111,7 +113,7 @@ where
     let mut step = c.start();
     assert_eq!(format!("{step:?}"), format!("{:?}", twin.start()));
     let mut first_range = None;
-    for _ in 0..10 {
+    for _ in 0..24 {
         match step {
             Step::Done(_) => {
                 if c.verb() == "EMQ.ADD" {
@@ -152,10 +154,50 @@ where
             }
             Step::Exec(writes) => {
                 PLANNED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if rng.below(8) == 0 {
+                    // The guard aborted it.
+                    let (next, twin_next) = (c.aborted(), twin.aborted());
+                    assert_eq!(format!("{next:?}"), format!("{twin_next:?}"));
+                    match next {
+                        Some(next) => step = next,
+                        None => return,
+                    }
+                    continue;
+                }
                 let replies: Vec<Reply> = (0..writes.len()).map(|_| reply(rng, 1)).collect();
                 let (got, twin_got) = (c.finish(&replies), twin.finish(&replies));
                 assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed an outcome");
                 return;
+            }
+            Step::Group { writes, cmds, .. } => {
+                GROUPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                twin.speculate();
+                if rng.below(6) == 0 {
+                    let (got, twin_got) = (c.committed(None), twin.committed(None));
+                    assert_eq!(format!("{got:?}"), format!("{twin_got:?}"));
+                    let (next, twin_next) = (c.aborted(), twin.aborted());
+                    assert_eq!(format!("{next:?}"), format!("{twin_next:?}"));
+                    match next {
+                        Some(next) => step = next,
+                        None => return,
+                    }
+                    continue;
+                }
+                let exec: Vec<Reply> = (0..writes.len()).map(|_| reply(rng, 1)).collect();
+                let (got, twin_got) = (c.committed(Some(&exec)), twin.committed(Some(&exec)));
+                assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed a group's outcome");
+                if got.is_err() {
+                    return;
+                }
+                let replies: Vec<Reply> = (0..cmds.len())
+                    .map(|i| if rng.below(10) == 0 { reply(rng, 0) } else { shaped(rng, cmds.get(i), &mut first_range, hints) })
+                    .collect();
+                let (got, twin_got) = (c.feed(&replies), twin.feed(&replies));
+                assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed a step");
+                match got {
+                    Ok(next) => step = next,
+                    Err(_) => return,
+                }
             }
         }
     }
@@ -171,10 +213,14 @@ fn no_conversation_panics_on_any_reply() {
     for i in 0..iters {
         let batch = 1 + rng.below(4);
         match i % 9 {
-            0 => drive(&mut rng, || Sweep::new(Kind::Promote, keys(), batch)),
+            0 => {
+                let group = 1 + rng.below(3) as usize;
+                drive(&mut rng, || Sweep::grouped(Kind::Promote, keys(), batch, group));
+            }
             1 => {
                 let max_stalled = Some(rng.below(3));
-                drive(&mut rng, || Sweep::new(Kind::Stalled { max_stalled }, keys(), batch));
+                let group = 1 + rng.below(3) as usize;
+                drive(&mut rng, || Sweep::grouped(Kind::Stalled { max_stalled }, keys(), batch, group));
             }
             2 => {
                 let jobs: Vec<NewJob> = (0..=rng.below(3))
@@ -227,4 +273,7 @@ fn no_conversation_panics_on_any_reply() {
     eprintln!("planned {planned}, trims {trims}, all landed {landed}");
     assert!(trims as u64 > iters / 1000, "only {trims} of {iters} conversations reached the trim of dead");
     assert!(landed as u64 > iters / 1000, "only {landed} of {iters} adds found every job landed");
+    let groups = GROUPS.load(std::sync::atomic::Ordering::Relaxed);
+    eprintln!("groups committed with more to come {groups}");
+    assert!(groups as u64 > iters / 1000, "only {groups} of {iters} sweeps went past a first group");
 }

@@ -45,7 +45,17 @@ fn read(step: Step) -> (Vec<Vec<u8>>, Vec<Cmd>) {
     }
 }
 
-/// Feeds the selection's replies: the rows are watched first (sent ahead, no
+/// Feeds a promote's selection: it watches `P promotions` (sent ahead), never a
+/// row, then reads. Gives the reads after the selection read again (whose reply
+/// the tests feed first: `again`).
+fn select_promote(s: &mut Sweep, replies: &[Reply]) -> Vec<Cmd> {
+    let (watch, cmds) = select(s, replies);
+    assert_eq!(watch, vec![b"emq:{q}:promotions".to_vec()], "a promote watches no row");
+    assert_eq!(cmds[0].name(), b"ZRANGE", "the selection, read again");
+    cmds[1..].to_vec()
+}
+
+/// Feeds a stalled check's selection: the rows are watched first (sent ahead, no
 /// replies to feed), then read. Gives what was watched and the reads.
 fn select(s: &mut Sweep, replies: &[Reply]) -> (Vec<Vec<u8>>, Vec<Cmd>) {
     let watch = match s.feed(replies).unwrap() {
@@ -89,11 +99,9 @@ fn promote_to_plan(lanectl: Reply, lane_len: i64) -> Vec<Cmd> {
     let mut s = promote();
     s.start();
     let sel = members(&[("a", NOW - 5), ("g", NOW - 4), ("b", NOW - 3), ("c", NOW), ("later", NOW + 1)]);
-    let (watch, cmds) = select(&mut s, &[time(), sel]);
-    assert_eq!(watch, ["a", "g", "b", "c"].map(|id| format!("emq:{{q}}:job:{id}").into_bytes()).to_vec());
-    assert_eq!(cmds[0], cmd(&["ZRANGE", "emq:{q}:schedule", "0", "19", "WITHSCORES"]), "the selection, read again");
-    assert_eq!(cmds[1], cmd(&["HGET", "emq:{q}:job:a", "lane"]));
-    assert_eq!(cmds[5], cmd(&["EXISTS", "emq:{q}:job:a", "emq:{q}:job:g", "emq:{q}:job:b", "emq:{q}:job:c"]));
+    let cmds = select_promote(&mut s, &[time(), sel]);
+    assert_eq!(cmds[0], cmd(&["HGET", "emq:{q}:job:a", "lane"]));
+    assert_eq!(cmds[4], cmd(&["EXISTS", "emq:{q}:job:a", "emq:{q}:job:g", "emq:{q}:job:b", "emq:{q}:job:c"]));
     let again = members(&[("a", NOW - 5), ("g", NOW - 4), ("b", NOW - 3), ("c", NOW)]);
     let rows = [field(None), field(None), field(Some("L")), field(Some("L"))];
     let mut replies = vec![again];
@@ -127,6 +135,7 @@ fn promote_plans_flat_lane_and_ghost_rows_with_offer_and_wake() {
             cmd(&["RPUSH", "emq:{q}:ring", "L"]),
             cmd(&["RPUSH", "emq:{q}:wake", "L", ""]),
             cmd(&["LTRIM", "emq:{q}:wake", "-64", "-1"]),
+            cmd(&["INCR", "emq:{q}:promotions"]),
         ]
     );
 }
@@ -143,35 +152,37 @@ fn a_lane_in_the_ring_paused_or_full_is_not_offered() {
 
 #[test]
 fn a_changed_selection_is_a_conflict() {
-    let mut s = promote();
+    // A stalled check watches its rows after the selection, and reads it again.
+    let stalled = || Sweep::new(Kind::Stalled { max_stalled: None }, Keys::new(b"q"), 10);
+    let mut s = stalled();
     s.start();
     select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
-    // `a` left schedule between the selection and the watch.
-    let rest = [field(None), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+    // `a` left active between the selection and the watch.
+    let rest = [fields(&[None, None]), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
     let e = s.feed(&[&[Reply::Array(vec![])][..], &rest].concat());
     assert_eq!(e.unwrap_err().kind, ErrorKind::Conflict);
     // `a` was scored again, or is out of the range read again.
     for again in [members(&[("a", NOW - 4)]), members(&[("z", NOW - 6)])] {
-        let mut s = promote();
+        let mut s = stalled();
         s.start();
         select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
         let e = s.feed(&[&[again][..], &rest].concat());
         assert_eq!(e.unwrap_err().kind, ErrorKind::Conflict);
     }
     // A member that joined the head since is left for the next call.
-    let mut s = promote();
+    let mut s = stalled();
     s.start();
     select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
     let again = members(&[("z", NOW - 6), ("a", NOW - 5), ("later", NOW + 1)]);
     let w = writes(s.feed(&[&[again][..], &rest].concat()).unwrap());
-    assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:schedule", "a"]));
+    assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:active", "a"]));
 }
 
 #[test]
 fn a_row_of_the_wrong_type_is_a_layout_error() {
     let mut s = promote();
     s.start();
-    select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
+    select_promote(&mut s, &[time(), members(&[("a", NOW - 5)])]);
     let e = s.feed(&[members(&[("a", NOW - 5)]), wrongtype(), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Layout);
     assert!(e.message.starts_with("EMQ.PROMOTE: layout:"), "{e}");
@@ -179,12 +190,20 @@ fn a_row_of_the_wrong_type_is_a_layout_error() {
 }
 
 #[test]
-fn pending_of_the_wrong_type_refuses_only_when_flat_rows_would_go_there() {
-    let mut s = promote();
-    s.start();
-    select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
-    let e = s.feed(&[members(&[("a", NOW - 5)]), field(None), Reply::Int(1), wrongtype(), Reply::Int(0), Reply::Int(0)]);
-    assert_eq!(e.unwrap_err().kind, ErrorKind::Layout);
+fn pending_of_the_wrong_type_refuses_every_call_that_selected_members() {
+    // SPEC §5 step 5: whether the rows are flat or lane rows.
+    for lane in [None, Some("L")] {
+        let mut s = promote();
+        s.start();
+        select_promote(&mut s, &[time(), members(&[("a", NOW - 5)])]);
+        let step = s.feed(&[members(&[("a", NOW - 5)]), field(lane), Reply::Int(1), wrongtype(), Reply::Int(0), Reply::Int(0)]);
+        let e = match step {
+            Err(e) => e,
+            Ok(Step::Read { .. }) => s.feed(&[fields(&[None, None, None, None]), Reply::Int(0)]).unwrap_err(),
+            Ok(other) => panic!("{other:?}"),
+        };
+        assert_eq!(e.kind, ErrorKind::Layout, "lane {lane:?}");
+    }
 }
 
 #[test]
@@ -192,7 +211,7 @@ fn unsure_rows_are_typed_when_the_count_cannot_tell() {
     // Two rows with no fields read; one of them exists: which one needs TYPE.
     let mut s = promote();
     s.start();
-    select(&mut s, &[time(), members(&[("a", NOW - 5), ("b", NOW - 4)])]);
+    select_promote(&mut s, &[time(), members(&[("a", NOW - 5), ("b", NOW - 4)])]);
     let again = members(&[("a", NOW - 5), ("b", NOW - 4)]);
     let (watch, cmds) =
         read(s.feed(&[again, field(None), field(None), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
@@ -245,7 +264,7 @@ fn stalled_check_counts_stalls_recovers_and_kills() {
 fn the_reply_counts_from_exec() {
     let mut s = promote();
     s.start();
-    select(&mut s, &[time(), members(&[("a", NOW)])]);
+    select_promote(&mut s, &[time(), members(&[("a", NOW)])]);
     writes(s.feed(&[members(&[("a", NOW)]), field(None), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
     // EXEC says ZREM removed none (what cannot happen under the guard): the reply says so too.
     assert_eq!(s.finish(&[Reply::Int(0)]).unwrap(), Outcome::Promoted(0));
@@ -260,7 +279,7 @@ fn a_ghost_costs_a_type_only_for_the_rows_of_its_group() {
     let mut s = Sweep::new(Kind::Promote, Keys::new(b"q"), 100);
     s.start();
     let sel = members(&ids.iter().map(|id| (id.as_str(), NOW - 1)).collect::<Vec<_>>());
-    let (_, cmds) = select(&mut s, &[time(), sel.clone()]);
+    let cmds = select_promote(&mut s, &[time(), sel.clone()]);
     let exists: Vec<&Cmd> = cmds.iter().filter(|c| c.name() == b"EXISTS").collect();
     assert_eq!(exists.iter().map(|c| c.argc() - 1).collect::<Vec<_>>(), vec![32, 8]);
     let mut replies = vec![sel];

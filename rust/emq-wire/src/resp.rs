@@ -52,6 +52,8 @@ pub struct Wire<S> {
     end: usize,
     /// The commands being sent, encoded.
     out: Vec<u8>,
+    /// The server's name and version, as its `HELLO` told them (empty: unknown).
+    pub server: (String, String),
 }
 
 const READ_CHUNK: usize = 64 * 1024;
@@ -77,7 +79,7 @@ impl<S: Read + Write> Wire<S> {
     /// A wire whose read buffer starts at `len` bytes (at least 1; it grows as
     /// replies need): the tests and fuzz targets start it small.
     pub fn with_buffer(stream: S, len: usize) -> Self {
-        Wire { stream, buf: vec![0; len.max(1)], start: 0, end: 0, out: vec![] }
+        Wire { stream, buf: vec![0; len.max(1)], start: 0, end: 0, out: vec![], server: (String::new(), String::new()) }
     }
 
     pub fn stream(&self) -> &S {
@@ -100,8 +102,10 @@ impl<S: Read + Write> Wire<S> {
         }
         let checked = cmds.len();
         // A server that wants credentials answers `NOAUTH`: the connection is
-        // refused now, not on its first call. (A user denied `PING` is fine.)
-        cmds.push(Cmd::new("PING"));
+        // refused now, not on its first call. `HELLO 2` (RESP2, as before) also
+        // names the server and its version, and no ACL denies it (a server older
+        // than 6.0 does not know it: the server is then unknown).
+        cmds.push(Cmd::new("HELLO").arg("2"));
         cmds.push(Cmd::new("CLIENT").arg("SETINFO").arg("LIB-NAME").arg("emq"));
         cmds.push(Cmd::new("CLIENT").arg("SETINFO").arg("LIB-VER").arg(env!("CARGO_PKG_VERSION")));
         let replies = self.pipeline(&cmds)?;
@@ -114,6 +118,13 @@ impl<S: Read + Write> Wire<S> {
         }
         match &replies[checked] {
             Reply::Error { code, .. } if code == "NOAUTH" => Err(refused(&replies[checked]).expect("an error")),
+            Reply::Array(hello) => {
+                let field =
+                    |name: &str| hello.chunks_exact(2).find(|kv| kv[0].as_bytes() == Some(name.as_bytes())).and_then(|kv| kv[1].as_bytes());
+                let text = |v: Option<&[u8]>| v.map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+                self.server = (text(field("server")), text(field("version")));
+                Ok(())
+            }
             _ => Ok(()),
         }
     }

@@ -3,23 +3,41 @@
 //!
 //! 1. select: `TIME` and the first `batch` members of the zset, pipelined. The
 //!    clock is read before the selection; members with a score above it are cut.
-//! 2. rows: `WATCH` every selected row (sent ahead, `Step::Watch`: the reads are
-//!    built while the server works on it), then read the head of the zset again (the
-//!    selection was read before the watch: a selected member gone or scored anew is
-//!    a conflict), each row's `lane` (and `stalls`), an `EXISTS` per
-//!    group of rows (`rows::GROUP`), and the types of the queue's lists.
+//! 2. rows: `WATCH` (a promote: `P promotions`, which every promote bumps, as
+//!    `crate::guard` says; a stalled check: the rows of its first group), sent
+//!    ahead (`Step::Watch`: the reads are built while the server works on it);
+//!    then the head of the zset again (a member of the first group gone or scored
+//!    anew is a conflict), every selected row's `lane` (and `stalls`), an `EXISTS`
+//!    per group of rows (`rows::GROUP`), and the types of the queue's lists: every
+//!    input check of the call is made here, before anything is written.
 //! 3. (only when a group's count cannot tell its ghosts from its rows with no
 //!    `lane`) `TYPE` of each of those.
-//! 4. (only when lane rows were selected) `WATCH` each lane's control hash, read
-//!    it and the lane's length; (only when a stalled check leaves a lane out of the
-//!    ring because its list is empty) `WATCH` that list and read its length again.
+//! 4. (only when lane rows were selected) `WATCH` the control hash of each lane
+//!    of the first group, read every lane's control and length; (only when a
+//!    stalled check leaves a lane out of the ring because its list is empty)
+//!    `WATCH` that list and read its length again.
 //! 5. (only when a stalled check makes jobs dead) `WATCH P dead`, read the
 //!    retention and the head of `dead`, for the trim (`retention`).
 //! 6. `MULTI`, the write plan, `EXEC`.
 //!
+//! **Groups** (SPEC §9). A call may apply its selection as consecutive
+//! transactions of at most `group` rows, so that a server whose `WATCH` cost
+//! grows with the keys watched (Redis 7, Valkey 8) stays linear in the rows.
+//! Steps 2 to 5 read the whole selection, so every check is made before the
+//! first `EXEC`; the first group is planned from them. Each later group's
+//! transaction goes out with the next group's guarded reads behind it
+//! (`Step::Group`): `WATCH` its rows (or `P promotions`) and the control of its
+//! lanes, `ZMSCORE` of its members (one taken meanwhile, or scored anew, is no
+//! longer there to take: it is left out), its rows and its lanes again. A
+//! group's plan is the plan of a call taking just that group, under the call's
+//! one clock reading; an aborted group is read and planned again; the reply
+//! covers every group.
+//!
 //! Nothing watches `schedule`, `active`, `pending` or the ring, and a lane list
 //! only in step 4's case, so producers, claims of other ids and ring rotation
 //! never abort a sweep (`crate::guard` says why that is enough, SPEC §9).
+
+use std::ops::Range;
 
 use crate::clock::parse_time;
 use crate::cmd::Cmd;
@@ -35,15 +53,24 @@ use crate::rows;
 use crate::sweep::types::{Kind, Lane, Outcome, Plan, Read, Row, Step, Types};
 use crate::sweep::{promote, stalled};
 
+/// How many times one group of a call is read and planned again after the guard
+/// aborted it before the call ends with the groups it has applied.
+pub const GROUP_ATTEMPTS: u32 = 32;
+
 enum Stage {
     Select,
-    /// The rows are watched; their reads are next.
+    /// The first group's rows are watched; their reads are next.
     Watched,
     Rows,
     Types {
         unsure: Vec<usize>,
     },
     Lanes,
+    /// A later group's guarded reads.
+    Group,
+    GroupTypes {
+        unsure: Vec<usize>,
+    },
     /// The lane lists whose emptiness the plan relies on, watched and read again.
     Confirm(Vec<Vec<u8>>),
     /// The plan makes jobs dead: `dead` watched, the retention and the head of
@@ -52,22 +79,63 @@ enum Stage {
     Exec,
 }
 
+/// The group being applied: its members that are still there to take, their
+/// rows and lanes as read under its watch.
+#[derive(Default)]
+struct Part {
+    ids: Vec<Vec<u8>>,
+    rows: Vec<Row>,
+    lanes: Vec<Lane>,
+}
+
 pub struct Sweep {
     kind: Kind,
     keys: Keys,
     batch: u64,
+    /// Most rows a transaction applies.
+    group: usize,
     stage: Stage,
+    /// The whole selection, its rows, every lane and the lists' types, as first read.
     read: Read,
     scores: Vec<f64>,
-    /// The planned reply, once the plan is built.
+    groups: Vec<Range<usize>>,
+    /// The group being applied.
+    current: usize,
+    part: Part,
+    /// What the committed groups took.
+    done: Option<Outcome>,
+    /// The current group's planned reply, once its plan is built.
     outcome: Option<Outcome>,
     /// The plan for the likely read (`speculate`), and the rows it assumed.
     guess: Option<(Vec<Row>, Plan)>,
+    /// Times the current group was aborted and taken up again.
+    retries: u32,
 }
 
 impl Sweep {
+    /// A sweep applied in one transaction.
     pub fn new(kind: Kind, keys: Keys, batch: u64) -> Self {
-        Sweep { kind, keys, batch, stage: Stage::Select, read: Read::default(), scores: vec![], outcome: None, guess: None }
+        Self::grouped(kind, keys, batch, usize::MAX)
+    }
+
+    /// A sweep applied in transactions of at most `group` rows (at least 1).
+    pub fn grouped(kind: Kind, keys: Keys, batch: u64, group: usize) -> Self {
+        Sweep {
+            kind,
+            keys,
+            batch,
+            group: group.max(1),
+            stage: Stage::Select,
+            read: Read::default(),
+            scores: vec![],
+            groups: vec![],
+            current: 0,
+            part: Part::default(),
+            done: None,
+            outcome: None,
+            guess: None,
+            retries: 0,
+        }
     }
 
     /// The clock reading and what came next in the zset (see `Read::next`).
@@ -107,6 +175,19 @@ impl Sweep {
         }
     }
 
+    fn empty(&self) -> Outcome {
+        match self.kind {
+            Kind::Promote => Outcome::Promoted(0),
+            Kind::Stalled { .. } => Outcome::Stalled { recovered: vec![], dead: vec![] },
+        }
+    }
+
+    fn grouped_call(&self) -> bool {
+        self.groups.len() > 1
+    }
+
+    // -- 1. the selection --------------------------------------------------------
+
     fn selected(&mut self, replies: &[Reply]) -> Result<Step> {
         let [time, members] = replies else { return Err(self.host_error("select: two replies expected")) };
         self.check(members, &self.zset())?;
@@ -124,27 +205,30 @@ impl Sweep {
             self.read.ids.push(id.to_vec());
             self.scores.push(score);
         }
-        if self.read.next.is_none() && items.len() / 2 >= self.batch as usize {
+        if self.read.next.is_none() && items.len() / 2 >= usize::try_from(self.batch).unwrap_or(usize::MAX) {
             self.read.next = Some(self.read.now as f64);
         }
-        Ok(self.rows_step())
-    }
-
-    /// Step 2: the watch on the selected rows, sent ahead of the reads under it.
-    fn rows_step(&mut self) -> Step {
         if self.read.ids.is_empty() {
-            return Step::Done(self.empty());
+            return Ok(Step::Done(self.empty()));
         }
+        let n = self.read.ids.len();
+        self.groups = (0..n).step_by(self.group).map(|a| a..(a + self.group).min(n)).collect();
+        // Step 2: the watch (a promote's on `P promotions`, a stalled check's on
+        // its first group's rows), sent ahead of the reads under it.
         self.stage = Stage::Watched;
-        Step::Watch(self.read.ids.iter().map(|id| self.keys.job(id)).collect())
+        Ok(Step::Watch(match self.kind {
+            Kind::Promote => vec![self.keys.promotions()],
+            Kind::Stalled { .. } => self.read.ids[self.groups[0].clone()].iter().map(|id| self.keys.job(id)).collect(),
+        }))
     }
 
-    /// The reads under the rows' watch.
+    // -- 2 to 4. every row and lane, the first group under its watch ---------------
+
+    /// The reads of every selected row (under the first group's watch).
     fn rows_reads(&mut self) -> Step {
-        // The selection again: the head of the zset, as far as the members selected
-        // and `RE_READ_SLACK` more (a range costs the server less than `ZMSCORE` of each
-        // member).
-        let last = (self.read.ids.len() - 1 + RE_READ_SLACK).to_string();
+        // The first group again: the head of the zset, as far as its members and
+        // `RE_READ_SLACK` more (a range costs the server less than `ZMSCORE`).
+        let last = (self.groups[0].len() - 1 + RE_READ_SLACK).to_string();
         let mut cmds = vec![Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(last).arg("WITHSCORES")];
         cmds.extend(rows::reads(&self.keys, &self.read.ids, self.fields()));
         cmds.push(Cmd::new("LLEN").arg(self.keys.pending()));
@@ -157,26 +241,22 @@ impl Sweep {
         Step::Read { watch: vec![], cmds }
     }
 
-    fn empty(&self) -> Outcome {
-        match self.kind {
-            Kind::Promote => Outcome::Promoted(0),
-            Kind::Stalled { .. } => Outcome::Stalled { recovered: vec![], dead: vec![] },
-        }
-    }
-
     fn rows_read(&mut self, replies: &[Reply]) -> Result<Step> {
         let n = self.read.ids.len();
-        let extra = 3 + usize::from(matches!(self.kind, Kind::Stalled { .. }));
+        let stalled = matches!(self.kind, Kind::Stalled { .. });
+        let (re_read, extra) = (1, 3 + usize::from(stalled));
         let reads = rows::reply_count(n);
-        if replies.len() != 1 + reads + extra {
+        if replies.len() != re_read + reads + extra {
             return Err(self.host_error("rows: wrong number of replies"));
         }
-        if !replies[0].as_array().is_some_and(|a| still_selected(a, &self.read.ids, &self.scores)) {
+        let first = self.groups[0].clone();
+        if !replies[0].as_array().is_some_and(|a| still_selected(a, &self.read.ids[first.clone()], &self.scores[first])) {
             return Err(Error::conflict(self.verb(), "the selection changed before the watch"));
         }
-        let (fields, unsure) = rows::parse(self.verb(), &self.keys, &self.read.ids, &replies[1..=reads], self.fields().len())?;
+        let (fields, unsure) =
+            rows::parse(self.verb(), &self.keys, &self.read.ids, &replies[re_read..re_read + reads], self.fields().len())?;
         self.read.rows = fields.into_iter().map(Self::row).collect();
-        let t = &replies[1 + reads..];
+        let t = &replies[re_read + reads..];
         self.read.types = Types {
             pending: !t[0].is_wrongtype(),
             ring: !t[1].is_wrongtype(),
@@ -202,37 +282,57 @@ impl Sweep {
         }
     }
 
-    fn types_read(&mut self, unsure: &[usize], replies: &[Reply]) -> Result<Step> {
-        let mut fields: Vec<Option<rows::Fields>> = self
-            .read
-            .rows
+    /// Settles the rows whose `EXISTS` count left them unsure, from their `TYPE`.
+    fn typed(&self, ids: &[Vec<u8>], rows: &mut [Row], unsure: &[usize], replies: &[Reply]) -> Result<()> {
+        let mut fields: Vec<Option<rows::Fields>> = rows
             .iter()
             .map(|r| match r {
                 Row::Ghost => None,
                 Row::Live { .. } => Some(vec![]),
             })
             .collect();
-        rows::resolve(self.verb(), &self.keys, &self.read.ids, &mut fields, unsure, replies)?;
-        for (row, f) in self.read.rows.iter_mut().zip(fields) {
+        rows::resolve(self.verb(), &self.keys, ids, &mut fields, unsure, replies)?;
+        for (row, f) in rows.iter_mut().zip(fields) {
             if f.is_none() {
                 *row = Row::Ghost;
             }
         }
+        Ok(())
+    }
+
+    fn types_read(&mut self, unsure: &[usize], replies: &[Reply]) -> Result<Step> {
+        let mut rows = std::mem::take(&mut self.read.rows);
+        let typed = self.typed(&self.read.ids, &mut rows, unsure, replies);
+        self.read.rows = rows;
+        typed?;
         self.lanes_step()
     }
 
-    fn lanes_step(&mut self) -> Result<Step> {
-        for row in &self.read.rows {
+    /// The lanes of `rows`, in the order of their first row.
+    fn lanes_of(rows: &[Row]) -> Vec<Vec<u8>> {
+        let mut names: Vec<Vec<u8>> = vec![];
+        for row in rows {
             if let Row::Live { lane: Some(l), .. } = row {
-                if !self.read.lanes.iter().any(|x| &x.name == l) {
-                    self.read.lanes.push(Lane { name: l.clone(), ..Default::default() });
+                if !names.contains(l) {
+                    names.push(l.clone());
                 }
             }
         }
-        if self.read.lanes.is_empty() {
-            return self.build();
+        names
+    }
+
+    /// Step 4: every lane's control and length (their types are checked here),
+    /// the first group's lanes under their watch.
+    fn lanes_step(&mut self) -> Result<Step> {
+        self.read.lanes = Self::lanes_of(&self.read.rows).into_iter().map(|name| Lane { name, ..Default::default() }).collect();
+        if self.grouped_call() {
+            self.check_lists()?;
         }
-        let watch = self.read.lanes.iter().map(|l| self.keys.lanectl(&l.name)).collect();
+        if self.read.lanes.is_empty() {
+            return self.first_part();
+        }
+        let first = Self::lanes_of(&self.read.rows[self.groups[0].clone()]);
+        let watch = first.iter().map(|l| self.keys.lanectl(l)).collect();
         let mut cmds = Vec::with_capacity(2 * self.read.lanes.len());
         for l in &self.read.lanes {
             cmds.push(Cmd::new("HMGET").arg(self.keys.lanectl(&l.name)).args(CTL_FIELDS));
@@ -242,33 +342,201 @@ impl Sweep {
         Ok(Step::Read { watch, cmds })
     }
 
-    fn lanes_read(&mut self, replies: &[Reply]) -> Result<Step> {
-        if replies.len() != 2 * self.read.lanes.len() {
+    /// The lane reads' replies (`HMGET` control, `LLEN`) into `lanes`, types checked.
+    fn lane_replies(&self, lanes: &mut [Lane], replies: &[Reply]) -> Result<()> {
+        if replies.len() != 2 * lanes.len() {
             return Err(self.host_error("lanes: wrong number of replies"));
         }
-        for (i, pair) in replies.chunks_exact(2).enumerate() {
-            let name = self.read.lanes[i].name.clone();
-            self.check(&pair[0], &self.keys.lanectl(&name))?;
-            self.check(&pair[1], &self.keys.lane(&name))?;
-            self.read.lanes[i].ctl = LaneCtl::from_reply(&pair[0]);
-            self.read.lanes[i].len = pair[1].as_int().unwrap_or(0);
+        for (lane, pair) in lanes.iter_mut().zip(replies.chunks_exact(2)) {
+            self.check(&pair[0], &self.keys.lanectl(&lane.name))?;
+            self.check(&pair[1], &self.keys.lane(&lane.name))?;
+            lane.ctl = LaneCtl::from_reply(&pair[0]);
+            lane.len = pair[1].as_int().unwrap_or(0);
         }
+        Ok(())
+    }
+
+    fn lanes_read(&mut self, replies: &[Reply]) -> Result<Step> {
+        let mut lanes = std::mem::take(&mut self.read.lanes);
+        let read = self.lane_replies(&mut lanes, replies);
+        self.read.lanes = lanes;
+        read?;
+        self.first_part()
+    }
+
+    /// A call of several groups writes every list some group may write: their
+    /// types are all checked before the first group's `EXEC` (SPEC §9).
+    fn check_lists(&self) -> Result<()> {
+        let t = self.read.types;
+        let dies = matches!(self.kind, Kind::Stalled { max_stalled: Some(_) });
+        if !t.pending || !t.ring || !t.wake || (dies && !t.dead) {
+            return Err(Error::layout(self.verb(), "pending, ring, wake or dead has the wrong type"));
+        }
+        Ok(())
+    }
+
+    /// The first group, from the reads of steps 2 to 4.
+    fn first_part(&mut self) -> Result<Step> {
+        let r = self.groups[0].clone();
+        let rows = self.read.rows[r.clone()].to_vec();
+        let names = Self::lanes_of(&rows);
+        let lanes = self.read.lanes.iter().filter(|l| names.contains(&l.name)).cloned().collect();
+        self.part = Part { ids: self.read.ids[r].to_vec(), rows, lanes };
+        self.plan_part()
+    }
+
+    // -- later groups ----------------------------------------------------------------
+
+    /// What a later group watches: its rows (a promote: `P promotions`) and the
+    /// control of its lanes; and what it reads under that watch.
+    fn group_reads(&self, k: usize) -> (Vec<Vec<u8>>, Vec<Cmd>) {
+        let r = self.groups[k].clone();
+        let ids = &self.read.ids[r.clone()];
+        let lanes = Self::lanes_of(&self.read.rows[r]);
+        let mut watch: Vec<Vec<u8>> = match self.kind {
+            Kind::Promote => vec![self.keys.promotions()],
+            Kind::Stalled { .. } => ids.iter().map(|id| self.keys.job(id)).collect(),
+        };
+        watch.extend(lanes.iter().map(|l| self.keys.lanectl(l)));
+        let mut cmds = vec![Cmd::new("ZMSCORE").arg(self.zset()).args(ids)];
+        cmds.extend(rows::reads(&self.keys, ids, self.fields()));
+        for l in &lanes {
+            cmds.push(Cmd::new("HMGET").arg(self.keys.lanectl(l)).args(CTL_FIELDS));
+            cmds.push(Cmd::new("LLEN").arg(self.keys.lane(l)));
+        }
+        (watch, cmds)
+    }
+
+    /// Reads group `k` again (after an abort, or when a row changed lane).
+    fn group_step(&mut self, k: usize) -> Step {
+        let (watch, cmds) = self.group_reads(k);
+        self.current = k;
+        self.stage = Stage::Group;
+        Step::Read { watch, cmds }
+    }
+
+    fn group_read(&mut self, replies: &[Reply]) -> Result<Step> {
+        let r = self.groups[self.current].clone();
+        let (ids, old_rows) = (self.read.ids[r.clone()].to_vec(), self.read.rows[r.clone()].to_vec());
+        let lane_names = Self::lanes_of(&old_rows);
+        let reads = rows::reply_count(ids.len());
+        if replies.len() != 1 + reads + 2 * lane_names.len() {
+            return Err(self.host_error("group: wrong number of replies"));
+        }
+        self.check(&replies[0], &self.zset())?;
+        let scores = replies[0].as_array().ok_or_else(|| self.host_error("ZMSCORE gave no array"))?;
+        let (fields, unsure) = rows::parse(self.verb(), &self.keys, &ids, &replies[1..=reads], self.fields().len())?;
+        let mut rows: Vec<Row> = fields.into_iter().map(Self::row).collect();
+        let mut lanes: Vec<Lane> = lane_names.into_iter().map(|name| Lane { name, ..Default::default() }).collect();
+        self.lane_replies(&mut lanes, &replies[1 + reads..])?;
+        // Members another call took, or scored anew, since the selection are left.
+        let kept: Vec<bool> = ids
+            .iter()
+            .zip(&self.scores[r])
+            .enumerate()
+            .map(|(i, (_, s))| scores.get(i).and_then(|x| std::str::from_utf8(x.as_bytes()?).ok()?.parse::<f64>().ok()) == Some(*s))
+            .collect();
+        if !unsure.is_empty() {
+            self.part = Part { ids, rows, lanes };
+            self.part_keep(&kept);
+            let unsure_kept: Vec<usize> = unsure.iter().copied().filter(|&i| kept[i]).collect();
+            if !unsure_kept.is_empty() {
+                // Indexes of the kept members among those still in the part.
+                let map: Vec<usize> = unsure_kept.iter().map(|&i| kept[..i].iter().filter(|k| **k).count()).collect();
+                let cmds = rows::type_reads(&self.keys, &self.part.ids, &map);
+                self.stage = Stage::GroupTypes { unsure: map };
+                return Ok(Step::Read { watch: vec![], cmds });
+            }
+            return self.part_read();
+        }
+        self.part = Part { ids, rows: std::mem::take(&mut rows), lanes };
+        self.part_keep(&kept);
+        self.part_read()
+    }
+
+    /// Keeps the members of the part that `kept` says are still there.
+    fn part_keep(&mut self, kept: &[bool]) {
+        let mut i = 0;
+        self.part.ids.retain(|_| (kept[i], i += 1).0);
+        let mut j = 0;
+        self.part.rows.retain(|_| (kept[j], j += 1).0);
+    }
+
+    fn group_types_read(&mut self, unsure: &[usize], replies: &[Reply]) -> Result<Step> {
+        let mut rows = std::mem::take(&mut self.part.rows);
+        let typed = self.typed(&self.part.ids, &mut rows, unsure, replies);
+        self.part.rows = rows;
+        typed?;
+        self.part_read()
+    }
+
+    /// A later group, read under its watch: planned, unless a row has moved to a
+    /// lane whose control it did not read (then it is read again).
+    fn part_read(&mut self) -> Result<Step> {
+        if Self::lanes_of(&self.part.rows).iter().any(|l| !self.part.lanes.iter().any(|x| &x.name == l)) {
+            return self.retry_group();
+        }
+        let names = Self::lanes_of(&self.part.rows);
+        self.part.lanes.retain(|l| names.contains(&l.name));
+        if self.part.ids.is_empty() {
+            // Nothing of this group is left to take.
+            return Ok(self.next_group());
+        }
+        self.plan_part()
+    }
+
+    /// The step after the current group, when it applied nothing.
+    fn next_group(&mut self) -> Step {
+        if self.current + 1 < self.groups.len() {
+            self.group_step(self.current + 1)
+        } else {
+            Step::Done(self.done.take().unwrap_or_else(|| self.empty()))
+        }
+    }
+
+    /// Takes the current group up again, or ends the call with the groups applied.
+    fn retry_group(&mut self) -> Result<Step> {
+        self.retries += 1;
+        if self.retries > GROUP_ATTEMPTS {
+            return match self.done.take() {
+                Some(done) => Ok(Step::Done(done)),
+                None => Err(Error::conflict(self.verb(), "a group kept changing under its watch")),
+            };
+        }
+        Ok(self.group_step(self.current))
+    }
+
+    // -- 5, 6. the plan of the current group -------------------------------------------
+
+    fn part_as_read(&self) -> Read {
+        Read {
+            now: self.read.now,
+            ids: self.part.ids.clone(),
+            rows: self.part.rows.clone(),
+            lanes: self.part.lanes.clone(),
+            types: self.read.types,
+            next: self.read.next,
+        }
+    }
+
+    fn plan_part(&mut self) -> Result<Step> {
+        let read = self.part_as_read();
         let relied = match self.kind {
             Kind::Promote => vec![], // every lane it touches gets rows
-            Kind::Stalled { max_stalled } => stalled::empty_lanes_relied_on(&self.read, max_stalled),
+            Kind::Stalled { max_stalled } => stalled::empty_lanes_relied_on(&read, max_stalled),
         };
         if relied.is_empty() {
-            return self.build();
+            return self.build(&read);
         }
         let step = confirm_empty(&self.keys, &relied);
         self.stage = Stage::Confirm(relied);
         Ok(step)
     }
 
-    fn build(&mut self) -> Result<Step> {
+    fn build(&mut self, read: &Read) -> Result<Step> {
         let plan = match self.guess.take() {
-            Some((rows, plan)) if rows == self.read.rows && self.read.lanes.is_empty() && self.read.types == Types::ALL => plan,
-            _ => self.plan(&self.read)?,
+            Some((rows, plan)) if rows == read.rows && read.lanes.is_empty() && read.types == Types::ALL => plan,
+            _ => self.plan(read)?,
         };
         if let Outcome::Stalled { dead, .. } = &plan.outcome {
             if !dead.is_empty() {
@@ -280,10 +548,17 @@ impl Sweep {
         Ok(self.exec(plan))
     }
 
+    /// The current group's transaction: the call's last, or with the next
+    /// group's guarded reads behind it.
     fn exec(&mut self, plan: Plan) -> Step {
         self.outcome = Some(plan.outcome);
         self.stage = Stage::Exec;
-        Step::Exec(plan.writes)
+        if self.current + 1 < self.groups.len() {
+            let (watch, cmds) = self.group_reads(self.current + 1);
+            Step::Group { writes: plan.writes, watch, cmds }
+        } else {
+            Step::Exec(plan.writes)
+        }
     }
 
     /// The plan with the trim of `dead` its deaths call for.
@@ -304,17 +579,49 @@ impl Sweep {
         }
     }
 
-    /// While the server runs the rows step: the plan for the likely read, every
-    /// row live and flat with no stalls yet, each list of its type. `build` takes
-    /// it only when the read turns out exactly so; as the plan is a function of
-    /// the read, it is then the plan `build` would make.
-    fn guess_plan(&mut self) {
-        let rows = vec![Row::Live { lane: None, stalls: 0 }; self.read.ids.len()];
-        let ids = std::mem::take(&mut self.read.ids);
-        let read = Read { now: self.read.now, ids, rows, lanes: vec![], types: Types::ALL, next: self.read.next };
-        let plan = self.plan(&read);
-        self.read.ids = read.ids;
-        self.guess = plan.ok().map(|p| (read.rows, p));
+    /// The current group's outcome as its `EXEC` replies count it.
+    fn applied(&mut self, exec: &[Reply]) -> Result<Outcome> {
+        let planned = self.outcome.take().ok_or_else(|| self.host_error("EXEC's replies were fed before a plan"))?;
+        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
+            return Err(Error::server(self.verb(), message));
+        }
+        Ok(match planned {
+            // ZREM comes first in the plan: its count is the reply.
+            Outcome::Promoted(_) => Outcome::Promoted(exec.first().and_then(Reply::as_int).unwrap_or(0)),
+            stalled @ Outcome::Stalled { .. } => stalled,
+        })
+    }
+
+    /// The committed groups' outcome with one more group's.
+    fn merged(&mut self, more: Outcome) -> Outcome {
+        match (self.done.take(), more) {
+            (None, more) => more,
+            (Some(Outcome::Promoted(a)), Outcome::Promoted(b)) => Outcome::Promoted(a + b),
+            (Some(Outcome::Stalled { mut recovered, mut dead }), Outcome::Stalled { recovered: r, dead: d }) => {
+                recovered.extend(r);
+                dead.extend(d);
+                Outcome::Stalled { recovered, dead }
+            }
+            (Some(a), _) => a,
+        }
+    }
+
+    /// While the server works: the plan for the likely read of the current
+    /// group. The first group's rows are not known yet (every row live and flat
+    /// with no stalls yet is likely); a later group's are, from step 2 (the same
+    /// rows, if none changed, and no lanes: a lane's control and length change
+    /// with the groups before). `build` takes the guess only when the read turns
+    /// out exactly so; as the plan is a function of the read, it is then the
+    /// plan `build` would make.
+    fn guess_plan(&mut self, first: bool) {
+        let r = self.groups[self.current].clone();
+        let rows = if first { vec![Row::Live { lane: None, stalls: 0 }; r.len()] } else { self.read.rows[r.clone()].to_vec() };
+        if !first && !Self::lanes_of(&rows).is_empty() {
+            return;
+        }
+        let read =
+            Read { now: self.read.now, ids: self.read.ids[r].to_vec(), rows, lanes: vec![], types: Types::ALL, next: self.read.next };
+        self.guess = self.plan(&read).ok().map(|p| (read.rows, p));
     }
 }
 
@@ -328,7 +635,7 @@ impl Conversation for Sweep {
     /// The first step: the clock and the selection.
     fn start(&mut self) -> Step {
         self.stage = Stage::Select;
-        let range = Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg((self.batch - 1).to_string()).arg("WITHSCORES");
+        let range = Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(self.batch.saturating_sub(1).to_string()).arg("WITHSCORES");
         Step::Read { watch: vec![], cmds: vec![Cmd::new("TIME"), range] }
     }
 
@@ -341,11 +648,17 @@ impl Conversation for Sweep {
             Stage::Rows => self.rows_read(replies),
             Stage::Types { unsure } => self.types_read(&unsure, replies),
             Stage::Lanes => self.lanes_read(replies),
+            Stage::Group => self.group_read(replies),
+            Stage::GroupTypes { unsure } => self.group_types_read(&unsure, replies),
             Stage::Confirm(lanes) => {
-                if !still_empty(replies, lanes.len()) {
-                    return Err(Error::conflict(self.verb(), "a lane it found empty got work before the watch"));
+                if still_empty(replies, lanes.len()) {
+                    let read = self.part_as_read();
+                    self.build(&read)
+                } else if self.done.is_some() || self.current > 0 {
+                    self.retry_group()
+                } else {
+                    Err(Error::conflict(self.verb(), "a lane it found empty got work before the watch"))
                 }
-                self.build()
             }
             Stage::Dead(plan) => self.dead_read(plan, replies),
             Stage::Exec => Err(self.host_error("a read was fed after the plan was built")),
@@ -353,21 +666,47 @@ impl Conversation for Sweep {
     }
 
     fn speculate(&mut self) {
-        if matches!(self.stage, Stage::Rows) && !self.read.ids.is_empty() {
-            self.guess_plan();
+        match self.stage {
+            Stage::Rows if !self.groups.is_empty() => self.guess_plan(true),
+            Stage::Exec if self.current + 1 < self.groups.len() && self.outcome.is_some() => {
+                // A group's EXEC and the next group's reads are on the wire.
+                self.current += 1;
+                self.guess_plan(false);
+                self.current -= 1;
+            }
+            _ => {}
         }
     }
 
-    /// Feeds `EXEC`'s replies; the outcome counts from them.
-    fn finish(&mut self, exec: &[Reply]) -> Result<Outcome> {
-        let planned = self.outcome.take().ok_or_else(|| self.host_error("EXEC's replies were fed before a plan"))?;
-        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
-            return Err(Error::server(self.verb(), message));
+    fn committed(&mut self, exec: Option<&[Reply]>) -> Result<()> {
+        match exec {
+            Some(exec) => {
+                let out = self.applied(exec)?;
+                let merged = self.merged(out);
+                self.done = Some(merged);
+                self.current += 1;
+                self.retries = 0;
+                self.stage = Stage::Group;
+            }
+            None => {
+                self.outcome = None;
+                self.guess = None;
+            }
         }
-        Ok(match planned {
-            // ZREM comes first in the plan: its count is the reply.
-            Outcome::Promoted(_) => Outcome::Promoted(exec.first().and_then(Reply::as_int).unwrap_or(0)),
-            stalled @ Outcome::Stalled { .. } => stalled,
-        })
+        Ok(())
+    }
+
+    fn aborted(&mut self) -> Option<Step> {
+        if self.done.is_none() && self.current == 0 {
+            return None; // nothing applied yet: the call starts again
+        }
+        self.guess = None;
+        self.retry_group().ok()
+    }
+
+    /// Feeds the last `EXEC`'s replies; the outcome covers every group.
+    fn finish(&mut self, exec: &[Reply]) -> Result<Outcome> {
+        let out = self.applied(exec)?;
+        Ok(self.merged(out))
     }
 }

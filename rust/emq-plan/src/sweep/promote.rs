@@ -7,7 +7,8 @@ use crate::offer::Offers;
 use crate::sweep::types::{Outcome, Plan, Read, Row, PROMOTE};
 
 /// Every due id leaves `schedule`; flat rows join `pending`, lane rows their lane,
-/// in due order; live rows become `pending`; then offers, the flat wake, the trim.
+/// in due order; live rows become `pending`; then offers, the flat wake, the trim,
+/// and `P promotions` counts the call.
 pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
     let mut flat: Vec<&[u8]> = vec![];
     let mut by_lane: Vec<(&[u8], Vec<&[u8]>)> = vec![];
@@ -28,7 +29,8 @@ pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
         offers.offer(name, lane.len.saturating_add(ids.len() as i64), &lane.ctl);
     }
     let t = read.types;
-    if (!flat.is_empty() && !t.pending) || (offers.offered_any() && !t.ring) || !t.wake {
+    // `pending` is typed on every call that selected members (SPEC §5 step 5).
+    if !t.pending || (offers.offered_any() && !t.ring) || !t.wake {
         return Err(Error::layout(PROMOTE, "pending, ring or wake has the wrong type"));
     }
 
@@ -46,5 +48,7 @@ pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
         }
     }
     offers.writes(keys, &mut w);
+    // Every promote that takes members bumps the key promoters watch (`crate::guard`).
+    w.push(Cmd::new("INCR").arg(keys.promotions()));
     Ok(Plan { writes: w, outcome: Outcome::Promoted(read.ids.len() as i64) })
 }

@@ -65,7 +65,9 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
         offers.offer(name, lane.len.saturating_add(ids.len() as i64), &ctl);
     }
     let t = read.types;
-    if (!flat.is_empty() && !t.pending) || (!dead.is_empty() && !t.dead) || (offers.offered_any() && !t.ring) || !t.wake {
+    // `pending` is typed on every call that selected members (SPEC §5 step 5), as
+    // the seed's module does, whatever the rows turn out to be.
+    if !t.pending || (!dead.is_empty() && !t.dead) || (offers.offered_any() && !t.ring) || !t.wake {
         return Err(Error::layout(STALLED, "pending, dead, ring or wake has the wrong type"));
     }
 
