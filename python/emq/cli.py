@@ -8,12 +8,7 @@ import importlib
 import logging
 import sys
 
-
-def _server_line(client) -> str:
-    info = client.info("server")
-    name = info.get("server_name") or "redis"
-    version = info.get("valkey_version") or info.get("redis_version", "?")
-    return f"{name} {version} at {client.address}, server clock {client.time_ms()} ms"
+from .errors import EmqError, MissingExtraError, check_extra
 
 
 def _queue(args):
@@ -69,8 +64,12 @@ def cmd_stalled(args) -> int:
 
 
 def cmd_stats(args) -> int:
-    from rich.console import Console
-    from rich.table import Table
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ModuleNotFoundError as e:
+        check_extra(e, "rich", "cli", "emq stats")
+        raise
 
     q = _queue(args)
     c = q.counts()
@@ -139,11 +138,12 @@ def main(argv: list[str] | None = None) -> None:
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from .errors import EmqError
-
     try:
         code = args.run(args)
     except EmqError as e:  # the class says what happened; the message never holds a password
         print(f"emq {args.verb}: {type(e).__name__}: {e}", file=sys.stderr)
+        code = 1
+    except MissingExtraError as e:  # an optional dependency: the message names the extra
+        print(f"emq {args.verb}: {e}", file=sys.stderr)
         code = 1
     sys.exit(code)

@@ -14,6 +14,9 @@ import sys
 import tempfile
 import time
 
+from ._describe import server_line
+from .errors import check_extra
+
 LANES = ["eu", "us", "ap", "bulk:low"]
 
 
@@ -54,12 +57,16 @@ def _pct(xs: list[float], p: float) -> float:
 
 
 def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int:
-    import emq
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Table
+    try:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.table import Table
+    except ModuleNotFoundError as e:
+        check_extra(e, "rich", "cli", "emq demo")
+        raise
 
-    from .cli import _server_line
+    import emq
+
     from .embedded import Server
 
     console = Console()
@@ -68,7 +75,7 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
         server = Server().start()
         url = server.url
     client = emq.connect(url)
-    console.print(f"[bold]emq demo[/] on {_server_line(client)}")
+    console.print(f"[bold]emq demo[/] on {server_line(client)}")
     name = f"demo-{int(time.time())}"
     q = emq.Queue(client, name)
     q.set_lane_limit("bulk:low", 2)
