@@ -205,12 +205,20 @@ class LuaQueue:
 
     def claim(self, n: int = 1, *, lease_ms: int = 30000) -> list[Job]:
         hexed = os.urandom(16 * n).hex()
-        tokens = [hexed[32 * i: 32 * i + 32] for i in range(n)]
+        tokens = [hexed[32 * i : 32 * i + 32] for i in range(n)]
         rows = self.client.command("EVALSHA", CLAIM_SHA, 4, *self._claim_keys, self.prefix, n, lease_ms, *tokens)
         return [
-            Job(id=i.decode(), data=d, lane=l.decode() if l is not None else None, attempts=a, max_attempts=m,
-                token=t.decode(), lease_deadline_ms=dl, state="active")
-            for (i, d, l, a, m, t, dl) in rows
+            Job(
+                id=i.decode(),
+                data=d,
+                lane=ln.decode() if ln is not None else None,
+                attempts=a,
+                max_attempts=m,
+                token=t.decode(),
+                lease_deadline_ms=dl,
+                state="active",
+            )
+            for (i, d, ln, a, m, t, dl) in rows
         ]
 
     def complete(self, job: Job) -> bool:

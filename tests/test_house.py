@@ -174,11 +174,7 @@ def raw_calls(source: str) -> list[tuple[int, str]]:
 
 
 def test_the_facade_sends_no_raw_command():
-    offenders = [
-        f"{p.relative_to(ROOT)}:{line}: .{attr}("
-        for p in sorted(PYTHON.rglob("*.py"))
-        for line, attr in raw_calls(p.read_text())
-    ]
+    offenders = [f"{p.relative_to(ROOT)}:{line}: .{attr}(" for p in sorted(PYTHON.rglob("*.py")) for line, attr in raw_calls(p.read_text())]
     assert not offenders, "raw commands from the facade (give the core an operation instead): " + ", ".join(offenders)
     # and the check sees one
     assert raw_calls("def f(c):\n    c.command('BLPOP', 'k', 1)\n    return c.pipeline([])\n") == [(2, "command"), (3, "pipeline")]

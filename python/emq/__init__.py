@@ -1,10 +1,10 @@
 """emq: the sweeps of a Redis/Valkey job queue, run in-process by a Rust core.
 
-    from emq import connect, promote, stalled_check
+from emq import connect, promote, stalled_check
 
-    client = connect()                    # EMQ_URL, else an embedded Valkey
-    promote(client, "orders")             # due jobs: schedule -> pending / lanes
-    stalled_check(client, "orders")       # expired leases: back to pending, or dead
+client = connect()                    # EMQ_URL, else an embedded Valkey
+promote(client, "orders")             # due jobs: schedule -> pending / lanes
+stalled_check(client, "orders")       # expired leases: back to pending, or dead
 """
 
 from __future__ import annotations

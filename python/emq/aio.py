@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
 
 from .errors import ArgumentError
 from .queue import Job, Queue

@@ -101,8 +101,12 @@ def main(argv: list[str] | None = None) -> None:
 
     def with_queue(p):
         p.add_argument("--queue", "-q", required=True)
-        p.add_argument("--url", default=None, help="redis://, rediss:// or unix:// URL (default: EMQ_URL, else an embedded Valkey); "
-                       "prefer EMQ_URL for a URL with a password, which a command line shows to every user of the machine")
+        p.add_argument(
+            "--url",
+            default=None,
+            help="redis://, rediss:// or unix:// URL (default: EMQ_URL, else an embedded Valkey); "
+            "prefer EMQ_URL for a URL with a password, which a command line shows to every user of the machine",
+        )
         return p
 
     w = with_queue(sub.add_parser("worker", help="run a worker: emq worker MODULE:FUNCTION --queue Q"))

@@ -84,7 +84,7 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
     now = client.time_ms()
     start_at = now + 1500
     specs = []
-    for i in range(jobs):
+    for _ in range(jobs):
         due = start_at + int(rnd.random() * seconds * 1000)
         d = {"due": due, "work_ms": rnd.choice([0, 1, 2, 5, 20])}
         if rnd.random() < 0.02:
@@ -95,14 +95,28 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
         specs.append({"data": json.dumps(d), "at_ms": due, "lane": lane, "max_attempts": 2})
     for i in range(0, len(specs), 500):
         q.add_many(specs[i : i + 500])
-    console.print(f"scheduled {jobs} jobs over {seconds:.0f} s ({sum(1 for s in specs if s['lane'])} in {len(LANES)} lanes, one limited to 2 at a time)")
+    in_lanes = sum(1 for s in specs if s["lane"])
+    console.print(f"scheduled {jobs} jobs over {seconds:.0f} s ({in_lanes} in {len(LANES)} lanes, one limited to 2 at a time)")
 
     # The URL (and its password, if any) goes to the workers in their environment,
     # never on a command line, which every user of the machine can read.
     starts_dir = tempfile.mkdtemp(prefix="emq-demo-")
     env = dict(os.environ, EMQ_URL=url, EMQ_DEMO_DIR=starts_dir)
-    cmd = [sys.executable, "-m", "emq", "worker", "emq.demo:handler", "--queue", name,
-           "--concurrency", "16", "--lease-ms", "1500", "--beat-ms", "1000"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "emq",
+        "worker",
+        "emq.demo:handler",
+        "--queue",
+        name,
+        "--concurrency",
+        "16",
+        "--lease-ms",
+        "1500",
+        "--beat-ms",
+        "1000",
+    ]
     procs = [subprocess.Popen(cmd, env=env) for _ in range(workers)]
     killed = False
     try:

@@ -40,7 +40,7 @@ def valkey_binary() -> str:
     return str(get_binary_path())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def built_malloc(binary: str) -> str:
     """The allocator a server binary was built with, from its `--version`
     (`malloc=libc`, `malloc=jemalloc-5.3.0`): `libc`, `jemalloc`, or `unknown`."""
@@ -50,14 +50,14 @@ def built_malloc(binary: str) -> str:
         return "unknown"
     for word in out.split():
         if word.startswith("malloc="):
-            return word[len("malloc="):].split("-")[0]
+            return word[len("malloc=") :].split("-")[0]
     return "unknown"
 
 
 _JEMALLOC_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def jemalloc_library() -> str | None:
     """The system's jemalloc shared library, or None (not Linux, or not installed)."""
     if not sys.platform.startswith("linux"):
@@ -85,8 +85,7 @@ class Server:
     `"build"` runs the binary as it was built.
     """
 
-    def __init__(self, binary: str | None = None, *, extra: list[str] | None = None, port: int | None = None,
-                 malloc: str | None = None):
+    def __init__(self, binary: str | None = None, *, extra: list[str] | None = None, port: int | None = None, malloc: str | None = None):
         self.binary = binary or valkey_binary()
         self.extra = list(extra or [])
         self.port = port
@@ -113,17 +112,34 @@ class Server:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 10.0) -> "Server":
+    def start(self, timeout: float = 10.0) -> Server:
         for _ in range(5):  # a port picked free can be taken before the server binds it
             self.port = self.port or free_port()
             args = [
-                self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
-                "--dir", str(self.dir), "--save", "", "--appendonly", "no",
-                "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
-                "--logfile", str(self.dir / "server.log"), *self.extra,
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.dir),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--protected-mode",
+                "yes",
+                "--loglevel",
+                "warning",
+                "--logfile",
+                str(self.dir / "server.log"),
+                *self.extra,
             ]
-            self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                         start_new_session=True, env=self._env())
+            self.proc = subprocess.Popen(
+                args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=self._env()
+            )
             if self._wait_ready(timeout):
                 atexit.register(self.stop)
                 return self
@@ -166,7 +182,7 @@ class Server:
             self.proc.wait(10)
         self.start()
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         return self.start() if self.proc is None else self
 
     def __exit__(self, *exc) -> None:

@@ -8,13 +8,12 @@ refuses.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Literal, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 from ._core import Client, Job, check_name, check_queue, check_text
 from .errors import ArgumentError
 from .sweeps import ClientLike, _client, promote, stalled_check
-
-
 
 U64 = 2**64 - 1  # milliseconds and counts the core takes
 I64 = 2**63 - 1  # times since the epoch

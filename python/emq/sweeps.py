@@ -3,12 +3,12 @@ WATCH guard) or the Lua backend (the reference scripts, by EVALSHA)."""
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Literal
 
 from ._core import Client
 
 Backend = Literal["plan", "lua"]
-ClientLike = Union[Client, str]
+ClientLike = Client | str
 
 
 def _client(client: ClientLike) -> Client:
