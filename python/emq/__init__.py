@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from importlib import metadata as _metadata
 
-from ._core import Client
+from ._core import Client, Job
 from .client import connect
 from .errors import (
     ArgumentError,
@@ -32,7 +32,7 @@ from .errors import (
     TimeoutError,
     UnavailableError,
 )
-from .queue import Job, Queue
+from .queue import Queue
 from .sweeps import promote, stalled_check, wire
 from .worker import Stalled, Worker
 

@@ -7,28 +7,33 @@ import asyncio
 import importlib
 import logging
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .errors import EmqError, MissingExtraError, check_extra
 
+if TYPE_CHECKING:
+    from .queue import Queue
 
-def _queue(args):
+
+def _queue(args: argparse.Namespace) -> Queue:
     import emq
 
     return emq.Queue(emq.connect(args.url), args.queue)
 
 
-def load_handler(spec: str):
+def load_handler(spec: str) -> Callable[..., object]:
     """`package.module:function` -> the function."""
     module, _, name = spec.partition(":")
     if not module or not name:
         raise SystemExit(f"emq worker: handler must be MODULE:FUNCTION, not {spec!r}")
-    fn = getattr(importlib.import_module(module), name, None)
+    fn: object = getattr(importlib.import_module(module), name, None)
     if not callable(fn):
         raise SystemExit(f"emq worker: {spec} is not a function")
     return fn
 
 
-def cmd_worker(args) -> int:
+def cmd_worker(args: argparse.Namespace) -> int:
     import emq
     import emq.aio
 
@@ -52,18 +57,18 @@ def cmd_worker(args) -> int:
     return 0
 
 
-def cmd_promote(args) -> int:
+def cmd_promote(args: argparse.Namespace) -> int:
     print(_queue(args).promote(batch=args.batch))
     return 0
 
 
-def cmd_stalled(args) -> int:
+def cmd_stalled(args: argparse.Namespace) -> int:
     recovered, dead = _queue(args).stalled_check(max_stalled=args.max_stalled, batch=args.batch)
     print(f"recovered {len(recovered)}, dead {len(dead)}")
     return 0
 
 
-def cmd_stats(args) -> int:
+def cmd_stats(args: argparse.Namespace) -> int:
     try:
         from rich.console import Console
         from rich.table import Table
@@ -85,7 +90,7 @@ def cmd_stats(args) -> int:
     return 0
 
 
-def cmd_demo(args) -> int:
+def cmd_demo(args: argparse.Namespace) -> int:
     import os
 
     from .demo import run_demo
@@ -99,7 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO")
     sub = parser.add_subparsers(dest="verb", required=True)
 
-    def with_queue(p):
+    def with_queue(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         p.add_argument("--queue", "-q", required=True)
         p.add_argument(
             "--url",

@@ -13,14 +13,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
+from ._core import Job
 from ._describe import server_line
 from .errors import check_extra
 
 LANES = ["eu", "us", "ap", "bulk:low"]
 
 
-def handler(job) -> None:
+def handler(job: Job) -> None:
     """The demo's handler: record when it started, work a little, sometimes fail."""
     d = json.loads(job.data)
     started = time.time() * 1000
@@ -32,7 +34,7 @@ def handler(job) -> None:
         raise ValueError("poison")
 
 
-def _record(row: list) -> None:
+def _record(row: list[Any]) -> None:
     """Appends a start to this worker process's file in the demo's directory
     (one write of one line: the lines of concurrent handlers never mix)."""
     path = os.path.join(os.environ["EMQ_DEMO_DIR"], f"starts-{os.getpid()}.jsonl")
@@ -43,8 +45,8 @@ def _record(row: list) -> None:
         os.close(fd)
 
 
-def _starts(directory: str) -> list[list]:
-    rows = []
+def _starts(directory: str) -> list[list[Any]]:
+    rows: list[list[Any]] = []
     for name in sorted(os.listdir(directory)):
         with open(os.path.join(directory, name)) as f:
             rows.extend(json.loads(line) for line in f if line.strip())

@@ -72,7 +72,8 @@ def jemalloc_library() -> str | None:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 class Server:
@@ -94,7 +95,7 @@ class Server:
             raise ValueError(f"emq: Server: malloc (or EMQ_SERVER_MALLOC) must be 'jemalloc' or 'build', not {malloc!r}")
         self.preload = jemalloc_library() if malloc == "jemalloc" and built_malloc(self.binary) == "libc" else None
         self.dir = Path(tempfile.mkdtemp(prefix="emq-server-"))
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def allocator(self) -> str:
@@ -137,24 +138,24 @@ class Server:
                 str(self.dir / "server.log"),
                 *self.extra,
             ]
-            self.proc = subprocess.Popen(
+            self.proc = proc = subprocess.Popen(
                 args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=self._env()
             )
-            if self._wait_ready(timeout):
+            if self._wait_ready(proc, self.port, timeout):
                 atexit.register(self.stop)
                 return self
-            self.proc.kill()
-            self.proc.wait()
+            proc.kill()
+            proc.wait()
             self.port = None
         raise RuntimeError(f"emq: could not start {self.binary}: see {self.dir / 'server.log'}")
 
-    def _wait_ready(self, timeout: float) -> bool:
+    def _wait_ready(self, proc: subprocess.Popen[bytes], port: int, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
+            if proc.poll() is not None:
                 return False
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
                     s.sendall(b"*1\r\n$4\r\nPING\r\n")
                     # A server with `requirepass` (or its default user off) answers
                     # -NOAUTH: it is up, and refuses us as it should.
@@ -185,7 +186,7 @@ class Server:
     def __enter__(self) -> Server:
         return self.start() if self.proc is None else self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

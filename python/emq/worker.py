@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ._core import Job
 from .errors import (
     ArgumentError,
     AuthenticationError,
@@ -34,7 +35,7 @@ from .errors import (
     PermissionError,
     ScriptingError,
 )
-from .queue import U32, U64, Job, Queue
+from .queue import U32, U64, Queue
 
 log = logging.getLogger("emq.worker")
 
@@ -92,7 +93,7 @@ def _seconds(name: str, value: object, *, none_ok: bool) -> None:
 
 def degraded_sleep(streak: int, *, base_ms: int = 50, cap_ms: int = 5000) -> float:
     """Seconds to back off after `streak` failed beats: growing, capped, jittered."""
-    full = min(cap_ms, base_ms * 2 ** min(streak, 16))
+    full: int = min(cap_ms, base_ms * 2 ** min(streak, 16))
     return (full / 2 + random.random() * full / 2) / 1000
 
 
@@ -152,7 +153,7 @@ class Worker:
         self._halt = threading.Event()  # stop extending leases: run() is over
         self._jobs: _queue.SimpleQueue[Job | None] = _queue.SimpleQueue()
         # Running jobs by token: a job claimed again after its lease was lost is another run.
-        self._running: dict[str, Job] = {}
+        self._running: dict[str | None, Job] = {}
         self._running_lock = threading.Lock()
         self._freed = threading.Event()
         self._streak = 0
