@@ -286,6 +286,31 @@ def test_a_dependency_broken_inside_is_not_a_missing_extra():
             check_extra(ModuleNotFoundError(name=name), top, "x", "y")
 
 
+# -- the documents ---------------------------------------------------------------------
+
+
+def links(markdown: str) -> list[str]:
+    return re.findall(r"\]\(([^)\s]+)\)", markdown)
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/SPEC.md", "benches/README.md"])
+def test_documents_link_only_inside_the_repository(doc):
+    path = ROOT / doc
+    for target in links(path.read_text()):
+        if re.match(r"[a-z]+://", target):
+            continue  # a web address is not a file of ours (the README has none)
+        file = (path.parent / target.partition("#")[0]).resolve()
+        assert file.is_relative_to(ROOT), f"{doc} links outside the repository: {target}"
+        assert file.exists(), f"{doc} links to a file that is not there: {target}"
+
+
+def test_the_readme_has_no_web_links_and_opens_with_the_two_commands():
+    readme = (ROOT / "README.md").read_text()
+    assert not [t for t in links(readme) if "://" in t or t.startswith("..")]
+    first_screen = "\n".join(readme.splitlines()[:30])
+    assert "./dev demo" in first_screen and "./dev test" in first_screen
+
+
 # -- the version ------------------------------------------------------------------------
 
 
