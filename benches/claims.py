@@ -93,8 +93,7 @@ def claimer(url: str, impl: str, queue: str, batch: int, lease_ms: int, wait) ->
     empty. Returns its counts and the monotonic time it finished."""
     client = emq.connect(url)
     q = make_queue(impl, client, queue)
-    out = {"claims": 0, "empty_claims": 0, "completes": 0, "refused": 0,
-           "claim_contention": 0, "complete_contention": 0}
+    out = {"claims": 0, "empty_claims": 0, "completes": 0, "refused": 0, "claim_contention": 0, "complete_contention": 0}
     wait()
     while True:
         try:
@@ -210,7 +209,7 @@ def fill(client, queue: str, shape: str, jobs: int) -> list[str]:
             items.append(DATA)
     ids = []
     for k in range(0, jobs, CHUNK):
-        ids += q.add_many(items[k:k + CHUNK])
+        ids += q.add_many(items[k : k + CHUNK])
     return ids
 
 
@@ -219,7 +218,7 @@ def parse_commandstats(info: dict) -> dict:
     for k, v in info.items():
         if k.startswith("cmdstat_"):
             f = dict(x.split("=", 1) for x in v.split(","))
-            out[k[len("cmdstat_"):]] = {"calls": int(f["calls"]), "usec": int(f["usec"])}
+            out[k[len("cmdstat_") :]] = {"calls": int(f["calls"]), "usec": int(f["usec"])}
     return out
 
 
@@ -232,18 +231,20 @@ def check_drained(c, queue: str, ids: list[str]) -> list[str]:
     """What is wrong with the queue after a run (empty: nothing)."""
     p = "emq:{" + queue + "}:"
     problems = []
-    lens = c.pipeline([["LLEN", p + "pending"], ["LLEN", p + "ring"], ["ZCARD", p + "active"]]
-                      + [["LLEN", p + f"lane:l{i}"] for i in range(LANES)]
-                      + [["HMGET", p + f"lanectl:l{i}", "active", "ring"] for i in range(LANES)])
-    for name, v in zip(["pending", "ring", "active"] + [f"lane:l{i}" for i in range(LANES)], lens[:3 + LANES]):
+    lens = c.pipeline(
+        [["LLEN", p + "pending"], ["LLEN", p + "ring"], ["ZCARD", p + "active"]]
+        + [["LLEN", p + f"lane:l{i}"] for i in range(LANES)]
+        + [["HMGET", p + f"lanectl:l{i}", "active", "ring"] for i in range(LANES)]
+    )
+    for name, v in zip(["pending", "ring", "active"] + [f"lane:l{i}" for i in range(LANES)], lens[: 3 + LANES]):
         if v:
             problems.append(f"{name} holds {v}")
-    for i, (active, ring) in enumerate(lens[3 + LANES:]):
+    for i, (active, ring) in enumerate(lens[3 + LANES :]):
         if active not in (None, b"0") or ring == b"1":
             problems.append(f"lanectl:l{i}: active={active!r} ring={ring!r}")
     bad = 0
     for k in range(0, len(ids), 5000):
-        rows = c.pipeline([["HMGET", p + "job:" + i, "state", "attempts"] for i in ids[k:k + 5000]])
+        rows = c.pipeline([["HMGET", p + "job:" + i, "state", "attempts"] for i in ids[k : k + 5000]])
         bad += sum(1 for st, at in rows if st != b"done" or at != b"1")
     if bad:
         problems.append(f"{bad} rows not done with attempts = 1")
@@ -277,7 +278,11 @@ def measure(ctl, url: str, impl: str, shape: str, mode: str, n: int, args, pools
     wall = t1 - t0
     calls = lambda name: stats.get(name, {}).get("calls", 0)  # noqa: E731
     out = {
-        "impl": impl, "shape": shape, "mode": mode, "claimers": n, "jobs": args.jobs,
+        "impl": impl,
+        "shape": shape,
+        "mode": mode,
+        "claimers": n,
+        "jobs": args.jobs,
         "loadavg_1m": load,
         "wall_s": wall,
         "jobs_per_s": tot["completes"] / wall,
@@ -333,12 +338,23 @@ def run_server(name: str, binary: str, args) -> dict:
         print(f"\n== {name}: {version} at {srv.url}", flush=True)
         started = time.monotonic()
         res = {
-            "server": name, "version": version,
+            "server": name,
+            "version": version,
             "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                        "python": platform.python_version(), "loadavg_start": os.getloadavg()},
-            "params": {"jobs": args.jobs, "batch": args.batch, "lease_ms": args.lease_ms, "repeats": args.repeats,
-                       "lanes": LANES, "claimers": list(args.claimers)},
+            "machine": {
+                "cpus": os.cpu_count(),
+                "platform": platform.platform(),
+                "python": platform.python_version(),
+                "loadavg_start": os.getloadavg(),
+            },
+            "params": {
+                "jobs": args.jobs,
+                "batch": args.batch,
+                "lease_ms": args.lease_ms,
+                "repeats": args.repeats,
+                "lanes": LANES,
+                "claimers": list(args.claimers),
+            },
             "runs": [],
         }
         for shape in args.shapes:
@@ -355,9 +371,12 @@ def run_server(name: str, binary: str, args) -> dict:
                                 extra = f"  aborts/op {r['abort_rate']:.3f}  restarts/op {r['restart_rate']:.3f}"
                                 if r["claim_contention"] or r["complete_contention"]:
                                     extra += f"  contention errors {r['claim_contention']}+{r['complete_contention']}"
-                            print(f"{shape:9} {mode:9} x{n:<2} {impl:3} #{rep}: {r['jobs_per_s']:8.0f} jobs/s"
-                                  f"  srv {r['server_cpu_us_per_job']:5.1f} us/job{extra}"
-                                  + (f"  PROBLEMS: {r['problems']}" if r["problems"] else ""), flush=True)
+                            print(
+                                f"{shape:9} {mode:9} x{n:<2} {impl:3} #{rep}: {r['jobs_per_s']:8.0f} jobs/s"
+                                f"  srv {r['server_cpu_us_per_job']:5.1f} us/job{extra}"
+                                + (f"  PROBLEMS: {r['problems']}" if r["problems"] else ""),
+                                flush=True,
+                            )
         res["elapsed_s"] = time.monotonic() - started
         res["machine"]["loadavg_end"] = os.getloadavg()
         res["summary"] = summarize(res["runs"])
@@ -381,7 +400,7 @@ def summarize(runs: list[dict]) -> list[dict]:
             rs = [r for r in runs if (r["shape"], r["mode"], r["claimers"], r["impl"]) == (shape, mode, n, impl)]
             if not rs:
                 continue
-            med = lambda f: statistics.median(r[f] for r in rs)  # noqa: E731
+            med = lambda f, rs=rs: statistics.median(r[f] for r in rs)  # noqa: E731
             row[f"{impl}_jobs_per_s"] = med("jobs_per_s")
             row[f"{impl}_server_cpu_us_per_job"] = med("server_cpu_us_per_job")
             row[f"{impl}_problems"] = sum(len(r["problems"]) for r in rs)
@@ -392,9 +411,13 @@ def summarize(runs: list[dict]) -> list[dict]:
                 row["emq_contention_calls"] = sum(r["claims"] + r["completes"] for r in rs)
         if "emq_jobs_per_s" in row and "lua_jobs_per_s" in row:
             # emq / Lua within each repeat (the two ran back to back), then the median.
-            pairs = [(r["jobs_per_s"], o["jobs_per_s"]) for r in runs for o in runs
-                     if (r["shape"], r["mode"], r["claimers"], r["impl"]) == (shape, mode, n, "emq")
-                     and (o["shape"], o["mode"], o["claimers"], o["impl"], o["repeat"]) == (shape, mode, n, "lua", r["repeat"])]
+            pairs = [
+                (r["jobs_per_s"], o["jobs_per_s"])
+                for r in runs
+                for o in runs
+                if (r["shape"], r["mode"], r["claimers"], r["impl"]) == (shape, mode, n, "emq")
+                and (o["shape"], o["mode"], o["claimers"], o["impl"], o["repeat"]) == (shape, mode, n, "lua", r["repeat"])
+            ]
             row["ratio"] = statistics.median(a / b for a, b in pairs)
             row["ratio_of_medians"] = row["emq_jobs_per_s"] / row["lua_jobs_per_s"]
         out.append(row)
@@ -408,23 +431,31 @@ def print_table(res: dict) -> None:
     print("| shape | mode | claimers | emq jobs/s | Lua jobs/s | emq / Lua | server µs/job emq | server µs/job Lua |")
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for row in res["summary"]:
-        print(f"| {row['shape']} | {row['mode']} | {row['claimers']} | {f(row, 'emq_jobs_per_s', ',.0f')} "
-              f"| {f(row, 'lua_jobs_per_s', ',.0f')} | {f(row, 'ratio', '.2f')} "
-              f"| {f(row, 'emq_server_cpu_us_per_job', '.0f')} | {f(row, 'lua_server_cpu_us_per_job', '.0f')} |")
+        print(
+            f"| {row['shape']} | {row['mode']} | {row['claimers']} | {f(row, 'emq_jobs_per_s', ',.0f')} "
+            f"| {f(row, 'lua_jobs_per_s', ',.0f')} | {f(row, 'ratio', '.2f')} "
+            f"| {f(row, 'emq_server_cpu_us_per_job', '.0f')} | {f(row, 'lua_server_cpu_us_per_job', '.0f')} |"
+        )
     if not any("emq_abort_rate" in row for row in res["summary"]):
         return
-    print("\n| shape | mode | claimers | aborted EXECs / op | restarts / op | claim restarts / claim "
-          "| complete aborts / complete | gave up (ContentionError) |")
+    print(
+        "\n| shape | mode | claimers | aborted EXECs / op | restarts / op | claim restarts / claim "
+        "| complete aborts / complete | gave up (ContentionError) |"
+    )
     print("|---|---|---:|---:|---:|---:|---:|---:|")
     for row in res["summary"]:
         if "emq_abort_rate" in row:
-            print(f"| {row['shape']} | {row['mode']} | {row['claimers']} | {row['emq_abort_rate']:.3f} "
-                  f"| {row['emq_restart_rate']:.3f} | {row['emq_claim_restart_rate']:.2f} "
-                  f"| {row['emq_complete_abort_rate']:.3f} | {row['emq_contention_errors']} |")
+            print(
+                f"| {row['shape']} | {row['mode']} | {row['claimers']} | {row['emq_abort_rate']:.3f} "
+                f"| {row['emq_restart_rate']:.3f} | {row['emq_claim_restart_rate']:.2f} "
+                f"| {row['emq_complete_abort_rate']:.3f} | {row['emq_contention_errors']} |"
+            )
     for r in res["summary"]:
         if r.get("emq_problems") or r.get("lua_problems"):
-            print(f"PROBLEMS {r['shape']} {r['mode']} x{r['claimers']}: emq {r.get('emq_problems')} lua {r.get('lua_problems')}"
-                  " (see the JSON)")
+            print(
+                f"PROBLEMS {r['shape']} {r['mode']} x{r['claimers']}: emq {r.get('emq_problems')} lua {r.get('lua_problems')}"
+                " (see the JSON)"
+            )
 
 
 # --- a differential check: emq and Lua leave the same state --------------------------
@@ -469,13 +500,17 @@ def check(binary: str) -> int:
                     state[k] = sorted(c.command("ZRANGE", k, 0, -1))  # scores are clocks
                 elif t == "hash":
                     h = c.command("HGETALL", k)
-                    state[k] = sorted((h[i], h[i + 1]) for i in range(0, len(h), 2)
-                                      if h[i] not in (b"token", b"lease", b"claimed", b"finished", b"created", b"due"))
+                    state[k] = sorted(
+                        (h[i], h[i + 1])
+                        for i in range(0, len(h), 2)
+                        if h[i] not in (b"token", b"lease", b"claimed", b"finished", b"created", b"due")
+                    )
             dumps[impl] = (log, state)
         same_log = dumps["emq"][0] == dumps["lua"][0]
         same_state = dumps["emq"][1] == dumps["lua"][1]
-        print(f"{server_version(c)}: claims/completes {'same' if same_log else 'DIFFER'}; "
-              f"final state {'same' if same_state else 'DIFFERS'}")
+        print(
+            f"{server_version(c)}: claims/completes {'same' if same_log else 'DIFFER'}; final state {'same' if same_state else 'DIFFERS'}"
+        )
         if not (same_log and same_state):
             for i, (a, b) in enumerate(zip(dumps["emq"][0], dumps["lua"][0])):
                 if a != b:
@@ -491,8 +526,11 @@ def check(binary: str) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="Results go to benches/results/claims-<server>.json.")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Results go to benches/results/claims-<server>.json.",
+    )
     csv = lambda s: tuple(x for x in s.split(",") if x)  # noqa: E731
     ap.add_argument("--servers", type=csv, default=("valkey", "redis"), help="valkey,redis (default both)")
     ap.add_argument("--impls", type=csv, default=IMPLS, help="emq,lua")
@@ -511,8 +549,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     args.jobs = args.jobs or (1000 if args.quick else 10000)
     args.repeats = args.repeats or (1 if args.quick else 3)
-    for name, vals, ok in (("impls", args.impls, IMPLS), ("shapes", args.shapes, SHAPES), ("modes", args.modes, MODES),
-                           ("servers", args.servers, ("valkey", "redis"))):
+    for name, vals, ok in (
+        ("impls", args.impls, IMPLS),
+        ("shapes", args.shapes, SHAPES),
+        ("modes", args.modes, MODES),
+        ("servers", args.servers, ("valkey", "redis")),
+    ):
         bad = [v for v in vals if v not in ok]
         if bad or not vals:
             ap.error(f"--{name}: {','.join(bad) or 'empty'}: choose from {','.join(ok)}")

@@ -129,12 +129,14 @@ def setup(names: list[str]) -> None:
 
 
 def versions_of(name: str) -> dict[str, str]:
-    code = ("import importlib.metadata as m, json\n"
-            "out = {}\n"
-            f"for d in ({peer_dist(name)!r}, 'redis', 'hiredis'):\n"
-            "    try: out[d] = m.version(d)\n"
-            "    except Exception: pass\n"
-            "print(json.dumps(out))")
+    code = (
+        "import importlib.metadata as m, json\n"
+        "out = {}\n"
+        f"for d in ({peer_dist(name)!r}, 'redis', 'hiredis'):\n"
+        "    try: out[d] = m.version(d)\n"
+        "    except Exception: pass\n"
+        "print(json.dumps(out))"
+    )
     r = subprocess.run([python_of(name), "-c", code], capture_output=True, text=True, timeout=60)
     return json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr.strip()[-300:]}
 
@@ -214,7 +216,7 @@ class Monitor:
         while not self._stop.is_set():
             try:
                 data = self.sock.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return
@@ -252,15 +254,18 @@ class Workers:
         self.records, self.logdir = records, logdir
         self.procs: list[subprocess.Popen] = []
 
-    def start(self) -> "Workers":
+    def start(self) -> Workers:
         peer = PEERS[self.name]
         argv = peer.worker_argv(python_of(self.name), self.url, QUEUE, self.concurrency)
         extra = getattr(peer, "worker_env", lambda *a: {})(self.url, QUEUE, self.concurrency)
         env = sub_env({"BENCH_RECORDS": str(self.records), **extra})
         for k in range(self.n):
             out = open(self.logdir / f"{self.name}-worker-{k}-{len(self.procs)}.log", "ab")
-            self.procs.append(subprocess.Popen(argv, cwd=BENCHES, env=env, stdout=out, stderr=subprocess.STDOUT,
-                                               stdin=subprocess.DEVNULL, start_new_session=True))
+            self.procs.append(
+                subprocess.Popen(
+                    argv, cwd=BENCHES, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+                )
+            )
         return self
 
     def check(self) -> None:
@@ -328,8 +333,16 @@ def produce(name: str, url: str, op: str, *, stdin: str | None = None, timeout: 
     argv = [python_of(name), "-m", f"peers.{name}", op, "--url", url, "--queue", QUEUE]
     for k, v in opts.items():
         argv += [f"--{k}", str(v)]
-    p = subprocess.Popen(argv, cwd=BENCHES, env=sub_env(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(
+        argv,
+        cwd=BENCHES,
+        env=sub_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     if stdin is not None:
         p.stdin.write(stdin)
     p.stdin.close()
@@ -345,7 +358,7 @@ def finish(p: subprocess.Popen, timeout: float) -> dict:
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
-        raise RuntimeError("producer timed out")
+        raise RuntimeError("producer timed out") from None
     if p.returncode != 0:
         raise RuntimeError(f"producer failed ({p.returncode}): {p.stderr.read()[-2000:]}")
     return json.loads(out.strip().splitlines()[-1])
@@ -387,8 +400,19 @@ def drain(h: Harness, name: str, rec: Records, timeout: float) -> bool:
     return False
 
 
-def measure_lateness(h: Harness, name: str, rec: Records, tag: str, *, jobs: int, window_s: float, lead_s: float,
-                     flood_rate: float, tail_s: float, rnd: random.Random) -> dict:
+def measure_lateness(
+    h: Harness,
+    name: str,
+    rec: Records,
+    tag: str,
+    *,
+    jobs: int,
+    window_s: float,
+    lead_s: float,
+    flood_rate: float,
+    tail_s: float,
+    rnd: random.Random,
+) -> dict:
     t0 = now_ms() + lead_s * 1000
     pairs = [[f"{tag}{k}", int(t0 + rnd.random() * window_s * 1000)] for k in range(jobs)]
     pairs.sort(key=lambda p: p[1])
@@ -398,8 +422,16 @@ def measure_lateness(h: Harness, name: str, rec: Records, tag: str, *, jobs: int
     if flood_rate > 0:
         # From now until a second past the last due time.
         seconds = (t0 + window_s * 1000 - now_ms()) / 1000 + 1
-        flood = produce(name, h.url, "flood", wait=False, rate=flood_rate, seconds=f"{seconds:.2f}",
-                        count=int(flood_rate * seconds) + 1, prefix=flood_tag)
+        flood = produce(
+            name,
+            h.url,
+            "flood",
+            wait=False,
+            rate=flood_rate,
+            seconds=f"{seconds:.2f}",
+            count=int(flood_rate * seconds) + 1,
+            prefix=flood_tag,
+        )
     deadline = time.monotonic() + (t0 + window_s * 1000 - now_ms()) / 1000 + tail_s
     while time.monotonic() < deadline:
         rec.poll()
@@ -422,8 +454,7 @@ def measure_lateness(h: Harness, name: str, rec: Records, tag: str, *, jobs: int
     }
     if flood_out:
         secs = (flood_out["last_add_ms"] - flood_out["first_add_ms"]) / 1000 if flood_out["first_add_ms"] else 0
-        out["flood"] = {"added": flood_out["n"], "rate_target": flood_rate,
-                        "rate_achieved": flood_out["n"] / secs if secs > 0 else None}
+        out["flood"] = {"added": flood_out["n"], "rate_target": flood_rate, "rate_achieved": flood_out["n"] / secs if secs > 0 else None}
     return out
 
 
@@ -461,9 +492,11 @@ def measure_throughput(h: Harness, name: str, rec: Records, tag: str, *, jobs: i
         "enqueue_per_s": prod["n"] / add_s if add_s > 0 else None,
         "calls_per_job": calls / max(1, done),
         "server_usec_per_job": usec / max(1, done),
-        "calls_per_job_by_command": {k: round((c - h.sent.get(k, 0)) / max(1, done), 3)
-                                     for k, (c, _) in sorted(stats.items(), key=lambda kv: -kv[1][0])
-                                     if k not in skip and c - h.sent.get(k, 0) > 0},
+        "calls_per_job_by_command": {
+            k: round((c - h.sent.get(k, 0)) / max(1, done), 3)
+            for k, (c, _) in sorted(stats.items(), key=lambda kv: -kv[1][0])
+            if k not in skip and c - h.sent.get(k, 0) > 0
+        },
     }
 
 
@@ -480,12 +513,23 @@ def run_system(name: str, srv: Server, h: Harness, cfg, run: int, logdir: Path) 
         out["idle"] = measure_idle(h, srv.port, cfg.idle_s)
         w.check()
         log(f"  {name}: lateness, light load ({cfg.sched_jobs} jobs over {cfg.window_s:.0f} s)")
-        out["light"] = measure_lateness(h, name, rec, "L", jobs=cfg.sched_jobs, window_s=cfg.window_s, lead_s=cfg.lead_s,
-                                        flood_rate=0, tail_s=cfg.tail_s, rnd=rnd)
+        out["light"] = measure_lateness(
+            h, name, rec, "L", jobs=cfg.sched_jobs, window_s=cfg.window_s, lead_s=cfg.lead_s, flood_rate=0, tail_s=cfg.tail_s, rnd=rnd
+        )
         drain(h, name, rec, 10)
         log(f"  {name}: lateness, heavy load (+{cfg.flood_rate:.0f} immediate jobs/s)")
-        out["heavy"] = measure_lateness(h, name, rec, "H", jobs=cfg.sched_jobs, window_s=cfg.window_s, lead_s=cfg.lead_s,
-                                        flood_rate=cfg.flood_rate, tail_s=cfg.heavy_tail_s, rnd=rnd)
+        out["heavy"] = measure_lateness(
+            h,
+            name,
+            rec,
+            "H",
+            jobs=cfg.sched_jobs,
+            window_s=cfg.window_s,
+            lead_s=cfg.lead_s,
+            flood_rate=cfg.flood_rate,
+            tail_s=cfg.heavy_tail_s,
+            rnd=rnd,
+        )
         w.check()
         if not drain(h, name, rec, 5):
             out["heavy"]["backlog_left"] = PEERS[name].outstanding(h.cmd, QUEUE)
@@ -539,8 +583,14 @@ def ratios(summary: dict, workers: int) -> dict:
     if not base:
         return {}
     out = {}
-    keys = [("light", "p99"), ("heavy", "p99"), (f"tput{workers}", "jobs_per_s"), ("tput1", "jobs_per_s"),
-            ("idle", "sent_per_s"), ("idle", "calls_per_s")]
+    keys = [
+        ("light", "p99"),
+        ("heavy", "p99"),
+        (f"tput{workers}", "jobs_per_s"),
+        ("tput1", "jobs_per_s"),
+        ("idle", "sent_per_s"),
+        ("idle", "calls_per_s"),
+    ]
     for name, s in summary.items():
         out[name] = {}
         for phase, k in keys:
@@ -562,15 +612,16 @@ def plots(data: dict, tag: str) -> list[str]:
     srv = data["server"]["name"] + " " + data["server"]["version"]
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
-    for ax, phase, title in ((axes[0], "light", "light load: idle workers"),
-                             (axes[1], "heavy", f"heavy load: + {data['config']['flood_rate']:.0f} immediate jobs/s")):
+    for ax, phase, title in (
+        (axes[0], "light", "light load: idle workers"),
+        (axes[1], "heavy", f"heavy load: + {data['config']['flood_rate']:.0f} immediate jobs/s"),
+    ):
         vals = [[x for r in data["results"][s]["runs"] for x in r[phase]["lateness_ms"]] for s in systems]
-        bp = ax.boxplot(vals, whis=(1, 99), showfliers=True, patch_artist=True, widths=0.6,
-                        flierprops={"markersize": 2, "alpha": 0.4})
+        bp = ax.boxplot(vals, whis=(1, 99), showfliers=True, patch_artist=True, widths=0.6, flierprops={"markersize": 2, "alpha": 0.4})
         for patch, s in zip(bp["boxes"], systems):
             patch.set_facecolor(colors.get(s, "grey"))
             patch.set_alpha(0.6)
-        for k, (s, v) in enumerate(zip(systems, vals), start=1):
+        for k, v in enumerate(vals, start=1):
             if v:
                 p99 = pct(v, 99)
                 ax.annotate(f"p99 {p99:.0f}", (k, p99), xytext=(4, 6), textcoords="offset points", fontsize=8)
@@ -583,8 +634,7 @@ def plots(data: dict, tag: str) -> list[str]:
         ax.set_title(title)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("handler start − due time (ms, symlog)")
-    fig.suptitle(f"Lateness of scheduled jobs, {w} worker processes, all runs pooled "
-                 f"(box: quartiles, whiskers: p1–p99)  [{srv}]")
+    fig.suptitle(f"Lateness of scheduled jobs, {w} worker processes, all runs pooled (box: quartiles, whiskers: p1–p99)  [{srv}]")
     fig.tight_layout()
     f = RESULTS / f"compare-{tag}-lateness.png"
     fig.savefig(f, dpi=110)
@@ -597,11 +647,11 @@ def plots(data: dict, tag: str) -> list[str]:
         ys = [data["summary"][s][phase]["jobs_per_s"] or 0 for s in systems]
         capped = [data["summary"][s][phase].get("capped") for s in systems]
         xs = [k + (j - 0.5) * width for k in range(len(systems))]
-        bars = ax.bar(xs, ys, width, label=label, alpha=0.85 if j else 0.5,
-                      color=[colors.get(s, "grey") for s in systems], edgecolor="black")
+        bars = ax.bar(
+            xs, ys, width, label=label, alpha=0.85 if j else 0.5, color=[colors.get(s, "grey") for s in systems], edgecolor="black"
+        )
         for b, y, cap in zip(bars, ys, capped):
-            ax.annotate(f"{y:,.0f}" + ("\ncapped" if cap else ""), (b.get_x() + b.get_width() / 2, y),
-                        ha="center", va="bottom", fontsize=8)
+            ax.annotate(f"{y:,.0f}" + ("\ncapped" if cap else ""), (b.get_x() + b.get_width() / 2, y), ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(systems)), systems)
     ax.set_ylabel("no-op jobs/s, first add to all done (median of runs)")
     ax.set_title(f"End-to-end throughput (left bar: 1 worker process, right: {w})  [{srv}]")
@@ -613,12 +663,21 @@ def plots(data: dict, tag: str) -> list[str]:
     files.append(f.name)
 
     fig, ax = plt.subplots(figsize=(9, 5))
-    for j, (k, label) in enumerate((("sent_per_s", "commands sent (MONITOR)"),
-                                    ("calls_per_s", "calls counted (commandstats, incl. inside scripts)"))):
+    for j, (k, label) in enumerate(
+        (("sent_per_s", "commands sent (MONITOR)"), ("calls_per_s", "calls counted (commandstats, incl. inside scripts)"))
+    ):
         ys = [data["summary"][s]["idle"][k] or 0 for s in systems]
         xs = [i + (j - 0.5) * width for i in range(len(systems))]
-        bars = ax.bar(xs, ys, width, label=label, color=[colors.get(s, "grey") for s in systems],
-                      alpha=0.85 if j == 0 else 0.4, edgecolor="black", hatch=None if j == 0 else "//")
+        bars = ax.bar(
+            xs,
+            ys,
+            width,
+            label=label,
+            color=[colors.get(s, "grey") for s in systems],
+            alpha=0.85 if j == 0 else 0.4,
+            edgecolor="black",
+            hatch=None if j == 0 else "//",
+        )
         for b, y in zip(bars, ys):
             ax.annotate(f"{y:.1f}", (b.get_x() + b.get_width() / 2, y), ha="center", va="bottom", fontsize=8)
     ax.set_xticks(range(len(systems)), systems)
@@ -654,9 +713,11 @@ def late(p: dict, jobs: int) -> str:
 def table(data: dict) -> str:
     w = data["config"]["workers"]
     n = data["config"]["sched_jobs"]
-    rows = ["| system | version | light p50 / p99 / max (ms) | heavy p50 / p99 / max (ms) | "
-            f"jobs/s, 1 worker | jobs/s, {w} workers | idle: calls/s (sent/s) |",
-            "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| system | version | light p50 / p99 / max (ms) | heavy p50 / p99 / max (ms) | "
+        f"jobs/s, 1 worker | jobs/s, {w} workers | idle: calls/s (sent/s) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for s in data["systems"]:
         sm = data["summary"].get(s)
         if not sm:
@@ -668,39 +729,59 @@ def table(data: dict) -> str:
         rows.append(
             f"| {s} | {v} | {late(lt, n)} | {late(hv, n)} | "
             f"{fmt(sm['tput1']['jobs_per_s'])}{cap(sm['tput1'])} | {fmt(sm[f'tput{w}']['jobs_per_s'])}{cap(sm[f'tput{w}'])} | "
-            f"{fmt(sm['idle']['calls_per_s'])} ({fmt(sm['idle']['sent_per_s'])}) |")
-    rows += ["", f"Against emq (ratio peer / emq; lateness and idle: lower is better, throughput: higher):", "",
-             f"| system | light p99 | heavy p99 | jobs/s, 1 worker | jobs/s, {w} workers | idle calls/s | idle sent/s |",
-             "|---|---|---|---|---|---|---|"]
+            f"{fmt(sm['idle']['calls_per_s'])} ({fmt(sm['idle']['sent_per_s'])}) |"
+        )
+    rows += [
+        "",
+        "Against emq (ratio peer / emq; lateness and idle: lower is better, throughput: higher):",
+        "",
+        f"| system | light p99 | heavy p99 | jobs/s, 1 worker | jobs/s, {w} workers | idle calls/s | idle sent/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for s, r in data["ratios"].items():
-        f = lambda k: "–" if r.get(k) is None else f"{r[k]:.2f}×"  # noqa: E731
-        rows.append(f"| {s} | {f('light.p99')} | {f('heavy.p99')} | {f('tput1.jobs_per_s')} | {f(f'tput{w}.jobs_per_s')} | "
-                    f"{f('idle.calls_per_s')} | {f('idle.sent_per_s')} |")
-    rows += ["", "What the server spends (commandstats; calls include those inside scripts and transactions):", "",
-             f"| system | calls per job, {w} workers | server CPU per job, {w} workers (µs) | idle server CPU ({w} workers, µs/s) |",
-             "|---|---|---|---|"]
+        f = lambda k, r=r: "–" if r.get(k) is None else f"{r[k]:.2f}×"  # noqa: E731
+        rows.append(
+            f"| {s} | {f('light.p99')} | {f('heavy.p99')} | {f('tput1.jobs_per_s')} | {f(f'tput{w}.jobs_per_s')} | "
+            f"{f('idle.calls_per_s')} | {f('idle.sent_per_s')} |"
+        )
+    rows += [
+        "",
+        "What the server spends (commandstats; calls include those inside scripts and transactions):",
+        "",
+        f"| system | calls per job, {w} workers | server CPU per job, {w} workers (µs) | idle server CPU ({w} workers, µs/s) |",
+        "|---|---|---|---|",
+    ]
     for s in data["systems"]:
         sm = data["summary"].get(s)
         if sm:
-            rows.append(f"| {s} | {fmt(sm[f'tput{w}']['calls_per_job'])} | {fmt(sm[f'tput{w}']['server_usec_per_job'])} | "
-                        f"{fmt(sm['idle']['server_usec_per_s'])} |")
+            rows.append(
+                f"| {s} | {fmt(sm[f'tput{w}']['calls_per_job'])} | {fmt(sm[f'tput{w}']['server_usec_per_job'])} | "
+                f"{fmt(sm['idle']['server_usec_per_s'])} |"
+            )
     return "\n".join(rows)
 
 
 def loads(data: dict) -> str:
-    xs = [r[k] for s in data["systems"] for r in data["results"].get(s, {}).get("runs", [])
-          for k in ("loadavg_before", "loadavg_after") if k in r]
-    return f"1-min load average {min(xs):.1f} to {max(xs):.1f} during the run, on {os.cpu_count()} CPUs shared with other work" if xs else ""
+    xs = [
+        r[k]
+        for s in data["systems"]
+        for r in data["results"].get(s, {}).get("runs", [])
+        for k in ("loadavg_before", "loadavg_after")
+        if k in r
+    ]
+    return (
+        f"1-min load average {min(xs):.1f} to {max(xs):.1f} during the run, on {os.cpu_count()} CPUs shared with other work" if xs else ""
+    )
 
 
 def readme_section(data: dict, path_json: str, pngs: list[str]) -> str:
     c = data["config"]
     v = data["versions"]
     vers = ", ".join(f"{s} {v[s].get(PEERS[s].DIST, '?')} (redis-py {v[s].get('redis', '?')})" for s in data["systems"] if s in v)
-    return f"""### {data['server']['name']} {data['server']['version']}
+    return f"""### {data["server"]["name"]} {data["server"]["version"]}
 
-Run {data['date']} on this machine ({data['machine']}), emq at {data['emq_commit']}, {vers}; Python {data['python']}.
-Command: `{data['command']}` ({c['runs']} run(s), medians; {data['elapsed_s'] / 60:.1f} min; {loads(data)}).
+Run {data["date"]} on this machine ({data["machine"]}), emq at {data["emq_commit"]}, {vers}; Python {data["python"]}.
+Command: `{data["command"]}` ({c["runs"]} run(s), medians; {data["elapsed_s"] / 60:.1f} min; {loads(data)}).
 Raw numbers: `benches/results/{path_json}`; plots: {", ".join(f"`benches/results/{p}`" for p in pngs)}.
 
 {table(data)}
@@ -768,9 +849,15 @@ def update_readme(section: str) -> None:
 def merge_readme(data: dict, path_json: str, pngs: list[str], observations: str | None) -> None:
     """Our section keeps one subsection per server: this run's replaces its own."""
     c = data["config"]
-    intro = SECTION_INTRO.format(workers=c["workers"], sched=c["sched_jobs"], window=f"{c['window_s']:g}",
-                                 flood=f"{c['flood_rate']:g}", tput=c["tput_jobs"], tput1=c["tput1_jobs"],
-                                 cap=f"{c['tput_cap_s']:g}")
+    intro = SECTION_INTRO.format(
+        workers=c["workers"],
+        sched=c["sched_jobs"],
+        window=f"{c['window_s']:g}",
+        flood=f"{c['flood_rate']:g}",
+        tput=c["tput_jobs"],
+        tput1=c["tput1_jobs"],
+        cap=f"{c['tput_cap_s']:g}",
+    )
     old = README.read_text() if README.exists() else ""
     subs: dict[str, str] = {}
     notes = ""
@@ -796,8 +883,12 @@ def merge_readme(data: dict, path_json: str, pngs: list[str], observations: str 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--server", choices=["valkey", "redis"], default="valkey",
-                    help="valkey: the embedded Valkey 9.1 (default); redis: Debian's redis-server")
+    ap.add_argument(
+        "--server",
+        choices=["valkey", "redis"],
+        default="valkey",
+        help="valkey: the embedded Valkey 9.1 (default); redis: Debian's redis-server",
+    )
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--workers", type=int, default=4)
@@ -857,13 +948,17 @@ def main() -> int:
     try:
         h = Harness(srv.url)
         info = h.client.info("server")
-        server = {"name": cfg.server, "version": info.get("valkey_version") or info.get("redis_version"),
-                  "hz": h.client.command("CONFIG", "GET", "hz")[1].decode(), "allocator": srv.allocator}
+        server = {
+            "name": cfg.server,
+            "version": info.get("valkey_version") or info.get("redis_version"),
+            "hz": h.client.command("CONFIG", "GET", "hz")[1].decode(),
+            "allocator": srv.allocator,
+        }
         log(f"{server['name']} {server['version']} ({srv.allocator}) at {srv.url}; logs and records in {logdir}")
         versions = {s: versions_of(s) for s in systems}
         results: dict = {s: {"runs": []} for s in systems}
         for run in range(cfg.runs):
-            order = systems[run % len(systems):] + systems[: run % len(systems)]
+            order = systems[run % len(systems) :] + systems[: run % len(systems)]
             for s in order:
                 log(f"run {run + 1}/{cfg.runs}: {s}")
                 try:
@@ -912,8 +1007,9 @@ def main() -> int:
 def emq_commit() -> str:
     try:
         head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO), "status", "--porcelain", "--", "rust", "python"],
-                               capture_output=True, text=True).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", "rust", "python"], capture_output=True, text=True
+        ).stdout.strip()
         return head + ("+uncommitted changes" if dirty else "")
     except OSError:
         return "?"

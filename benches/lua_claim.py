@@ -30,7 +30,9 @@ import os
 
 from emq import Job, _core
 
-CLAIM_LUA = f"local WAKE_MAX = {_core.WAKE_MAX}\n" + r"""
+CLAIM_LUA = (
+    f"local WAKE_MAX = {_core.WAKE_MAX}\n"
+    + r"""
 -- KEYS: P pending, P ring, P active, P wake. ARGV: P, n, lease_ms, token 1 .. token n
 local p, n, lease = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local pending, ring, active, wake = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
@@ -139,8 +141,11 @@ if redis.call('LLEN', pending) > 0 or redis.call('LLEN', ring) > 0 then
 end
 return out
 """
+)
 
-COMPLETE_LUA = f"local WAKE_MAX = {_core.WAKE_MAX}\n" + r"""
+COMPLETE_LUA = (
+    f"local WAKE_MAX = {_core.WAKE_MAX}\n"
+    + r"""
 -- KEYS: P active, P ring, P wake. ARGV: P, id, token
 local p, id, token = ARGV[1], ARGV[2], ARGV[3]
 local active, ring, wake = KEYS[1], KEYS[2], KEYS[3]
@@ -180,6 +185,7 @@ if lane then
 end
 return 1
 """
+)
 
 CLAIM_SHA = hashlib.sha1(CLAIM_LUA.encode()).hexdigest()
 COMPLETE_SHA = hashlib.sha1(COMPLETE_LUA.encode()).hexdigest()
@@ -205,12 +211,20 @@ class LuaQueue:
 
     def claim(self, n: int = 1, *, lease_ms: int = 30000) -> list[Job]:
         hexed = os.urandom(16 * n).hex()
-        tokens = [hexed[32 * i: 32 * i + 32] for i in range(n)]
+        tokens = [hexed[32 * i : 32 * i + 32] for i in range(n)]
         rows = self.client.command("EVALSHA", CLAIM_SHA, 4, *self._claim_keys, self.prefix, n, lease_ms, *tokens)
         return [
-            Job(id=i.decode(), data=d, lane=l.decode() if l is not None else None, attempts=a, max_attempts=m,
-                token=t.decode(), lease_deadline_ms=dl, state="active")
-            for (i, d, l, a, m, t, dl) in rows
+            Job(
+                id=i.decode(),
+                data=d,
+                lane=ln.decode() if ln is not None else None,
+                attempts=a,
+                max_attempts=m,
+                token=t.decode(),
+                lease_deadline_ms=dl,
+                state="active",
+            )
+            for (i, d, ln, a, m, t, dl) in rows
         ]
 
     def complete(self, job: Job) -> bool:

@@ -165,7 +165,7 @@ def _attempt(r: redis.Redis, p: bytes, stalled: bool, batch: int, max_stalled: i
             else:
                 rd.hget(k, "lane")
         for g in range(0, len(rows), GROUP):
-            rd.exists(*rows[g:g + GROUP])
+            rd.exists(*rows[g : g + GROUP])
         rd.llen(p + b"pending")
         rd.llen(p + b"ring")
         rd.llen(p + b"wake")
@@ -326,9 +326,7 @@ def promote(r: redis.Redis, queue: str, *, batch: int = 100) -> int:
     return _run(r, queue, False, batch, None)
 
 
-def stalled_check(
-    r: redis.Redis, queue: str, *, max_stalled: int | None = 1, batch: int = 100
-) -> tuple[list[str], list[str]]:
+def stalled_check(r: redis.Redis, queue: str, *, max_stalled: int | None = 1, batch: int = 100) -> tuple[list[str], list[str]]:
     """STALLED CHECK (SPEC §6): (recovered ids, dead ids)."""
     return _run(r, queue, True, batch, max_stalled)
 
@@ -524,14 +522,20 @@ def check() -> int:
                             else:
                                 out = emq.stalled_check(c, q, max_stalled=max_stalled, batch=batch, backend=impl)
                                 out = (list(out[0]), list(out[1]))
-                        except (emq.LayoutError, LayoutError) as e:
+                        except (emq.LayoutError, LayoutError):
                             out = ("layout error", _dump(r, 0, -1) == before)
                             before = _dump(r, 0, -1)
                         replies.append(out)
                     calls = {k: v["calls"] for k, v in r.info("commandstats").items()}
                     # the connection handshake of a new pooled connection is not part of a sweep
-                    for k in ("cmdstat_info", "cmdstat_config|resetstat", "cmdstat_evalsha", "cmdstat_script|load",
-                              "cmdstat_hello", "cmdstat_client|setinfo"):
+                    for k in (
+                        "cmdstat_info",
+                        "cmdstat_config|resetstat",
+                        "cmdstat_evalsha",
+                        "cmdstat_script|load",
+                        "cmdstat_hello",
+                        "cmdstat_client|setinfo",
+                    ):
                         calls.pop(k, None)
                     hi = r.time()[0] * 1000 + 1000
                     results[impl] = (replies, _dump(r, lo, hi), calls)
@@ -540,8 +544,10 @@ def check() -> int:
                     replies, keys, calls = results[impl]
                     ok = replies == ref_replies and keys == ref_keys
                     same_cmds = calls == ref_calls
-                    print(f"{server_name:6} {title:28} plan vs {impl:5}: {'same' if ok else 'DIFFERENT'}"
-                          + ("" if impl == "lua" else f", commands sent {'same' if same_cmds else 'DIFFERENT'}"))
+                    print(
+                        f"{server_name:6} {title:28} plan vs {impl:5}: {'same' if ok else 'DIFFERENT'}"
+                        + ("" if impl == "lua" else f", commands sent {'same' if same_cmds else 'DIFFERENT'}")
+                    )
                     if impl != "lua" and not same_cmds:
                         failures += 1
                         print(f"   commands plan:  {sorted(ref_calls.items())}\n   commands {impl}: {sorted(calls.items())}")

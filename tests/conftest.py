@@ -144,8 +144,7 @@ def replica(request, _production_servers) -> _servers.Replicated:
     """A primary and a linked replica (valkey and redis): `.primary`, `.replica`
     (Servers), `.url` (the replica's), `.primary_url`, `.sync()`."""
     _need(request.param)
-    pair = _started(_production_servers, ("replica", request.param),
-                    lambda: _servers.start_replicated(request.param))
+    pair = _started(_production_servers, ("replica", request.param), lambda: _servers.start_replicated(request.param))
     pair.wait_link()
     pair.reset()
     return pair

@@ -58,24 +58,24 @@ __all__ = ["FaultProxy", "Fault", "KINDS"]
 KINDS = ("drop_before_exec", "drop_after_exec", "reset_mid_reply", "drop", "stall")
 
 _READ_CHUNK = 256 * 1024
-_MAX_LINE = 64 * 1024           # a RESP header line longer than this is not RESP
+_MAX_LINE = 64 * 1024  # a RESP header line longer than this is not RESP
 _BACKPRESSURE = 16 * 1024 * 1024  # stop reading a side while this much waits to go to the other
-_CLOSE_GRACE = 2.0              # seconds a closing connection gets to hand over what it must
-_DRAIN_POLL = 0.005             # before a reset: how often to look whether the client has taken the bytes
+_CLOSE_GRACE = 2.0  # seconds a closing connection gets to hand over what it must
+_DRAIN_POLL = 0.005  # before a reset: how often to look whether the client has taken the bytes
 
 
 @dataclass
 class Fault:
     """One fault the proxy injected."""
 
-    kind: str                   # one of KINDS, or "kill" / "refuse"
-    conn: int | None            # the connection (None: a proxy-wide stall)
+    kind: str  # one of KINDS, or "kill" / "refuse"
+    conn: int | None  # the connection (None: a proxy-wide stall)
     command: str | None = None  # the command it hit, upper case (a reply fault: the command answered)
-    seq: int | None = None      # that command's index on its connection, from 0
+    seq: int | None = None  # that command's index on its connection, from 0
     exec_forwarded: bool | None = None  # an EXEC was involved: True = the server got it and the client
     #                                     never sees its reply (unknown outcome); False = the server never
     #                                     got it (nothing written); None = no EXEC involved
-    source: str = "call"        # "armed", "chaos" or "call"
+    source: str = "call"  # "armed", "chaos" or "call"
     detail: dict = field(default_factory=dict)  # seconds, where, forwarded bytes, unanswered commands
     at: float = field(default_factory=time.monotonic)
 
@@ -87,6 +87,7 @@ class Fault:
 
 # ---------------------------------------------------------------------------
 # RESP framing
+
 
 class _NotResp(Exception):
     pass
@@ -154,16 +155,16 @@ class _Scanner:
                 break
             try:
                 if t in _BULK_TYPES:
-                    size = int(buf[pos + 1:cr])
+                    size = int(buf[pos + 1 : cr])
                     end = cr + 2
                     if size >= 0:
                         end += size + 2
                         if end > n:
                             break
-                        if buf[end - 2:end] != b"\r\n":
+                        if buf[end - 2 : end] != b"\r\n":
                             raise _NotResp("bulk string without its CRLF")
                 elif t in _AGG_TYPES:
-                    count = int(buf[pos + 1:cr]) * _AGG_TYPES[t]
+                    count = int(buf[pos + 1 : cr]) * _AGG_TYPES[t]
                     end = cr + 2
                     if count > 0:
                         stack.append([count, t == _ATTR])
@@ -203,11 +204,11 @@ def _command_name(msg: bytes) -> str | None:
             if int(msg[1:cr]) <= 0:
                 return None
             p = cr + 2
-            if msg[p:p + 1] != b"$":
+            if msg[p : p + 1] != b"$":
                 return "?"
             cr2 = msg.index(b"\r\n", p)
-            size = int(msg[p + 1:cr2])
-            return msg[cr2 + 2:cr2 + 2 + size].decode("latin-1").upper()
+            size = int(msg[p + 1 : cr2])
+            return msg[cr2 + 2 : cr2 + 2 + size].decode("latin-1").upper()
     except ValueError:
         return "?"
     words = msg.split()
@@ -217,13 +218,14 @@ def _command_name(msg: bytes) -> str | None:
 # ---------------------------------------------------------------------------
 # plans: what happens to one command and its reply
 
+
 @dataclass
 class _Plan:
-    kind: str | None = None   # a KINDS entry, or None
+    kind: str | None = None  # a KINDS entry, or None
     source: str = ""
-    fraction: float = 0.5     # where a cut falls, in (0, 1)
-    where: str = "request"    # drop: "request" or "reply"
-    stall: float = 0.0        # seconds to hold the connection before this command goes out
+    fraction: float = 0.5  # where a cut falls, in (0, 1)
+    where: str = "request"  # drop: "request" or "reply"
+    stall: float = 0.0  # seconds to hold the connection before this command goes out
 
 
 @dataclass
@@ -261,17 +263,17 @@ def _cut(size: int, fraction: float) -> int:
 
 
 class _Conn:
-    def __init__(self, proxy: "FaultProxy", cid: int, client: socket.socket, up: socket.socket):
+    def __init__(self, proxy: FaultProxy, cid: int, client: socket.socket, up: socket.socket):
         self.proxy = proxy
         self.id = cid
         self.client = client
         self.up = up
         self.cin = _Scanner(commands=True)
         self.sin = _Scanner(commands=False)
-        self.raw: bool | None = None   # decided on the first byte from the client
+        self.raw: bool | None = None  # decided on the first byte from the client
         self.c_pending: collections.deque = collections.deque()  # (bytes, name, seq, plan)
         self.s_pending: collections.deque = collections.deque()  # (bytes, is_push)
-        self.plans: collections.deque = collections.deque()      # (name, seq, plan) forwarded, unanswered
+        self.plans: collections.deque = collections.deque()  # (name, seq, plan) forwarded, unanswered
         self.to_up = bytearray()
         self.to_client = bytearray()
         self.hold_until = 0.0
@@ -289,8 +291,7 @@ class FaultProxy:
     """A TCP proxy on 127.0.0.1 in front of `upstream_host:upstream_port` that
     injects faults; see the module's doc. `start()`/`stop()` or a `with` block."""
 
-    def __init__(self, upstream_host: str = "127.0.0.1", upstream_port: int | None = None, *,
-                 connect_timeout: float = 2.0):
+    def __init__(self, upstream_host: str = "127.0.0.1", upstream_port: int | None = None, *, connect_timeout: float = 2.0):
         if upstream_port is None:
             raise TypeError("FaultProxy needs the upstream port")
         self._upstream = (upstream_host, int(upstream_port))
@@ -313,7 +314,7 @@ class FaultProxy:
 
     # -- life ---------------------------------------------------------------
 
-    def start(self) -> "FaultProxy":
+    def start(self) -> FaultProxy:
         if self._thread:
             return self
         self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -345,7 +346,7 @@ class FaultProxy:
         if t.is_alive():
             raise RuntimeError("FaultProxy: the loop thread did not stop")
 
-    def __enter__(self) -> "FaultProxy":
+    def __enter__(self) -> FaultProxy:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -361,8 +362,15 @@ class FaultProxy:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}"
 
-    def url_for(self, user: str | None = None, password: str | None = None, db: int | None = None, *,
-                scheme: str = "redis", fragment: str | None = None) -> str:
+    def url_for(
+        self,
+        user: str | None = None,
+        password: str | None = None,
+        db: int | None = None,
+        *,
+        scheme: str = "redis",
+        fragment: str | None = None,
+    ) -> str:
         """`redis://[user][:password]@127.0.0.1:port[/db][#fragment]`, user and
         password quoted; `scheme="rediss"` through a proxy to a TLS port (the
         certificate must then name 127.0.0.1)."""
@@ -384,8 +392,17 @@ class FaultProxy:
 
     # -- faults ---------------------------------------------------------------
 
-    def arm(self, kind: str, *, command: str | None = None, conn: int | None = None, times: int = 1,
-            seconds: float = 0.5, fraction: float = 0.5, where: str = "request") -> None:
+    def arm(
+        self,
+        kind: str,
+        *,
+        command: str | None = None,
+        conn: int | None = None,
+        times: int = 1,
+        seconds: float = 0.5,
+        fraction: float = 0.5,
+        where: str = "request",
+    ) -> None:
         """One-shot faults: the next `times` commands that match (`command`, any
         command by default, always EXEC for the *_exec kinds; `conn`, any
         connection by default) get `kind`. `seconds`: a stall's length;
@@ -398,11 +415,20 @@ class FaultProxy:
         if kind.endswith("_exec"):
             command = "EXEC"
         with self._lock:
-            self._armed.append(_Armed(kind, command.upper() if command else None, conn, times, float(seconds),
-                                      float(fraction), where))
+            self._armed.append(_Armed(kind, command.upper() if command else None, conn, times, float(seconds), float(fraction), where))
 
-    def chaos(self, seed, *, p_drop_before: float = 0.0, p_drop_after: float = 0.0, p_reset: float = 0.0,
-              p_drop: float = 0.0, p_stall: float = 0.0, max_stall: float = 0.2, commands=None) -> None:
+    def chaos(
+        self,
+        seed,
+        *,
+        p_drop_before: float = 0.0,
+        p_drop_after: float = 0.0,
+        p_reset: float = 0.0,
+        p_drop: float = 0.0,
+        p_stall: float = 0.0,
+        max_stall: float = 0.2,
+        commands=None,
+    ) -> None:
         """A random schedule: each command (of `commands`, all by default) may
         get a fault, decided by `seed`, its connection's index since this call
         (0 for the first connection opened after it) and the command's index on
@@ -412,8 +438,17 @@ class FaultProxy:
         reply by a close (`p_drop`); any command may first stall its connection
         for up to `max_stall` seconds (`p_stall`), on top of the rest."""
         with self._lock:
-            self._chaos = _Chaos(seed, self._next_id, p_drop_before, p_drop_after, p_reset, p_drop, p_stall,
-                                 max_stall, frozenset(c.upper() for c in commands) if commands else None)
+            self._chaos = _Chaos(
+                seed,
+                self._next_id,
+                p_drop_before,
+                p_drop_after,
+                p_reset,
+                p_drop,
+                p_stall,
+                max_stall,
+                frozenset(c.upper() for c in commands) if commands else None,
+            )
 
     def calm(self) -> None:
         """Disarms everything (armed faults, chaos, refusal) and releases every stall now."""
@@ -460,13 +495,16 @@ class FaultProxy:
         with self._lock:
             return list(self._events)
 
-    def faults(self, kind: str | None = None, *, conn: int | None = None,
-               exec_forwarded: bool | None | type(...) = ...) -> list[Fault]:
+    def faults(self, kind: str | None = None, *, conn: int | None = None, exec_forwarded: bool | None | type(...) = ...) -> list[Fault]:
         """The events of one kind (all by default), of one connection, with a
         given `exec_forwarded` (True, False or None; any when left out)."""
-        return [f for f in self.events
-                if (kind is None or f.kind == kind) and (conn is None or f.conn == conn)
-                and (exec_forwarded is ... or f.exec_forwarded is exec_forwarded)]
+        return [
+            f
+            for f in self.events
+            if (kind is None or f.kind == kind)
+            and (conn is None or f.conn == conn)
+            and (exec_forwarded is ... or f.exec_forwarded is exec_forwarded)
+        ]
 
     def clear_events(self) -> None:
         with self._lock:
@@ -724,8 +762,7 @@ class FaultProxy:
         while conn.c_pending and not conn.closing:
             msg, name, seq, plan = conn.c_pending[0]
             if plan is not None and plan.stall:
-                self._record(Fault("stall", conn.id, name, seq, source=plan.source,
-                                   detail={"seconds": plan.stall}))
+                self._record(Fault("stall", conn.id, name, seq, source=plan.source, detail={"seconds": plan.stall}))
                 conn.hold_until = now + plan.stall
                 plan.stall = 0.0
                 return
@@ -740,9 +777,12 @@ class FaultProxy:
             if kind == "drop" and plan.where == "request":
                 k = _cut(len(msg), plan.fraction)
                 conn.to_up += msg[:k]
-                self._end(conn, Fault(kind, conn.id, name, seq, source=plan.source,
-                                      detail={"where": "request", "forwarded": k, "of": len(msg)}),
-                          "fin", lost_exec=name == "EXEC")
+                self._end(
+                    conn,
+                    Fault(kind, conn.id, name, seq, source=plan.source, detail={"where": "request", "forwarded": k, "of": len(msg)}),
+                    "fin",
+                    lost_exec=name == "EXEC",
+                )
                 return
             conn.to_up += msg
             conn.plans.append((name, seq, plan))
@@ -755,8 +795,7 @@ class FaultProxy:
             kind = plan.kind if plan else None
             if kind == "drop_after_exec" and name == "EXEC":
                 conn.plans.appendleft((name, seq, plan))
-                self._end(conn, Fault(kind, conn.id, name, seq, source=plan.source,
-                                      detail={"reply_bytes": len(msg)}), "fin")
+                self._end(conn, Fault(kind, conn.id, name, seq, source=plan.source, detail={"reply_bytes": len(msg)}), "fin")
                 return
             if kind == "reset_mid_reply" or (kind == "drop" and plan.where == "reply"):
                 k = _cut(len(msg), plan.fraction)
@@ -765,8 +804,9 @@ class FaultProxy:
                 detail = {"forwarded": k, "of": len(msg)}
                 if kind == "drop":
                     detail["where"] = "reply"
-                self._end(conn, Fault(kind, conn.id, name, seq, source=plan.source, detail=detail),
-                          "rst" if kind == "reset_mid_reply" else "fin")
+                self._end(
+                    conn, Fault(kind, conn.id, name, seq, source=plan.source, detail=detail), "rst" if kind == "reset_mid_reply" else "fin"
+                )
                 return
             conn.to_client += msg
         if (conn.c_eof and not conn.c_pending) or (conn.s_eof and not conn.s_pending):
@@ -793,8 +833,9 @@ class FaultProxy:
         if conn.closed:
             return False
         unanswered = [n for n, _, _ in conn.plans]
-        self._record(Fault("kill", conn.id, exec_forwarded=True if "EXEC" in unanswered else None,
-                           detail={"reset": reset, "unanswered": unanswered}))
+        self._record(
+            Fault("kill", conn.id, exec_forwarded=True if "EXEC" in unanswered else None, detail={"reset": reset, "unanswered": unanswered})
+        )
         self._finish(conn, "rst" if reset else "fin")
         return True
 
@@ -812,12 +853,18 @@ class FaultProxy:
                 self._finish(conn, conn.closing)
                 return
         reading = not conn.closing
-        self._interest(conn, conn.client,
-                       (selectors.EVENT_READ if reading and not conn.c_eof and len(conn.to_up) < _BACKPRESSURE else 0)
-                       | (selectors.EVENT_WRITE if conn.to_client else 0))
-        self._interest(conn, conn.up,
-                       (selectors.EVENT_READ if reading and not conn.s_eof and len(conn.to_client) < _BACKPRESSURE else 0)
-                       | (selectors.EVENT_WRITE if conn.to_up else 0))
+        self._interest(
+            conn,
+            conn.client,
+            (selectors.EVENT_READ if reading and not conn.c_eof and len(conn.to_up) < _BACKPRESSURE else 0)
+            | (selectors.EVENT_WRITE if conn.to_client else 0),
+        )
+        self._interest(
+            conn,
+            conn.up,
+            (selectors.EVENT_READ if reading and not conn.s_eof and len(conn.to_client) < _BACKPRESSURE else 0)
+            | (selectors.EVENT_WRITE if conn.to_up else 0),
+        )
 
     def _interest(self, conn: _Conn, sock: socket.socket, mask: int) -> None:
         old = conn.masks[sock]

@@ -20,9 +20,9 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 from urllib.parse import quote
 
 import redis
@@ -36,7 +36,7 @@ SERVERS = {
     "redis": lambda: shutil.which("redis-server"),
 }
 
-PASSWORD = "default-pw s3cret"     # the `default` user's (requirepass); a space and all, to test quoting
+PASSWORD = "default-pw s3cret"  # the `default` user's (requirepass); a space and all, to test quoting
 ADMIN_USER, ADMIN_PASSWORD = "admin", "admin-pw"
 
 
@@ -50,8 +50,16 @@ def binary(kind: str) -> str | None:
     return SERVERS[kind]()
 
 
-def url(port: int, user: str | None = None, password: str | None = None, db: int | None = None, *,
-        scheme: str = "redis", host: str = "127.0.0.1", fragment: str | None = None) -> str:
+def url(
+    port: int,
+    user: str | None = None,
+    password: str | None = None,
+    db: int | None = None,
+    *,
+    scheme: str = "redis",
+    host: str = "127.0.0.1",
+    fragment: str | None = None,
+) -> str:
     """`scheme://[user][:password]@host:port[/db][#fragment]`, quoted."""
     auth = ""
     if user is not None or password is not None:
@@ -78,6 +86,7 @@ def ensure_admin(r: redis.Redis) -> None:
 
 # ---------------------------------------------------------------------------
 # requirepass
+
 
 @dataclass
 class Protected:
@@ -141,20 +150,29 @@ def start_protected(kind: str, password: str = PASSWORD) -> Protected:
 # ---------------------------------------------------------------------------
 # ACL
 
+
 class Acl:
     """Narrow users on a `Protected` server, and who is connected as whom.
 
-        url = acl.restrict("emq-app", "pw", ["ping", "time", "zrange"])
-        ...                       # emq.connect(url) does its work
-        assert acl.users() <= {"emq-app"}
+    url = acl.restrict("emq-app", "pw", ["ping", "time", "zrange"])
+    ...                       # emq.connect(url) does its work
+    assert acl.users() <= {"emq-app"}
     """
 
     def __init__(self, server: Protected):
         self.server = server
         self.admin = server.admin()
 
-    def restrict(self, user: str, password: str, commands: Iterable[str], *, keys: Iterable[str] = ("emq:*",),
-                 default_off: bool = True, db: int | None = None) -> str:
+    def restrict(
+        self,
+        user: str,
+        password: str,
+        commands: Iterable[str],
+        *,
+        keys: Iterable[str] = ("emq:*",),
+        default_off: bool = True,
+        db: int | None = None,
+    ) -> str:
         """Makes `user` (from scratch): on, `password`, only `keys` (patterns),
         no channels, only `commands` (ACL rules without or with their sign:
         `get`, `client|setinfo`, `@read`, `-flushall`), and never `@scripting`.
@@ -162,8 +180,9 @@ class Acl:
         killed, so a connection that does not authenticate is refused (the
         admin connection is `admin`'s). Returns the user's URL."""
         rules = [c if c[:1] in "+-" else f"+{c}" for c in commands]
-        self.admin.execute_command("ACL", "SETUSER", user, "reset", "on", f">{password}",
-                                   *[f"~{k}" for k in keys], "resetchannels", "-@all", *rules, "-@scripting")
+        self.admin.execute_command(
+            "ACL", "SETUSER", user, "reset", "on", f">{password}", *[f"~{k}" for k in keys], "resetchannels", "-@all", *rules, "-@scripting"
+        )
         if default_off:
             self.admin.execute_command("ACL", "SETUSER", "default", "off")
             self.admin.execute_command("CLIENT", "KILL", "USER", "default")
@@ -197,12 +216,13 @@ class Acl:
 # ---------------------------------------------------------------------------
 # TLS
 
+
 @dataclass
 class Certs:
     dir: Path
-    ca: Path          # the CA's certificate (PEM): what a client trusts
+    ca: Path  # the CA's certificate (PEM): what a client trusts
     ca_key: Path
-    cert: Path        # the server's, for 127.0.0.1 and localhost, signed by the CA
+    cert: Path  # the server's, for 127.0.0.1 and localhost, signed by the CA
     key: Path
 
 
@@ -214,20 +234,51 @@ def make_certs(directory: Path, openssl: str | None = None) -> Certs:
         raise RuntimeError("needs the openssl CLI")
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
-    ca, ca_key, cert, key, csr, ext = (d / n for n in ("ca.pem", "ca-key.pem", "server.pem", "server-key.pem",
-                                                       "server.csr", "server.ext"))
+    ca, ca_key, cert, key, csr, ext = (d / n for n in ("ca.pem", "ca-key.pem", "server.pem", "server-key.pem", "server.csr", "server.ext"))
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
 
     def run(*args):
         subprocess.run([openssl, *args], check=True, capture_output=True)
 
-    run("req", "-x509", *ec, "-keyout", str(ca_key), "-out", str(ca), "-days", "2", "-subj", "/CN=emq test CA",
-        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
+    run(
+        "req",
+        "-x509",
+        *ec,
+        "-keyout",
+        str(ca_key),
+        "-out",
+        str(ca),
+        "-days",
+        "2",
+        "-subj",
+        "/CN=emq test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    )
     run("req", *ec, "-keyout", str(key), "-out", str(csr), "-subj", "/CN=127.0.0.1")
-    ext.write_text("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
-                   "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n")
-    run("x509", "-req", "-in", str(csr), "-CA", str(ca), "-CAkey", str(ca_key), "-CAcreateserial",
-        "-out", str(cert), "-days", "2", "-extfile", str(ext))
+    ext.write_text(
+        "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
+        "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n"
+    )
+    run(
+        "x509",
+        "-req",
+        "-in",
+        str(csr),
+        "-CA",
+        str(ca),
+        "-CAkey",
+        str(ca_key),
+        "-CAcreateserial",
+        "-out",
+        str(cert),
+        "-days",
+        "2",
+        "-extfile",
+        str(ext),
+    )
     for p in (ca_key, key):
         p.chmod(0o600)
     return Certs(d, ca, ca_key, cert, key)
@@ -276,10 +327,16 @@ class TLSServer:
     def plain_url(self) -> str:
         return self.server.url
 
-    def url_for(self, user: str | None = None, password: str | None = None, db: int | None = None, *,
-                host: str = "127.0.0.1", insecure: bool = False) -> str:
-        return url(self.tls_port, user, password, db, scheme="rediss", host=host,
-                   fragment="insecure" if insecure else None)
+    def url_for(
+        self,
+        user: str | None = None,
+        password: str | None = None,
+        db: int | None = None,
+        *,
+        host: str = "127.0.0.1",
+        insecure: bool = False,
+    ) -> str:
+        return url(self.tls_port, user, password, db, scheme="rediss", host=host, fragment="insecure" if insecure else None)
 
     def env(self, base: dict | None = None) -> dict[str, str]:
         """An environment (os.environ's by default) in which OpenSSL trusts the CA."""
@@ -313,9 +370,21 @@ def start_tls(directory: Path | None = None) -> TLSServer:
     certs = make_certs(Path(directory or tempfile.mkdtemp(prefix="emq-tls-")))
     for _ in range(3):  # the TLS port picked free can be taken before the server binds it
         port = free_port()
-        s = Server(redis_server, extra=["--tls-port", str(port), "--tls-cert-file", str(certs.cert),
-                                        "--tls-key-file", str(certs.key), "--tls-ca-cert-file", str(certs.ca),
-                                        "--tls-auth-clients", "no"])
+        s = Server(
+            redis_server,
+            extra=[
+                "--tls-port",
+                str(port),
+                "--tls-cert-file",
+                str(certs.cert),
+                "--tls-key-file",
+                str(certs.key),
+                "--tls-ca-cert-file",
+                str(certs.ca),
+                "--tls-auth-clients",
+                "no",
+            ],
+        )
         try:
             return TLSServer(s.start(), port, certs)
         except RuntimeError:
@@ -325,6 +394,7 @@ def start_tls(directory: Path | None = None) -> TLSServer:
 
 # ---------------------------------------------------------------------------
 # replication
+
 
 @dataclass
 class Replicated:
@@ -347,8 +417,7 @@ class Replicated:
         """Waits until the replica has applied every write the primary took
         (its replication offset reaches the primary's; quicker than `WAIT`,
         whose acknowledgement can take a replica's 1 s cron)."""
-        with redis.Redis(host="127.0.0.1", port=self.primary.port) as p, \
-                redis.Redis(host="127.0.0.1", port=self.replica.port) as r:
+        with redis.Redis(host="127.0.0.1", port=self.primary.port) as p, redis.Redis(host="127.0.0.1", port=self.replica.port) as r:
             target = p.info("replication")["master_repl_offset"]
             deadline = time.monotonic() + timeout
             while r.info("replication").get("slave_repl_offset", -1) < target:
@@ -358,8 +427,7 @@ class Replicated:
 
     def link_up(self) -> bool:
         """The replica's link is up and the primary streams to it (`online`)."""
-        with redis.Redis(host="127.0.0.1", port=self.replica.port) as r, \
-                redis.Redis(host="127.0.0.1", port=self.primary.port) as p:
+        with redis.Redis(host="127.0.0.1", port=self.replica.port) as r, redis.Redis(host="127.0.0.1", port=self.primary.port) as p:
             if r.info("replication").get("master_link_status") != "up":
                 return False
             replica = p.info("replication").get("slave0")

@@ -22,11 +22,27 @@ OLD_WAKE = 70  # more than WAKE_MAX: every sweep trims
 # rust/emq-plan/src/{sweep,promote,stalled,lanes}.rs): PING when connecting,
 # the reads, the guard, the writes.
 PLAN_COMMANDS = [
-    "ping", "time",
-    "zrange", "hget", "hmget", "exists", "type", "llen", "zcard",
-    "watch", "unwatch", "multi", "exec",
-    "zrem", "zadd", "rpush", "hset", "hdel", "ltrim",
-    "incr", "zmscore",  # a promote counts itself in P promotions; a later group re-reads its members
+    "ping",
+    "time",
+    "zrange",
+    "hget",
+    "hmget",
+    "exists",
+    "type",
+    "llen",
+    "zcard",
+    "watch",
+    "unwatch",
+    "multi",
+    "exec",
+    "zrem",
+    "zadd",
+    "rpush",
+    "hset",
+    "hdel",
+    "ltrim",
+    "incr",
+    "zmscore",  # a promote counts itself in P promotions; a later group re-reads its members
     "del",  # a stalled check that trims `dead` (retention) deletes the trimmed rows
 ]
 
@@ -37,8 +53,17 @@ def key(suffix: str) -> str:
 
 def make_user(r: redis.Redis, commands: list[str]) -> None:
     r.execute_command(
-        "ACL", "SETUSER", USER, "reset", "on", f">{PASSWORD}", "~emq:*", "resetchannels",
-        "-@all", *[f"+{c}" for c in commands], "-@scripting",
+        "ACL",
+        "SETUSER",
+        USER,
+        "reset",
+        "on",
+        f">{PASSWORD}",
+        "~emq:*",
+        "resetchannels",
+        "-@all",
+        *[f"+{c}" for c in commands],
+        "-@scripting",
     )
     r.execute_command("ACL", "LOG", "RESET")
 
@@ -62,9 +87,14 @@ def seed(r: redis.Redis) -> None:
         p.hset(key(f"job:bulk{i:03d}"), mapping={"state": "scheduled", "due": due + i})
         p.zadd(key("schedule"), {f"bulk{i:03d}": due + i})
     rows = [
-        ("f1", {"state": "scheduled"}), ("g1", None), ("la1", {"state": "scheduled", "lane": "a"}),
-        ("bare", {"data": "no state, no lane"}), ("g2", None), ("lb1", {"state": "scheduled", "lane": "b"}),
-        ("f2", {"state": "scheduled"}), ("la2", {"state": "scheduled", "lane": "a"}),
+        ("f1", {"state": "scheduled"}),
+        ("g1", None),
+        ("la1", {"state": "scheduled", "lane": "a"}),
+        ("bare", {"data": "no state, no lane"}),
+        ("g2", None),
+        ("lb1", {"state": "scheduled", "lane": "b"}),
+        ("f2", {"state": "scheduled"}),
+        ("la2", {"state": "scheduled", "lane": "a"}),
     ]
     for j, (id_, row) in enumerate(rows):
         if row:
@@ -136,9 +166,7 @@ def check_expected(r: redis.Redis, promoted, stalled, t0: int, t1: int) -> None:
     assert recovered == ["s1", "s3", "sbare", "s5"]
     assert dead == ["s2", "s4"]
     assert strs(r.zrange(key("schedule"), 0, -1)) == ["fut"]
-    assert strs(r.lrange(key("pending"), 0, -1)) == (
-        [f"bulk{i:03d}" for i in range(250)] + ["f1", "bare", "f2"] + ["s1", "sbare"]
-    )
+    assert strs(r.lrange(key("pending"), 0, -1)) == ([f"bulk{i:03d}" for i in range(250)] + ["f1", "bare", "f2"] + ["s1", "sbare"])
     assert strs(r.lrange(key("lane:a"), 0, -1)) == ["la1", "la2"]
     assert strs(r.lrange(key("lane:b"), 0, -1)) == ["lb1"]
     assert strs(r.lrange(key("lane:c"), 0, -1)) == ["s3"]

@@ -91,8 +91,6 @@ def sites(c: emq.Client, q: emq.Queue, held: emq.Job) -> dict:
     }
 
 
-
-
 def _site_names() -> list[str]:
     dummy = emq.Job(id="h", data=b"", token="t")
     return list(sites(None, None, dummy).keys())  # type: ignore[arg-type]

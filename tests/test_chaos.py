@@ -19,7 +19,6 @@ import time
 from collections import Counter
 
 import pytest
-import redis
 
 import emq
 from test_jobs_model import assert_invariants, snapshot
@@ -65,14 +64,19 @@ def test_every_lost_reply_is_an_unknown_outcome(server, proxy, r, seed):
     def settle():
         if held:
             j = held.pop(rnd.randrange(len(held)))
-            rnd.choice([lambda: q.complete(j), lambda: q.fail(j, "e", retry_in_ms=rnd.choice([0, FAR])),
-                        lambda: q.extend(j, FAR)])()
+            rnd.choice([lambda: q.complete(j), lambda: q.fail(j, "e", retry_in_ms=rnd.choice([0, FAR])), lambda: q.extend(j, FAR)])()
 
     ops = {
-        "add": add, "add_many": lambda: q.add_many([b"m1", b"m2"]), "claim": claim, "settle": settle,
-        "promote": lambda: emq.promote(c, Q), "promote_lua": lambda: emq.promote(c, Q, backend="lua"),
-        "stalled": lambda: emq.stalled_check(c, Q), "stalled_lua": lambda: emq.stalled_check(c, Q, backend="lua"),
-        "pause": lambda: q.pause_lane("L"), "resume": lambda: q.resume_lane("L"),
+        "add": add,
+        "add_many": lambda: q.add_many([b"m1", b"m2"]),
+        "claim": claim,
+        "settle": settle,
+        "promote": lambda: emq.promote(c, Q),
+        "promote_lua": lambda: emq.promote(c, Q, backend="lua"),
+        "stalled": lambda: emq.stalled_check(c, Q),
+        "stalled_lua": lambda: emq.stalled_check(c, Q, backend="lua"),
+        "pause": lambda: q.pause_lane("L"),
+        "resume": lambda: q.resume_lane("L"),
     }
     for _ in range(5):
         direct.add(b"seed", lane=rnd.choice([None, "L"]))
@@ -118,8 +122,12 @@ def test_an_add_retried_after_an_unknown_outcome(proxy, r):
     landed = snapshot(r)
     assert q.add(b"payload", id="x", lane="L", max_attempts=5) == "x"
     assert snapshot(r) == landed, "the retry wrote again"
-    for other in [dict(data=b"other"), dict(data=b"payload", lane="M"), dict(data=b"payload", max_attempts=4),
-                  dict(data=b"payload", delay_ms=5)]:
+    for other in [
+        dict(data=b"other"),
+        dict(data=b"payload", lane="M"),
+        dict(data=b"payload", max_attempts=4),
+        dict(data=b"payload", delay_ms=5),
+    ]:
         kw = {"lane": "L", "max_attempts": 5, **other}
         with pytest.raises(emq.DuplicateJobError):
             q.add(kw.pop("data"), id="x", **kw)
@@ -145,8 +153,10 @@ def test_producers_and_workers_under_chaos_lose_nothing_and_run_nothing_twice(se
             runs[job.id] += 1
 
     proxy.chaos(7, p_drop_before=0.01, p_drop_after=0.01, p_reset=0.005, p_drop=0.005, p_stall=0.01, max_stall=0.05)
-    workers = [emq.Worker(emq.Queue(emq.connect(proxy.url, read_timeout=2), Q), handler, beat_ms=100,
-                          lease_ms=3000, concurrency=4) for _ in range(2)]
+    workers = [
+        emq.Worker(emq.Queue(emq.connect(proxy.url, read_timeout=2), Q), handler, beat_ms=100, lease_ms=3000, concurrency=4)
+        for _ in range(2)
+    ]
     errors: list = []
 
     def work(w):
@@ -161,8 +171,7 @@ def test_producers_and_workers_under_chaos_lose_nothing_and_run_nothing_twice(se
             while True:
                 try:
                     c = c or emq.connect(proxy.url, read_timeout=2)
-                    emq.Queue(c, Q).add(b"job", id=f"j{i}", lane="L" if i % 5 == 0 else None,
-                                        delay_ms=200 if i % 7 == 0 else 0)
+                    emq.Queue(c, Q).add(b"job", id=f"j{i}", lane="L" if i % 5 == 0 else None, delay_ms=200 if i % 7 == 0 else 0)
                     break
                 except emq.ConnectionError:  # a dropped connection, or an unknown outcome: add again
                     time.sleep(0.01)

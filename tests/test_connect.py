@@ -194,11 +194,42 @@ def _tls_server(tmp_path):
     if not (redis_server and openssl):
         pytest.fail("needs redis-server and the openssl CLI (./dev test installs both)")
     cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
-    subprocess.run([openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "2", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            openssl,
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     port = free_port()
-    s = Server(redis_server, extra=["--tls-port", str(port), "--tls-cert-file", str(cert), "--tls-key-file", str(key),
-                                    "--tls-ca-cert-file", str(cert), "--tls-auth-clients", "no"])
+    s = Server(
+        redis_server,
+        extra=[
+            "--tls-port",
+            str(port),
+            "--tls-cert-file",
+            str(cert),
+            "--tls-key-file",
+            str(key),
+            "--tls-ca-cert-file",
+            str(cert),
+            "--tls-auth-clients",
+            "no",
+        ],
+    )
     return s.start(), port
 
 

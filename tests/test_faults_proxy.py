@@ -44,10 +44,13 @@ def read_until_closed(sock: socket.socket, timeout: float = 5.0) -> tuple[bytes,
 
 # -- framing ------------------------------------------------------------------------
 
+
 def test_scanner_splits_messages_at_any_byte():
     commands = resp("SET", "k", "v\r\n*1\r\n") + b"PING\r\n" + resp("EXEC") + b"*0\r\n"
-    replies = (b"*3\r\n$1\r\na\r\n%1\r\n+k\r\n:1\r\n|1\r\n+ttl\r\n:3\r\n,1.5\r\n"  # a map, an attribute
-               + b"$-1\r\n*-1\r\n*0\r\n>2\r\n$4\r\npush\r\n_\r\n-ERR x\r\n")
+    replies = (
+        b"*3\r\n$1\r\na\r\n%1\r\n+k\r\n:1\r\n|1\r\n+ttl\r\n:3\r\n,1.5\r\n"  # a map, an attribute
+        + b"$-1\r\n*-1\r\n*0\r\n>2\r\n$4\r\npush\r\n_\r\n-ERR x\r\n"
+    )
     for stream, is_commands, count in ((commands, True, 4), (replies, False, 6)):
         whole = _Scanner(commands=is_commands).feed(stream)
         assert len(whole) == count and b"".join(whole) == stream
@@ -55,12 +58,13 @@ def test_scanner_splits_messages_at_any_byte():
             s = _Scanner(commands=is_commands)
             got = []
             for i in range(0, len(stream), step):
-                got += s.feed(stream[i:i + step])
+                got += s.feed(stream[i : i + step])
             assert got == whole
     assert [_command_name(m) for m in _Scanner(commands=True).feed(commands)] == ["SET", "PING", "EXEC", None]
 
 
 # -- relaying --------------------------------------------------------------------------
+
 
 def test_relays_pipelines_large_values_and_resp3(proxy, r):
     c = rc(proxy.url)
@@ -94,7 +98,7 @@ def test_inline_commands_and_commands_split_across_writes(proxy, r):
         for b in resp("MULTI") + resp("SET", "split", "x") + resp("exec"):
             s.send(bytes([b]))
         got, how = read_until_closed(s)
-    assert got == b"+OK\r\n+QUEUED\r\n"[:len(got)] and how == "eof"
+    assert got == b"+OK\r\n+QUEUED\r\n"[: len(got)] and how == "eof"
     assert r.exists("split") == 0
     (f,) = proxy.events
     assert (f.kind, f.command, f.exec_forwarded, f.source) == ("drop_before_exec", "EXEC", False, "armed")
@@ -116,6 +120,7 @@ def test_blocking_pops_pass_through(proxy):
 
 
 # -- EXEC faults ------------------------------------------------------------------------
+
 
 def test_drop_before_exec_leaves_the_keyspace_unchanged(proxy, r):
     c = rc(proxy.url)
@@ -156,10 +161,14 @@ def test_armed_faults_pick_their_connection_and_count(proxy, r):
             c.pipeline().incr("n").execute()
     assert b.pipeline().incr("n").execute() == [3]
     assert [(f.kind, f.conn) for f in proxy.events] == [
-        ("drop_after_exec", conn_b), ("drop_before_exec", conn_b + 1), ("drop_before_exec", conn_b - 1)]
+        ("drop_after_exec", conn_b),
+        ("drop_before_exec", conn_b + 1),
+        ("drop_before_exec", conn_b - 1),
+    ]
 
 
 # -- other faults -----------------------------------------------------------------------
+
 
 def test_reset_mid_reply_cuts_a_reply_with_a_reset(proxy, r):
     r.set("big", b"x" * 1_000_000)
@@ -289,6 +298,7 @@ def test_through_to_a_tls_server(tls_server):
 
 # -- a schedule ----------------------------------------------------------------------------
 
+
 def _chaos_run(server, seed, **probabilities) -> tuple[list, int, int]:
     """A fixed workload through a chaotic proxy: transactions that each add 1
     to a counter, reads, writes. Returns the fault keys, the transactions that
@@ -340,6 +350,7 @@ def test_chaos_can_be_limited_to_commands_and_calmed(proxy, r):
 
 
 # -- hygiene -----------------------------------------------------------------------------
+
 
 def test_stop_leaves_no_threads_and_prints_nothing(server, capfd):
     before = threading.active_count()

@@ -71,8 +71,21 @@ def verbs(q: emq.Queue, held: emq.Job):
     }
 
 
-VERBS = ["add", "add_many", "add_later", "claim", "extend", "complete", "fail", "pause_lane", "set_lane_limit",
-         "promote", "promote_lua", "stalled_check", "stalled_check_lua"]
+VERBS = [
+    "add",
+    "add_many",
+    "add_later",
+    "claim",
+    "extend",
+    "complete",
+    "fail",
+    "pause_lane",
+    "set_lane_limit",
+    "promote",
+    "promote_lua",
+    "stalled_check",
+    "stalled_check_lua",
+]
 
 
 def refused(r: redis.Redis, call, cls: type, *words: str) -> str:
@@ -150,9 +163,19 @@ def test_permission_denied(server, r, verb):
     c = emq.connect(server.url)
     q, held = loaded(c, r)
     needs = {
-        "add": "rpush", "add_many": "rpush", "add_later": "zadd", "claim": "zadd", "extend": "zadd",
-        "complete": "zrem", "fail": "zadd", "pause_lane": "hset", "set_lane_limit": "hset",
-        "promote": "zrem", "promote_lua": "evalsha", "stalled_check": "zrem", "stalled_check_lua": "evalsha",
+        "add": "rpush",
+        "add_many": "rpush",
+        "add_later": "zadd",
+        "claim": "zadd",
+        "extend": "zadd",
+        "complete": "zrem",
+        "fail": "zadd",
+        "pause_lane": "hset",
+        "set_lane_limit": "hset",
+        "promote": "zrem",
+        "promote_lua": "evalsha",
+        "stalled_check": "zrem",
+        "stalled_check_lua": "evalsha",
     }[verb]
     r.execute_command("ACL", "SETUSER", "narrow", "reset", "on", ">pw", "~emq:*", "+@all", f"-{needs}")
     u = emq.connect(f"redis://narrow:pw@127.0.0.1:{server.port}")

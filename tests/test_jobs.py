@@ -305,7 +305,9 @@ def test_add_many_mixing_landed_new_and_duplicate_ids(q, r):
         q.add_many([{"data": b"1", "id": "l1"}, {"data": b"n", "id": "new"}, {"data": b"other", "id": "l2", "lane": "A"}])
     assert snapshot(r) == before
     r.delete(WAKE)
-    ids = q.add_many([{"data": b"1", "id": "l1"}, {"data": b"n", "id": "new", "lane": "A"}, b"gen", {"data": b"2", "id": "l2", "lane": "A"}])
+    ids = q.add_many(
+        [{"data": b"1", "id": "l1"}, {"data": b"n", "id": "new", "lane": "A"}, b"gen", {"data": b"2", "id": "l2", "lane": "A"}]
+    )
     assert ids[:2] == ["l1", "new"] and ids[3] == "l2" and ids[2] not in ("l1", "l2", "new")
     assert lrange(r, PENDING) == ["l1", ids[2]], "the landed job is not queued again"
     assert lrange(r, lane_key("A")) == ["l2", "new"]
@@ -428,9 +430,7 @@ def test_claim_tokens_are_fresh(q, r):
 
 
 def test_lanes_are_served_round_robin_one_id_per_lane_per_turn(q, r):
-    q.add_many(
-        [{"data": b"", "id": i, "lane": i[0].upper()} for i in ["a1", "a2", "a3", "b1", "c1", "c2"]]
-    )
+    q.add_many([{"data": b"", "id": i, "lane": i[0].upper()} for i in ["a1", "a2", "a3", "b1", "c1", "c2"]])
     assert lrange(r, RING) == ["A", "B", "C"]
     got = q.claim(5)
     assert ids_of(got) == ["a1", "b1", "c1", "a2", "c2"]

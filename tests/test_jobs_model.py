@@ -134,15 +134,15 @@ def read_queue(r: redis.Redis, prefix: str) -> dict:
     }
     for k in keys:
         if k.startswith(P + "lane:"):
-            q["lanes"][k[len(P + "lane:"):]] = [s(x) for x in r.lrange(k, 0, -1)]
+            q["lanes"][k[len(P + "lane:") :]] = [s(x) for x in r.lrange(k, 0, -1)]
         elif k.startswith(P + "lanectl:"):
-            q["ctl"][k[len(P + "lanectl:"):]] = {s(f): s(v) for f, v in r.hgetall(k).items()}
+            q["ctl"][k[len(P + "lanectl:") :]] = {s(f): s(v) for f, v in r.hgetall(k).items()}
         elif k.startswith(P + "job:"):
             row = r.hgetall(k)
             # data and error are opaque bytes; the other fields are text
-            q["rows"][k[len(P + "job:"):]] = {s(f): (v if f in (b"data", b"error") else s(v)) for f, v in row.items()}
+            q["rows"][k[len(P + "job:") :]] = {s(f): (v if f in (b"data", b"error") else s(v)) for f, v in row.items()}
             if r.pttl(k) >= 0:
-                q["expiring"].add(k[len(P + "job:"):])
+                q["expiring"].add(k[len(P + "job:") :])
     return q
 
 
@@ -227,11 +227,15 @@ def assert_invariants(r: redis.Redis, prefix: str, *, where: str = "") -> dict:
 
     for id_, score in q["active"].items():
         if id_ in rows:
-            assert _int_field(rows[id_].get("lease")) == score, f"I5{at}: active job {id_!r} has lease {rows[id_].get('lease')} but score {score}"
+            assert _int_field(rows[id_].get("lease")) == score, (
+                f"I5{at}: active job {id_!r} has lease {rows[id_].get('lease')} but score {score}"
+            )
             assert rows[id_].get("token"), f"I5{at}: active job {id_!r} has no token"
     for id_, score in q["schedule"].items():
         if id_ in rows:
-            assert _int_field(rows[id_].get("due")) == score, f"I5{at}: scheduled job {id_!r} has due {rows[id_].get('due')} but score {score}"
+            assert _int_field(rows[id_].get("due")) == score, (
+                f"I5{at}: scheduled job {id_!r} has due {rows[id_].get('due')} but score {score}"
+            )
     for id_, row in rows.items():
         if row.get("state") != "active":
             assert "token" not in row and "lease" not in row, f"I5{at}: job {id_!r} in state {row.get('state')!r} keeps a token or lease"
@@ -333,8 +337,14 @@ class Model:
         flat = False
         lanes_hit: list[str] = []
         for id_, data, lane, later, max_attempts, when in jobs:
-            row = {"state": "scheduled" if later else "pending", "data": data, "attempts": 0, "max_attempts": max_attempts, "stalls": 0,
-                   "digest": digest(data, lane, max_attempts, when)}
+            row = {
+                "state": "scheduled" if later else "pending",
+                "data": data,
+                "attempts": 0,
+                "max_attempts": max_attempts,
+                "stalls": 0,
+                "digest": digest(data, lane, max_attempts, when),
+            }
             self.requests[id_] = (data, lane, max_attempts, when)
             if lane is not None:
                 row["lane"] = lane
@@ -467,7 +477,11 @@ class Model:
             self.dead.pop(i, None)
             self.rows.pop(i, None)
         if k:
-            event("dead trimmed" + (" (the new ones too)" if set(ids) & set(merged[:k]) else "") + (" by age" if time_k >= count_k else " by count"))
+            event(
+                "dead trimmed"
+                + (" (the new ones too)" if set(ids) & set(merged[:k]) else "")
+                + (" by age" if time_k >= count_k else " by count")
+            )
         return merged[:k]
 
     def promote(self, batch: int) -> int:
@@ -652,7 +666,9 @@ def machine_for(url: str):
             assert len(ids) == len(specs) and len(set(ids)) == len(ids)
             if given_ids:
                 assert ids == [sp["id"] for sp in specs]
-            self.m.add([(i, sp["data"], sp["lane"], sp["delay_ms"] > 0, sp["max_attempts"], ("D", sp["delay_ms"])) for i, sp in zip(ids, specs)])
+            self.m.add(
+                [(i, sp["data"], sp["lane"], sp["delay_ms"] > 0, sp["max_attempts"], ("D", sp["delay_ms"])) for i, sp in zip(ids, specs)]
+            )
 
         @rule(k=ids_st, at_past=st.booleans())
         def add_at(self, k, at_past):
@@ -870,8 +886,11 @@ def machine_for(url: str):
                     self.m.ret[field] = -1 if v is None else v * scale
                     self.m.ret_hash[field] = str(self.m.ret[field])
             secs = lambda ms: None if ms < 0 else ms / 1000  # noqa: E731
-            want = {"keep_done_s": secs(self.m.ret["done_ms"]), "keep_dead_s": secs(self.m.ret["dead_ms"]),
-                    "max_dead": None if self.m.ret["dead_max"] < 0 else self.m.ret["dead_max"]}
+            want = {
+                "keep_done_s": secs(self.m.ret["done_ms"]),
+                "keep_dead_s": secs(self.m.ret["dead_ms"]),
+                "max_dead": None if self.m.ret["dead_max"] < 0 else self.m.ret["dead_max"],
+            }
             assert self.q.retention() == want
 
         @precondition(lambda self: any(sc is None for sc in self.m.done.values()))
@@ -903,7 +922,13 @@ def machine_for(url: str):
             m = self.m
             lanes = {lane: len(ids) for lane, ids in m.lanes.items() if ids}
             assert {k: v for k, v in c["lanes"].items() if v} == lanes
-            assert (c["schedule"], c["pending"], c["active"], c["dead"], c["ring"]) == (len(m.schedule), len(m.pending), len(m.active), len(m.dead), len(m.ring))
+            assert (c["schedule"], c["pending"], c["active"], c["dead"], c["ring"]) == (
+                len(m.schedule),
+                len(m.pending),
+                len(m.active),
+                len(m.dead),
+                len(m.ring),
+            )
             # Done rows still kept: entries finished after now - done_ms (past ones are not).
             kept = len(m.done) if m.ret["done_ms"] < 0 else 0 if m.ret["done_ms"] == 0 else sum(1 for sc in m.done.values() if sc is None)
             assert c["done"] == kept

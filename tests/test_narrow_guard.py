@@ -50,7 +50,7 @@ def seed(r: redis.Redis) -> list[str]:
             mapping["lane"] = LANE
         pipe.hset(job_key(id_), mapping=mapping)
     for k in range(0, N, 1_000):
-        pipe.zadd(SCHEDULE, {id_: now - N - 1_000 + i for i, id_ in enumerate(ids[k:k + 1_000], start=k)})
+        pipe.zadd(SCHEDULE, {id_: now - N - 1_000 + i for i, id_ in enumerate(ids[k : k + 1_000], start=k)})
     for lane in IDLE_LANES:
         pipe.rpush(f"{P}lane:{lane}", f"{lane}-ready")
         pipe.hset(f"{P}lanectl:{lane}", "ring", "1")
@@ -135,8 +135,7 @@ class Load:
         self.counts = {n: ctx.Value("q", 0, lock=False) for n in self.NAMES}
         self.error_queue = ctx.Queue()
         self.procs = [
-            ctx.Process(target=_load_loop, args=(url, tag, n, self.stop, self.counts[n], self.error_queue), daemon=True)
-            for n in self.NAMES
+            ctx.Process(target=_load_loop, args=(url, tag, n, self.stop, self.counts[n], self.error_queue), daemon=True) for n in self.NAMES
         ]
         self.errors: list[str] = []
 
@@ -144,7 +143,7 @@ class Load:
     def ops(self) -> Counter:
         return Counter({n: v.value for n, v in self.counts.items()})
 
-    def __enter__(self) -> "Load":
+    def __enter__(self) -> Load:
         for p in self.procs:
             p.start()
         deadline = time.monotonic() + 30
@@ -249,8 +248,7 @@ def test_promote_keeps_half_its_idle_speed_under_producer_and_ring_traffic(serve
         assert moved == N, moved
         assert calls == N // BATCH + 1, f"round {rnd}: {calls} calls for {N} ids"
         assert tries == idle_tries, (
-            f"round {rnd}: the traffic made the plan start again: (attempts, dropped selections) = {tries} "
-            f"under load, {idle_tries} idle"
+            f"round {rnd}: the traffic made the plan start again: (attempts, dropped selections) = {tries} under load, {idle_tries} idle"
         )
         assert min(load.ops[k] for k in ("schedule", "pending", "ring")) > 50, load.ops
         check_moved(r, ids)
@@ -267,6 +265,5 @@ def test_promote_keeps_half_its_idle_speed_under_producer_and_ring_traffic(serve
     )
     assert max(wide_ok) <= 2, f"the load is too light to tell a wide guard from a narrow one: {wide_ok}"
     assert ratio <= 2.0, (
-        f"under producer and ring traffic the promoter ran at 1/{ratio:.2f} of its idle speed "
-        f"(idle {idle}, loaded {loaded})"
+        f"under producer and ring traffic the promoter ran at 1/{ratio:.2f} of its idle speed (idle {idle}, loaded {loaded})"
     )

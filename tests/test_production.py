@@ -20,8 +20,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 import emq
 
 REPO = Path(__file__).resolve().parent.parent
@@ -32,11 +30,39 @@ USER, PASSWORD = "emq-worker", "w0rker s3cret"
 # What emq's workers, sweepers, CLI and demo send, and nothing else: no
 # scripting, no CLIENT (the park then waits its last stretch on its own clock).
 WORKER_COMMANDS = [
-    "ping", "time", "info",
-    "zrange", "zcard", "zcount", "hget", "hmget", "hgetall", "exists", "type", "llen", "lrange", "scan",
-    "watch", "unwatch", "multi", "exec",
-    "zadd", "zrem", "zremrangebyscore", "rpush", "lpop", "lmove", "ltrim", "hset", "hdel", "hincrby",
-    "del", "pexpireat", "blpop", "incr", "zmscore",
+    "ping",
+    "time",
+    "info",
+    "zrange",
+    "zcard",
+    "zcount",
+    "hget",
+    "hmget",
+    "hgetall",
+    "exists",
+    "type",
+    "llen",
+    "lrange",
+    "scan",
+    "watch",
+    "unwatch",
+    "multi",
+    "exec",
+    "zadd",
+    "zrem",
+    "zremrangebyscore",
+    "rpush",
+    "lpop",
+    "lmove",
+    "ltrim",
+    "hset",
+    "hdel",
+    "hincrby",
+    "del",
+    "pexpireat",
+    "blpop",
+    "incr",
+    "zmscore",
 ]
 
 
@@ -49,8 +75,9 @@ def ran_something(c: dict) -> bool:
 def add_jobs(q: emq.Queue, n: int = 24) -> list[str]:
     """Ready jobs, flat and in a lane, some due a little later, and three whose
     lease runs out without a worker (for the stalled sweeper)."""
-    ids = q.add_many([{"data": b"x", "id": f"j{i}", "lane": "L" if i % 3 == 0 else None,
-                       "delay_ms": 300 if i % 4 == 0 else 0} for i in range(n)])
+    ids = q.add_many(
+        [{"data": b"x", "id": f"j{i}", "lane": "L" if i % 3 == 0 else None, "delay_ms": 300 if i % 4 == 0 else 0} for i in range(n)]
+    )
     q.add_many([{"data": b"s", "id": f"s{i}"} for i in range(3)])
     stalled = [j.id for j in q.claim(20, lease_ms=200) if j.id.startswith("s")]
     assert stalled, "the abandoned claims took no s job"
@@ -62,9 +89,26 @@ def worker_cli(url: str, tmp: Path, env: dict | None = None) -> subprocess.Popen
     e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), e.get("PYTHONPATH")]))
     e.update(EMQ_URL=url, EMQ_TEST_DIR=str(tmp))  # the URL in the environment, not on the command line
     return subprocess.Popen(
-        [sys.executable, "-m", "emq", "-v", "worker", "tests.worker_handlers:touch", "--queue", CLI_Q,
-         "--beat-ms", "100", "--lease-ms", "5000", "--concurrency", "4"],
-        cwd=REPO, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "emq",
+            "-v",
+            "worker",
+            "tests.worker_handlers:touch",
+            "--queue",
+            CLI_Q,
+            "--beat-ms",
+            "100",
+            "--lease-ms",
+            "5000",
+            "--concurrency",
+            "4",
+        ],
+        cwd=REPO,
+        env=e,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
     )
 
 
@@ -129,8 +173,13 @@ def demo(url: str, env: dict | None = None) -> tuple[str, int]:
     """`emq demo` on that server (the URL from EMQ_URL): its output, and how
     many jobs it says were done."""
     e = dict(env or os.environ, EMQ_URL=url, COLUMNS="120")
-    p = subprocess.run([sys.executable, "-m", "emq", "demo", "--jobs", "150", "--seconds", "1", "--workers", "2"],
-                       cwd=REPO, env=e, capture_output=True, timeout=120)
+    p = subprocess.run(
+        [sys.executable, "-m", "emq", "demo", "--jobs", "150", "--seconds", "1", "--workers", "2"],
+        cwd=REPO,
+        env=e,
+        capture_output=True,
+        timeout=120,
+    )
     out = (p.stdout + p.stderr).decode(errors="replace")
     assert p.returncode == 0, out
     done = [int(m) for m in re.findall(r"jobs done\D*(\d+)", out)]
@@ -173,8 +222,19 @@ def test_tls_as_an_acl_user(tls_server, tls_env, tmp_path, monkeypatch):
     """Over TLS, verified against the server's CA (`SSL_CERT_FILE`), as an ACL
     user: every connection to the TLS port runs as that user."""
     admin = tls_server.admin()
-    admin.execute_command("ACL", "SETUSER", USER, "reset", "on", f">{PASSWORD}", "~emq:*", "resetchannels",
-                          "-@all", *[f"+{c}" for c in WORKER_COMMANDS], "-@scripting")
+    admin.execute_command(
+        "ACL",
+        "SETUSER",
+        USER,
+        "reset",
+        "on",
+        f">{PASSWORD}",
+        "~emq:*",
+        "resetchannels",
+        "-@all",
+        *[f"+{c}" for c in WORKER_COMMANDS],
+        "-@scripting",
+    )
     monkeypatch.setenv("SSL_CERT_FILE", str(tls_server.ca))
     url = tls_server.url_for(USER, PASSWORD)
 

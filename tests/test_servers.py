@@ -12,10 +12,11 @@ import pytest
 import redis
 
 from emq.embedded import Server
+
 from servers import ADMIN_USER, no_retry
 
-
 # -- requirepass ----------------------------------------------------------------------------
+
 
 def test_a_server_with_requirepass_starts_and_refuses_strangers():
     """Server._wait_ready takes -NOAUTH for ready."""
@@ -50,6 +51,7 @@ def test_protected_server_is_reset_between_tests(protected_server):
 
 
 # -- ACL ---------------------------------------------------------------------------------------
+
 
 def _setinfo(server) -> list[str]:
     """CLIENT SETINFO (lib-name): Valkey 8+ and Redis 7.2+; Redis 7.0 knows no such command."""
@@ -88,6 +90,7 @@ def test_acl_lists_who_is_connected_as_whom(acl, protected_server):
 
 
 # -- TLS ----------------------------------------------------------------------------------------
+
 
 def test_tls_with_the_ca_and_not_without(tls_server):
     t = tls_server
@@ -131,6 +134,7 @@ def test_ssl_cert_file_makes_the_rust_core_trust_the_ca(tls_server, tls_env):
 
 
 # -- replication --------------------------------------------------------------------------------
+
 
 def test_replica_follows_and_is_read_only(replica):
     primary = redis.Redis.from_url(replica.primary_url)

@@ -22,7 +22,7 @@ from test_jobs_model import server_ms
 Q = "conc"
 P = f"emq:{{{Q}}}:"
 SCHEDULE, PENDING, ACTIVE, DEAD, RING, WAKE = (P + k for k in ("schedule", "pending", "active", "dead", "ring", "wake"))
-WAKE_MAX = emq._core.WAKE_MAX
+WAKE_MAX = 64
 FAR = 4_000_000_000_000  # a lease or due time that never comes during a test
 
 # A producer's add of future work (SPEC §7): the row and the schedule entry, with a
@@ -88,17 +88,16 @@ def groups_for(mode: str, n: int) -> list[int | None]:
     return [[1, 3, 7, 16][i % 4] for i in range(n)] if mode == "grouped" else [None] * n
 
 
-def check_ring(snapshot_ring: list[str], ring_fields: dict[str, str | None], lanes_len: dict[str, int],
-               servable: dict[str, bool], where: str) -> None:
+def check_ring(
+    snapshot_ring: list[str], ring_fields: dict[str, str | None], lanes_len: dict[str, int], servable: dict[str, bool], where: str
+) -> None:
     """I2 (ring field agrees with ring membership, each lane at most once) and I3
     (a non-empty lane that can be served is in the ring)."""
     counts = Counter(snapshot_ring)
-    dup = {l: c for l, c in counts.items() if c > 1}
+    dup = {ln: c for ln, c in counts.items() if c > 1}
     assert not dup, f"{where}: lanes in the ring more than once (I2): {dup}"
     for lane, field in ring_fields.items():
-        assert (field == "1") == (lane in counts), (
-            f"{where}: lane {lane!r} ring field {field!r} but in ring: {lane in counts} (I2)"
-        )
+        assert (field == "1") == (lane in counts), f"{where}: lane {lane!r} ring field {field!r} but in ring: {lane in counts} (I2)"
     for lane, n in lanes_len.items():
         if n > 0 and servable[lane]:
             assert lane in counts, f"{where}: lane {lane!r} holds {n} ids and can be served but is not in the ring (I3)"
@@ -128,7 +127,6 @@ def _pick_lane(rng: random.Random) -> str:
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("mode", ["plan", "lua", "mixed", "grouped"])
 def test_promoters_race_each_other_and_producers(server, r, mode):
-    add_future = r.register_script(ADD_FUTURE)
     rng = random.Random(1234)
     lane_of: dict[str, str] = {}  # id -> lane ('' = flat), live rows only
     due_of: dict[str, int] = {}
@@ -224,7 +222,7 @@ def test_promoters_race_each_other_and_producers(server, r, mode):
         """I2, I3 and the wake cap at instants between sweeps: one MULTI reads them."""
         nonlocal monitor_snaps
         mr = redis.Redis.from_url(server.url, decode_responses=True)
-        servable = {l: l in SERVED_LANES for l in ALL_LANES}
+        servable = {ln: ln in SERVED_LANES for ln in ALL_LANES}
         try:
             while not stop.is_set():
                 pipe = mr.pipeline(transaction=True)
@@ -235,8 +233,8 @@ def test_promoters_race_each_other_and_producers(server, r, mode):
                     pipe.llen(lane_key(lane))
                 got = pipe.execute()
                 ring, wake_len, rest = got[0], got[1], got[2:]
-                fields = {l: rest[2 * i] for i, l in enumerate(ALL_LANES)}
-                lens = {l: rest[2 * i + 1] for i, l in enumerate(ALL_LANES)}
+                fields = {ln: rest[2 * i] for i, ln in enumerate(ALL_LANES)}
+                lens = {ln: rest[2 * i + 1] for i, ln in enumerate(ALL_LANES)}
                 check_ring(ring, fields, lens, servable, "mid-run")
                 assert wake_len <= WAKE_MAX, f"mid-run: wake holds {wake_len} tokens"
                 monitor_snaps += 1
@@ -274,15 +272,13 @@ def test_promoters_race_each_other_and_producers(server, r, mode):
 
     # every live id is in pending or its own lane exactly once; ghosts nowhere
     pending = [s(x) for x in r.lrange(PENDING, 0, -1)]
-    lanes = {l: [s(x) for x in r.lrange(lane_key(l), 0, -1)] for l in ALL_LANES}
+    lanes = {ln: [s(x) for x in r.lrange(lane_key(ln), 0, -1)] for ln in ALL_LANES}
     seen = Counter(pending)
     for ids in lanes.values():
         seen.update(ids)
     dups = {i: c for i, c in seen.items() if c > 1}
     assert not dups, f"ids moved more than once: {list(dups.items())[:10]}"
-    assert set(seen) == set(lane_of), (
-        f"lost: {sorted(set(lane_of) - set(seen))[:10]}, unexpected: {sorted(set(seen) - set(lane_of))[:10]}"
-    )
+    assert set(seen) == set(lane_of), f"lost: {sorted(set(lane_of) - set(seen))[:10]}, unexpected: {sorted(set(seen) - set(lane_of))[:10]}"
     assert all(lane_of[i] == "" for i in pending), "a lane row went to pending"
     for lane, ids in lanes.items():
         assert all(lane_of[i] == lane for i in ids), f"a row that is not lane {lane!r}'s went to its list"
@@ -301,13 +297,13 @@ def test_promoters_race_each_other_and_producers(server, r, mode):
     got = pipe.execute()
     states = Counter(s(x) for x in got[: len(lane_of)])
     assert states == {"pending": len(lane_of)}, states
-    assert not any(got[len(lane_of):]), "a sweep wrote a ghost's row"
+    assert not any(got[len(lane_of) :]), "a sweep wrote a ghost's row"
 
     # the ring: each servable lane that got rows once, ring fields agree (I2, I3)
     ring = [s(x) for x in r.lrange(RING, 0, -1)]
-    fields = {l: s(r.hget(ctl_key(l), "ring")) for l in ALL_LANES}
-    check_ring(ring, fields, {l: len(ids) for l, ids in lanes.items()}, {l: l in SERVED_LANES for l in ALL_LANES}, "end")
-    assert sorted(ring) == sorted(l for l in SERVED_LANES if lanes[l]), ring
+    fields = {ln: s(r.hget(ctl_key(ln), "ring")) for ln in ALL_LANES}
+    check_ring(ring, fields, {ln: len(ids) for ln, ids in lanes.items()}, {ln: ln in SERVED_LANES for ln in ALL_LANES}, "end")
+    assert sorted(ring) == sorted(ln for ln in SERVED_LANES if lanes[ln]), ring
     assert lanes[PAUSED_LANE] and lanes[FULL_LANE], "the test meant to give rows to the lanes that cannot be served"
     assert r.llen(WAKE) <= WAKE_MAX
     # the sweeps leave `active` and lane control counts alone
@@ -317,9 +313,11 @@ def test_promoters_race_each_other_and_producers(server, r, mode):
     st = exec_stats(r)
     if mode != "lua":
         assert st["unwatch"] > 0, "no plan call ever dropped a selection: the race this test is for did not happen"
-    print(f"\n[{mode}] {PRESEEDED + PRODUCED + GHOSTS} ids in {elapsed:.2f}s, calls {calls}, "
-          f"moved {totals}, {monitor_snaps} snapshots, EXEC calls "
-          f"{st['exec'] - monitor_snaps} for {sum(wrote)} plan calls that wrote, UNWATCH calls {st['unwatch']}")
+    print(
+        f"\n[{mode}] {PRESEEDED + PRODUCED + GHOSTS} ids in {elapsed:.2f}s, calls {calls}, "
+        f"moved {totals}, {monitor_snaps} snapshots, EXEC calls "
+        f"{st['exec'] - monitor_snaps} for {sum(wrote)} plan calls that wrote, UNWATCH calls {st['unwatch']}"
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -372,7 +370,7 @@ def test_stalled_checks_race_each_other(server, r, mode):
     # lane control consistent with `active` (I4); lane b is already in the ring with
     # ready work of its own; lim is at its limit for the whole test
     for lane in STALL_LANES:
-        n = sum(1 for i, l in lane_of.items() if l == lane)
+        n = sum(1 for i, ln in lane_of.items() if ln == lane)
         r.hset(ctl_key(lane), "active", n)
     r.hset(ctl_key(PAUSED_LANE), "paused", "1")
     r.hset(ctl_key(LIM_LANE), "limit", "2")
@@ -440,11 +438,9 @@ def test_stalled_checks_race_each_other(server, r, mode):
                     fields[lane], lens[lane] = ring_field, rest[2 * j + 1]
                     act = int(act or 0)
                     assert act >= 0, f"mid-run: lane {lane!r} active = {act}"
-                    assert act == counts[lane], (
-                        f"mid-run: lane {lane!r} active field {act}, ids in active {counts[lane]} (I4)"
-                    )
+                    assert act == counts[lane], f"mid-run: lane {lane!r} active field {act}, ids in active {counts[lane]} (I4)"
                 # `lim` at its limit and `p` paused: a lane's servability as of this snapshot
-                servable = {l: STALL_SERVABLE[l] for l in STALL_LANES}
+                servable = {ln: STALL_SERVABLE[ln] for ln in STALL_LANES}
                 check_ring(ring, fields, lens, servable, "mid-run")
                 monitor_snaps += 1
                 time.sleep(0.003)
@@ -492,9 +488,9 @@ def test_stalled_checks_race_each_other(server, r, mode):
 
     # pending and lanes hold exactly the recovered ids, each once, in (lease, id) order
     pending = [s(x) for x in r.lrange(PENDING, 0, -1)]
-    lanes = {l: [s(x) for x in r.lrange(lane_key(l), 0, -1)] for l in STALL_LANES}
+    lanes = {ln: [s(x) for x in r.lrange(lane_key(ln), 0, -1)] for ln in STALL_LANES}
     assert lanes["b"][:2] == ["b-old-1", "b-old-2"]
-    lanes_new = {l: (ids[2:] if l == "b" else ids) for l, ids in lanes.items()}
+    lanes_new = {ln: (ids[2:] if ln == "b" else ids) for ln, ids in lanes.items()}
     assert Counter(pending) == Counter(i for i in want_rec if lane_of[i] == "")
     for lane, ids in lanes_new.items():
         assert Counter(ids) == Counter(i for i in want_rec if lane_of[i] == lane), lane
@@ -531,8 +527,8 @@ def test_stalled_checks_race_each_other(server, r, mode):
         assert int(r.hget(ctl_key(lane), "active") or 0) == want, lane
     # I2/I3 at the end: a and c joined the ring once; b stayed once; p and lim never
     ring = [s(x) for x in r.lrange(RING, 0, -1)]
-    fields = {l: s(r.hget(ctl_key(l), "ring")) for l in STALL_LANES}
-    check_ring(ring, fields, {l: len(v) for l, v in lanes.items()}, STALL_SERVABLE, "end")
+    fields = {ln: s(r.hget(ctl_key(ln), "ring")) for ln in STALL_LANES}
+    check_ring(ring, fields, {ln: len(v) for ln, v in lanes.items()}, STALL_SERVABLE, "end")
     assert sorted(ring) == ["a", "b", "c"], ring
     assert lanes_new[PAUSED_LANE] and lanes_new[LIM_LANE], "the test meant to recover rows into unservable lanes"
     assert r.llen(WAKE) <= WAKE_MAX
@@ -540,6 +536,8 @@ def test_stalled_checks_race_each_other(server, r, mode):
     st = exec_stats(r)
     if mode != "lua":
         assert st["unwatch"] > 0, "no plan call ever dropped a selection: the race this test is for did not happen"
-    print(f"\n[{mode}] {len(expiring)} expiring ids in {elapsed:.2f}s, calls {calls}, "
-          f"{len(all_rec)} recovered, {len(all_dead)} dead, {monitor_snaps} snapshots, EXEC calls "
-          f"{st['exec'] - monitor_snaps} for {sum(wrote)} plan calls that wrote, UNWATCH calls {st['unwatch']}")
+    print(
+        f"\n[{mode}] {len(expiring)} expiring ids in {elapsed:.2f}s, calls {calls}, "
+        f"{len(all_rec)} recovered, {len(all_dead)} dead, {monitor_snaps} snapshots, EXEC calls "
+        f"{st['exec'] - monitor_snaps} for {sum(wrote)} plan calls that wrote, UNWATCH calls {st['unwatch']}"
+    )

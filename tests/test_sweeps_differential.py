@@ -41,8 +41,8 @@ import math
 import pytest
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import note as _hnote
-from hypothesis.control import currently_in_test_context
 from hypothesis import strategies as st
+from hypothesis.control import currently_in_test_context
 
 import emq
 
@@ -600,8 +600,9 @@ def differential(r, client, kind, state, batch, max_stalled, form, group=None):
         if backend == "lua" and grouped:
             reply, after, t0, t1 = lua_in_groups(r, client, start, kind, queue, sizes, max_stalled, form)
         else:
-            reply, after, t0, t1 = one_backend(r, client, start, kind, queue, batch, max_stalled, form, backend,
-                                               group if backend == "plan" else None)
+            reply, after, t0, t1 = one_backend(
+                r, client, start, kind, queue, batch, max_stalled, form, backend, group if backend == "plan" else None
+            )
         note(f"{backend}: reply {reply!r}")
         note(f"{backend}: after {after!r}")
         # The script called again and again reads the clock each time; a grouped
@@ -638,8 +639,15 @@ def differential(r, client, kind, state, batch, max_stalled, form, group=None):
     assert la == pa, diff(la, pa)
     if currently_in_test_context():
         taken = pr if kind == "promote" else len(pr[0]) + len(pr[1])
-        event("corrupt state, not refused" if state["corrupt"] else "nothing due" if taken == 0 else
-              "batch-limited" if taken == batch else "all due taken")
+        event(
+            "corrupt state, not refused"
+            if state["corrupt"]
+            else "nothing due"
+            if taken == 0
+            else "batch-limited"
+            if taken == batch
+            else "all due taken"
+        )
         if grouped:
             event("applied in groups")
         if la != start and la.get(P + b"ring") != start.get(P + b"ring"):
@@ -707,7 +715,7 @@ def both_sweeps_states(draw):
     keys = dict(s["keys"])
     # Move the stalled state to the promote state's queue, then lay the promote state over it.
     P, Q = b(f"emq:{{{a['queue']}}}:"), b(f"emq:{{{s['queue']}}}:")
-    keys = {(P + k[len(Q):] if k.startswith(Q) else k): v for k, v in keys.items()}
+    keys = {(P + k[len(Q) :] if k.startswith(Q) else k): v for k, v in keys.items()}
     keys.update(a["keys"])
     return {"queue": a["queue"], "keys": keys, "corrupt": a["corrupt"] or s["corrupt"]}
 
@@ -852,9 +860,21 @@ def test_promote_hand_picked_state(r, client, form):
     batch smaller than the due count."""
     P = b"emq:{q}:"
     keys = {
-        P + b"schedule": ("zset", {b"b": -(10**6), b"a": -(10**6), b"g": -(10**6), "é".encode(): -5000.0,
-                                   b"l1": -4000, b"l2": -3000, b"l3": -2000, b"l4": -1500, b"x": -1000,
-                                   b"fut": 10**6}),
+        P + b"schedule": (
+            "zset",
+            {
+                b"b": -(10**6),
+                b"a": -(10**6),
+                b"g": -(10**6),
+                "é".encode(): -5000.0,
+                b"l1": -4000,
+                b"l2": -3000,
+                b"l3": -2000,
+                b"l4": -1500,
+                b"x": -1000,
+                b"fut": 10**6,
+            },
+        ),
         P + b"job:a": ("hash", {b"state": b"scheduled"}),
         P + b"job:b": ("hash", {b"state": b"scheduled", b"data": b"\xff"}),
         P + "job:é".encode(): ("hash", {b"state": b"scheduled", b"lane": "ü:1".encode()}),
@@ -880,8 +900,10 @@ def test_stalled_hand_picked_state(r, client, form, max_stalled):
         pytest.skip("the wire form has no 'nothing dies'")
     P = "emq:{заказы}:".encode()
     keys = {
-        P + b"active": ("zset", {b"f0": -(10**6), b"f1": -(10**6), b"g": -(10**6), b"l0": -5000,
-                                 "🚀".encode(): -4000, b"l2": -3000, b"later": 10**6}),
+        P + b"active": (
+            "zset",
+            {b"f0": -(10**6), b"f1": -(10**6), b"g": -(10**6), b"l0": -5000, "🚀".encode(): -4000, b"l2": -3000, b"later": 10**6},
+        ),
         P + b"job:f0": ("hash", {b"state": b"active", b"token": b"t", b"lease": b"30000"}),
         P + b"job:f1": ("hash", {b"state": b"active", b"stalls": b"1", b"token": b"t"}),
         P + b"job:l0": ("hash", {b"state": b"active", b"lane": b"a:b", b"stalls": b"2"}),

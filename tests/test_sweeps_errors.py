@@ -9,8 +9,6 @@ from __future__ import annotations
 import pytest
 
 import emq
-
-from test_jobs_model import snapshot
 from test_jobs_model import snapshot
 from test_sweeps_differential import WRONG, dump, write  # tests/ is on sys.path (pytest's rootdir-relative import)
 
@@ -30,8 +28,10 @@ def promote_state(q: str, now: int) -> dict:
     call writes pending, the lane, lanectl, ring and wake), a ghost; one future."""
     P = prefix(q)
     return {
-        P + b"schedule": ("zset", {b"f1": float(now + PAST), b"l1": float(now + PAST + 1),
-                                   b"g1": float(now - 5000), b"fut": float(now + FUTURE)}),
+        P + b"schedule": (
+            "zset",
+            {b"f1": float(now + PAST), b"l1": float(now + PAST + 1), b"g1": float(now - 5000), b"fut": float(now + FUTURE)},
+        ),
         P + b"job:f1": ("hash", {b"state": b"scheduled", b"data": b"x"}),
         P + b"job:l1": ("hash", {b"state": b"scheduled", b"lane": b"L"}),
         P + b"job:fut": ("hash", {b"state": b"scheduled"}),
@@ -49,9 +49,16 @@ def stalled_state(q: str, now: int) -> dict:
     dies, a lane row that recovers (its lane then joins the ring), a ghost."""
     P = prefix(q)
     return {
-        P + b"active": ("zset", {b"f1": float(now + PAST), b"d1": float(now + PAST + 1),
-                                 b"l1": float(now + PAST + 2), b"g1": float(now - 5000),
-                                 b"fut": float(now + FUTURE)}),
+        P + b"active": (
+            "zset",
+            {
+                b"f1": float(now + PAST),
+                b"d1": float(now + PAST + 1),
+                b"l1": float(now + PAST + 2),
+                b"g1": float(now - 5000),
+                b"fut": float(now + FUTURE),
+            },
+        ),
         P + b"job:f1": ("hash", {b"state": b"active", b"token": b"t", b"lease": b"30000"}),
         P + b"job:d1": ("hash", {b"state": b"active", b"stalls": b"1", b"token": b"t"}),
         P + b"job:l1": ("hash", {b"state": b"active", b"lane": b"L", b"token": b"t"}),
@@ -87,41 +94,51 @@ def call(client, verb, q, backend, form, max_stalled=1):
         return emq.wire(client, PROMOTE, "2", P + "schedule", P + "pending", P, "100", backend=backend)
     if form == "api":
         return emq.stalled_check(client, q, max_stalled=max_stalled, backend=backend)
-    return emq.wire(client, STALLED, "3", P + "active", P + "pending", P + "dead", P, str(max_stalled), "100",
-                    backend=backend)
+    return emq.wire(client, STALLED, "3", P + "active", P + "pending", P + "dead", P, str(max_stalled), "100", backend=backend)
 
 
 # --------------------------------------------------------------------------- wrong types
 
-PROMOTE_TARGETS = [
-    ("schedule", t) for t in ("hash", "list", "string", "set")
-] + [
-    ("pending", t) for t in ("string", "hash", "zset", "set")
-] + [
-    ("job:f1", t) for t in ("string", "list", "zset", "set")
-] + [
-    ("job:l1", "list"),
-    ("lane:L", "hash"), ("lane:L", "string"), ("lane:L", "zset"),
-    ("lanectl:L", "string"), ("lanectl:L", "list"), ("lanectl:L", "zset"),
-    ("ring", "hash"), ("ring", "string"), ("ring", "zset"),
-    ("wake", "set"), ("wake", "string"), ("wake", "hash"), ("wake", "zset"),
-]
+PROMOTE_TARGETS = (
+    [("schedule", t) for t in ("hash", "list", "string", "set")]
+    + [("pending", t) for t in ("string", "hash", "zset", "set")]
+    + [("job:f1", t) for t in ("string", "list", "zset", "set")]
+    + [
+        ("job:l1", "list"),
+        ("lane:L", "hash"),
+        ("lane:L", "string"),
+        ("lane:L", "zset"),
+        ("lanectl:L", "string"),
+        ("lanectl:L", "list"),
+        ("lanectl:L", "zset"),
+        ("ring", "hash"),
+        ("ring", "string"),
+        ("ring", "zset"),
+        ("wake", "set"),
+        ("wake", "string"),
+        ("wake", "hash"),
+        ("wake", "zset"),
+    ]
+)
 
-STALLED_TARGETS = [
-    ("active", t) for t in ("hash", "list", "string", "set")
-] + [
-    ("pending", t) for t in ("string", "hash")
-] + [
-    ("dead", t) for t in ("string", "list", "hash", "set")
-] + [
-    (f"job:{i}", t) for i in ("f1", "d1", "l1") for t in ("string", "list", "zset")
-] + [
-    ("job:f1", "set"),
-    ("lane:L", "hash"), ("lane:L", "string"),
-    ("lanectl:L", "string"), ("lanectl:L", "list"),
-    ("ring", "hash"), ("ring", "string"),
-    ("wake", "set"), ("wake", "string"), ("wake", "hash"),
-]
+STALLED_TARGETS = (
+    [("active", t) for t in ("hash", "list", "string", "set")]
+    + [("pending", t) for t in ("string", "hash")]
+    + [("dead", t) for t in ("string", "list", "hash", "set")]
+    + [(f"job:{i}", t) for i in ("f1", "d1", "l1") for t in ("string", "list", "zset")]
+    + [
+        ("job:f1", "set"),
+        ("lane:L", "hash"),
+        ("lane:L", "string"),
+        ("lanectl:L", "string"),
+        ("lanectl:L", "list"),
+        ("ring", "hash"),
+        ("ring", "string"),
+        ("wake", "set"),
+        ("wake", "string"),
+        ("wake", "hash"),
+    ]
+)
 
 
 def _refuses_wrong_type(r, client, verb, state_of, suffix, wrong, backend, form):
@@ -309,8 +326,11 @@ def test_stalled_bad_batch(r, client, backend, batch):
 @pytest.mark.parametrize("max_stalled", BAD_MAX_STALLED, ids=repr)
 def test_stalled_bad_max_stalled(r, client, backend, max_stalled):
     _refused(
-        r, client, lambda: emq.stalled_check(client, "q", max_stalled=max_stalled, backend=backend),
-        STALLED, "max_stalled",
+        r,
+        client,
+        lambda: emq.stalled_check(client, "q", max_stalled=max_stalled, backend=backend),
+        STALLED,
+        "max_stalled",
     )
 
 
@@ -323,9 +343,7 @@ def test_promote_bad_queue(r, client, backend, queue):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("queue", BAD_QUEUES, ids=repr)
 def test_stalled_bad_queue(r, client, backend, queue):
-    _refused(
-        r, client, lambda: emq.stalled_check(client, queue, backend=backend), STALLED, "queue", _queues_for(queue)
-    )
+    _refused(r, client, lambda: emq.stalled_check(client, queue, backend=backend), STALLED, "queue", _queues_for(queue))
 
 
 @pytest.mark.parametrize("backend", ["nope", ""])
@@ -392,8 +410,20 @@ def _bad_prefix_forms(make, n_keys, suffixes):
     """The prefix argument malformed, with keys that match it textually, so the
     only thing wrong is the prefix's form (§1)."""
     out = []
-    for bad in ["emq:q:", "emq:{}:", "emq:{q}", "EMQ:{q}:", "emq:{q}:x", "emq:{a b}:", "emq:{a{b}:",
-                "emq:{a}b}:", "emq:{a\x01}:", "emq:{" + "x" * 129 + "}:", "", "q"]:
+    for bad in [
+        "emq:q:",
+        "emq:{}:",
+        "emq:{q}",
+        "EMQ:{q}:",
+        "emq:{q}:x",
+        "emq:{a b}:",
+        "emq:{a{b}:",
+        "emq:{a}b}:",
+        "emq:{a\x01}:",
+        "emq:{" + "x" * 129 + "}:",
+        "",
+        "q",
+    ]:
         args = make()
         for k, s in enumerate(suffixes):
             args[2 + k] = bad + s
@@ -403,52 +433,57 @@ def _bad_prefix_forms(make, n_keys, suffixes):
 
 
 # (args, what the message must name)
-WIRE_PROMOTE_LAYOUT = [
-    (_with(promote_wire(), 1, "1"), "keys"),
-    (_with(promote_wire(), 1, "3"), "keys"),
-    (_with(promote_wire(), 1, "0"), "keys"),
-    (_with(promote_wire(), 1, "02"), "keys"),
-    (_with(promote_wire(), 1, "two"), "keys"),
-    (_with(promote_wire(), 1, "-2"), "keys"),
-    (_with(promote_wire(), 1, ""), "keys"),
-    (promote_wire()[:-1], "keys"),  # batch missing
-    (promote_wire()[:3] + promote_wire()[4:], "keys"),  # a key missing
-    (promote_wire() + ["x"], "keys"),  # an extra argument
-    (promote_wire()[:2], "keys"),  # only numkeys
-    (promote_wire()[:1], "keys"),  # the verb alone
-    (["EMQ.PROMOTE", "3", "emq:{q}:schedule", "emq:{q}:pending", "emq:{q}:active", "emq:{q}:", "100"], "keys"),
-    (_with(_with(promote_wire(), 2, "emq:{q}:pending"), 3, "emq:{q}:schedule"), "emq:{q}:pending"),  # swapped
-    (_with(promote_wire(), 3, "emq:{other}:pending"), "emq:{other}:pending"),
-    (_with(promote_wire(), 2, "emq:{other}:schedule"), "emq:{other}:schedule"),
-    (_with(promote_wire(), 2, "emq:{q}:sched"), "emq:{q}:sched"),
-    (_with(promote_wire(), 2, "EMQ:{q}:schedule"), "EMQ:{q}:schedule"),
-    (_with(promote_wire(), 2, "emq:{q}:schedule "), "emq:{q}:schedule "),
-    (_with(promote_wire(), 3, "emq:{q}:active"), "emq:{q}:active"),
-    (_with(promote_wire(), 4, "emq:{other}:"), "emq:{other}:"),  # keys of q, prefix of another queue
-] + _bad_prefix_forms(promote_wire, 2, ["schedule", "pending"])
+WIRE_PROMOTE_LAYOUT = (
+    [
+        (_with(promote_wire(), 1, "1"), "keys"),
+        (_with(promote_wire(), 1, "3"), "keys"),
+        (_with(promote_wire(), 1, "0"), "keys"),
+        (_with(promote_wire(), 1, "02"), "keys"),
+        (_with(promote_wire(), 1, "two"), "keys"),
+        (_with(promote_wire(), 1, "-2"), "keys"),
+        (_with(promote_wire(), 1, ""), "keys"),
+        (promote_wire()[:-1], "keys"),  # batch missing
+        (promote_wire()[:3] + promote_wire()[4:], "keys"),  # a key missing
+        (promote_wire() + ["x"], "keys"),  # an extra argument
+        (promote_wire()[:2], "keys"),  # only numkeys
+        (promote_wire()[:1], "keys"),  # the verb alone
+        (["EMQ.PROMOTE", "3", "emq:{q}:schedule", "emq:{q}:pending", "emq:{q}:active", "emq:{q}:", "100"], "keys"),
+        (_with(_with(promote_wire(), 2, "emq:{q}:pending"), 3, "emq:{q}:schedule"), "emq:{q}:pending"),  # swapped
+        (_with(promote_wire(), 3, "emq:{other}:pending"), "emq:{other}:pending"),
+        (_with(promote_wire(), 2, "emq:{other}:schedule"), "emq:{other}:schedule"),
+        (_with(promote_wire(), 2, "emq:{q}:sched"), "emq:{q}:sched"),
+        (_with(promote_wire(), 2, "EMQ:{q}:schedule"), "EMQ:{q}:schedule"),
+        (_with(promote_wire(), 2, "emq:{q}:schedule "), "emq:{q}:schedule "),
+        (_with(promote_wire(), 3, "emq:{q}:active"), "emq:{q}:active"),
+        (_with(promote_wire(), 4, "emq:{other}:"), "emq:{other}:"),  # keys of q, prefix of another queue
+    ]
+    + _bad_prefix_forms(promote_wire, 2, ["schedule", "pending"])
+)
 
-WIRE_STALLED_LAYOUT = [
-    (_with(stalled_wire(), 1, "2"), "keys"),
-    (_with(stalled_wire(), 1, "4"), "keys"),
-    (_with(stalled_wire(), 1, "03"), "keys"),
-    (_with(stalled_wire(), 1, "three"), "keys"),
-    (stalled_wire()[:-1], "keys"),  # batch missing
-    (stalled_wire()[:-2], "keys"),  # max_stalled and batch missing
-    (stalled_wire()[:4] + stalled_wire()[5:], "keys"),  # dead missing
-    (stalled_wire() + ["x"], "keys"),
-    (_with(_with(stalled_wire(), 3, "emq:{q}:dead"), 4, "emq:{q}:pending"), "emq:{q}:dead"),  # swapped
-    (_with(stalled_wire(), 2, "emq:{q}:schedule"), "emq:{q}:schedule"),
-    (_with(stalled_wire(), 4, "emq:{other}:dead"), "emq:{other}:dead"),
-    (_with(stalled_wire(), 3, "emq:{q}:pendin"), "emq:{q}:pendin"),
-    (_with(stalled_wire(), 5, "emq:{other}:"), "emq:{other}:"),
-] + _bad_prefix_forms(stalled_wire, 3, ["active", "pending", "dead"])
+WIRE_STALLED_LAYOUT = (
+    [
+        (_with(stalled_wire(), 1, "2"), "keys"),
+        (_with(stalled_wire(), 1, "4"), "keys"),
+        (_with(stalled_wire(), 1, "03"), "keys"),
+        (_with(stalled_wire(), 1, "three"), "keys"),
+        (stalled_wire()[:-1], "keys"),  # batch missing
+        (stalled_wire()[:-2], "keys"),  # max_stalled and batch missing
+        (stalled_wire()[:4] + stalled_wire()[5:], "keys"),  # dead missing
+        (stalled_wire() + ["x"], "keys"),
+        (_with(_with(stalled_wire(), 3, "emq:{q}:dead"), 4, "emq:{q}:pending"), "emq:{q}:dead"),  # swapped
+        (_with(stalled_wire(), 2, "emq:{q}:schedule"), "emq:{q}:schedule"),
+        (_with(stalled_wire(), 4, "emq:{other}:dead"), "emq:{other}:dead"),
+        (_with(stalled_wire(), 3, "emq:{q}:pendin"), "emq:{q}:pendin"),
+        (_with(stalled_wire(), 5, "emq:{other}:"), "emq:{other}:"),
+    ]
+    + _bad_prefix_forms(stalled_wire, 3, ["active", "pending", "dead"])
+)
 
 BAD_WIRE_BATCH = ["0", "-1", "-0", "1.5", "abc", "", "+1", " 1", "1 ", "1e2", "0x10", "١"]
 WIRE_ARGUMENT = (
     [(promote_wire(batch=b), PROMOTE, "batch") for b in BAD_WIRE_BATCH]
     + [(stalled_wire(batch=b), STALLED, "batch") for b in BAD_WIRE_BATCH]
-    + [(stalled_wire(max_stalled=m), STALLED, "max_stalled")
-       for m in ["-1", "x", "", "1.5", "+0", " 0", "None", "1e1"]]
+    + [(stalled_wire(max_stalled=m), STALLED, "max_stalled") for m in ["-1", "x", "", "1.5", "+0", " 0", "None", "1e1"]]
 )
 
 

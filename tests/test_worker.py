@@ -87,7 +87,10 @@ class Procs:
         out = open(self.tmp_path / f"worker-{tag}.log", "wb")
         p = subprocess.Popen(
             [sys.executable, "-m", "emq", "-v", "worker", f"tests.worker_handlers:{handler}", "--queue", queue, "--url", url, *args],
-            cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
         out.close()
         p.tag = tag  # type: ignore[attr-defined]
@@ -167,8 +170,12 @@ def test_killed_worker_job_is_recovered_and_finished_once(server, r, procs, log_
         assert a.wait(10) == -signal.SIGKILL
         # The lease runs out within lease_ms of A's last extend; B reaps it on
         # its next beat and runs it. Generous slack for a loaded machine.
-        wait_for(lambda: state(q, "X") == "done", (lease_ms + beat_ms) / 1000 + 15, "B to finish X",
-                 show=lambda: (q.get("X"), history(r), b.counters.snapshot()))
+        wait_for(
+            lambda: state(q, "X") == "done",
+            (lease_ms + beat_ms) / 1000 + 15,
+            "B to finish X",
+            show=lambda: (q.get("X"), history(r), b.counters.snapshot()),
+        )
         time.sleep(3 * beat_ms / 1000)  # a duplicate run would show by now
         c = b.counters.snapshot()
 
@@ -186,7 +193,12 @@ def test_killed_worker_job_is_recovered_and_finished_once(server, r, procs, log_
 
 def _start_and_kill(procs, r, url: str, qn: str, tag: str, job_id: str, *args: str) -> None:
     p = procs.worker(url, qn, tag, "--concurrency", "1", *args, block=True)
-    wait_for(lambda: tag in starts(r, job_id), 25, f"worker {tag} to start {job_id}", show=lambda: (history(r), p.poll(), procs.output(p)[-2000:]))
+    wait_for(
+        lambda: tag in starts(r, job_id),
+        25,
+        f"worker {tag} to start {job_id}",
+        show=lambda: (history(r), p.poll(), procs.output(p)[-2000:]),
+    )
     p.kill()
     p.wait(10)
 
@@ -247,16 +259,24 @@ def test_rows_written_without_wake_are_worked_within_a_beat(server, r):
         now_ms = int(r.time()[0]) * 1000 + int(r.time()[1]) // 1000
         pipe = r.pipeline(transaction=True)
         for i in range(5):
-            pipe.hset(f"{k['prefix']}job:p{i}", mapping={"state": "pending", "data": "x", "attempts": 0, "max_attempts": 3, "due": now_ms, "created": now_ms})
+            pipe.hset(
+                f"{k['prefix']}job:p{i}",
+                mapping={"state": "pending", "data": "x", "attempts": 0, "max_attempts": 3, "due": now_ms, "created": now_ms},
+            )
             pipe.rpush(k["pending"], f"p{i}")
         for i in range(5):
             due = now_ms + 200 + 100 * i
-            pipe.hset(f"{k['prefix']}job:s{i}", mapping={"state": "scheduled", "data": "x", "attempts": 0, "max_attempts": 3, "due": due, "created": now_ms})
+            pipe.hset(
+                f"{k['prefix']}job:s{i}",
+                mapping={"state": "scheduled", "data": "x", "attempts": 0, "max_attempts": 3, "due": due, "created": now_ms},
+            )
             pipe.zadd(k["schedule"], {f"s{i}": due})
         pipe.delete(k["wake"])
         pipe.execute()
         want = {f"p{i}" for i in range(5)} | {f"s{i}" for i in range(5)}
-        wait_for(lambda: want <= set(done), 5, "the rows written without wake to be done", show=lambda: (sorted(done), w.counters.snapshot()))
+        wait_for(
+            lambda: want <= set(done), 5, "the rows written without wake to be done", show=lambda: (sorted(done), w.counters.snapshot())
+        )
     assert sorted(done) == sorted(want)
     assert r.llen(k["pending"]) == 0 and r.zcard(k["schedule"]) == 0 and r.zcard(k["active"]) == 0
 
@@ -290,8 +310,12 @@ def test_wake_deleted_continuously_work_still_done(server, r):
             for i in range(40):
                 ids.append(q.add("x", id=f"j{i}", delay_ms=(0 if i % 2 else 100 + 10 * i)))
                 time.sleep(0.01)
-            wait_for(lambda: set(ids) <= set(done), 5, "the jobs to be done with wake deleted",
-                     show=lambda: (len(done), q.counts(), w.counters.snapshot()))
+            wait_for(
+                lambda: set(ids) <= set(done),
+                5,
+                "the jobs to be done with wake deleted",
+                show=lambda: (len(done), q.counts(), w.counters.snapshot()),
+            )
         finally:
             stop.set()
             d.join(5)
@@ -357,6 +381,7 @@ def test_killed_connections_and_restart_lose_no_job(aof_server):
             # A retry of an add that was applied and whose reply was lost finds
             # every row with its own digest: the ids come back, nothing is added twice.
             assert producer.add_many(batch) == [j["id"] for j in batch]
+
         _retrying(once)
         ids.extend(j["id"] for j in batch)
 
@@ -493,7 +518,12 @@ def test_sigterm_finishes_running_jobs_and_claims_nothing_more(server, r, procs)
     ids = [q.add(json.dumps({"sleep": 2.0}), id=f"j{i}") for i in range(5)]
     grace_s = 20.0
     p = procs.worker(server.url, qn, "A", "--concurrency", "2", "--beat-ms", "300", "--lease-ms", "10000", "--grace-s", str(grace_s))
-    wait_for(lambda: len([e for e in history(r) if e[0] == "start"]) == 2, 20, "two jobs to start", show=lambda: (history(r), procs.output(p)[-2000:]))
+    wait_for(
+        lambda: len([e for e in history(r) if e[0] == "start"]) == 2,
+        20,
+        "two jobs to start",
+        show=lambda: (history(r), procs.output(p)[-2000:]),
+    )
     running_ids = [e[2] for e in history(r) if e[0] == "start"]
     p.send_signal(signal.SIGTERM)
     # More work while it stops: its wake tokens must not draw a claim either.
@@ -528,8 +558,10 @@ def test_sigterm_job_outlasting_grace_is_left_to_recovery(server, r, procs, log_
     except subprocess.TimeoutExpired:
         job = q.get("X")
         lease_left = job.lease_deadline_ms - q.client.time_ms() if job.lease_deadline_ms else None
-        pytest.fail(f"the worker did not exit {grace_s} s grace + 10 s after SIGTERM; X is {job.state}, "
-                    f"its lease still {lease_left} ms ahead\n{procs.output(a)[-2000:]}")
+        pytest.fail(
+            f"the worker did not exit {grace_s} s grace + 10 s after SIGTERM; X is {job.state}, "
+            f"its lease still {lease_left} ms ahead\n{procs.output(a)[-2000:]}"
+        )
     assert rc == 0, procs.output(a)[-3000:]
     b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease_ms=1500, beat_ms=300)
     with running(b):
@@ -551,8 +583,12 @@ def test_run_returning_after_grace_stops_extending_the_leftover_lease(server, r,
         # run() has returned; A's handler still holds X.
         b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease_ms=1500, beat_ms=300)
         with running(b):
-            wait_for(lambda: state(q, "X") == "done", 1.8 + 8, "B to recover and finish X",
-                     show=lambda: (q.get("X"), q.client.time_ms(), b.counters.snapshot()))
+            wait_for(
+                lambda: state(q, "X") == "done",
+                1.8 + 8,
+                "B to recover and finish X",
+                show=lambda: (q.get("X"), q.client.time_ms(), b.counters.snapshot()),
+            )
         assert starts(r, "X") == ["B"] and finishes(r, "X") == ["B"]
     finally:
         release.set()
@@ -634,11 +670,13 @@ def test_lost_lease_counted_late_complete_refused_and_the_new_claim_kept(server,
     try:
         with running(w):
             wait_for(lambda: runs == [1], 15, "the first run")
+
             # Its lease runs out (as if the keeper had been cut off) and a sweep
             # recovers the job; the worker claims it again.
             def lose():
                 r.zadd(k["active"], {"X": 1}, xx=True)
                 return "X" in q.stalled_check(max_stalled=None)[0]
+
             wait_for(lose, 15, "a sweep to recover X", every=0.01)
             wait_for(lambda: runs == [1, 2], 15, "the second run", show=lambda: (runs, q.get("X")))
             # The keeper (every lease/3) tries the first run's token and finds it
@@ -675,8 +713,12 @@ def test_sync_handler_failures_retry_then_die(server, r):
     q.add("fail", id="bad", max_attempts=2)
     q.add("flaky", id="flaky", max_attempts=3)
     with running(w):
-        wait_for(lambda: state(q, "bad") == "dead" and state(q, "flaky") == "done", 15, "bad dead, flaky done",
-                 show=lambda: (q.get("bad"), q.get("flaky"), w.counters.snapshot()))
+        wait_for(
+            lambda: state(q, "bad") == "dead" and state(q, "flaky") == "done",
+            15,
+            "bad dead, flaky done",
+            show=lambda: (q.get("bad"), q.get("flaky"), w.counters.snapshot()),
+        )
         c = w.counters.snapshot()
     assert seen == {"bad": 2, "flaky": 2}
     bad = q.get("bad")
@@ -704,9 +746,11 @@ def test_worker_serves_lanes_within_their_limits(server, r):
             active[job.lane] -= 1
             done.append(job.id)
 
-    ids = q.add_many([{"data": "x", "id": f"a{i}", "lane": "a"} for i in range(6)]
-                     + [{"data": "x", "id": f"b{i}", "lane": "b"} for i in range(6)]
-                     + [{"data": "x", "id": f"f{i}"} for i in range(6)])
+    ids = q.add_many(
+        [{"data": "x", "id": f"a{i}", "lane": "a"} for i in range(6)]
+        + [{"data": "x", "id": f"b{i}", "lane": "b"} for i in range(6)]
+        + [{"data": "x", "id": f"f{i}"} for i in range(6)]
+    )
     w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=300, concurrency=6)
     with running(w):
         wait_for(lambda: set(ids) <= set(done), 15, "every job done", show=lambda: (sorted(done), q.counts()))
@@ -777,7 +821,9 @@ def test_stalled_sweeper_recovers_expired_leases_on_its_interval(server, r, max_
     sweeper = emq.Stalled(q, interval_ms=200, max_stalled=max_stalled).start()
     try:
         want = "dead" if max_stalled == 0 else "pending"
-        wait_for(lambda: state(q, lost.id) == want, 15, f"{lost.id} to be {want}", show=lambda: (q.get(lost.id), sweeper.counters.snapshot()))
+        wait_for(
+            lambda: state(q, lost.id) == want, 15, f"{lost.id} to be {want}", show=lambda: (q.get(lost.id), sweeper.counters.snapshot())
+        )
         wait_for(lambda: sweeper.counters.snapshot()["sweeps"] >= 3, 15, "the sweeper to keep sweeping")
     finally:
         sweeper.stop()
@@ -854,12 +900,20 @@ def test_cli_stats_promote_stalled(server, r):
     # stalled: leases of 1 ms, expired at once.
     claimed = q.claim(3, lease_ms=1)
     assert len(claimed) == 3
-    wait_for(lambda: not r.zrangebyscore(k["active"], (lambda t2: t2[0] * 1000 + t2[1] // 1000 + 1)(r.time()), "+inf"), 10, "the leases to expire")
+    wait_for(
+        lambda: not r.zrangebyscore(k["active"], (lambda t2: t2[0] * 1000 + t2[1] // 1000 + 1)(r.time()), "+inf"),
+        10,
+        "the leases to expire",
+    )
     res = emq_cli("stalled", "--queue", qn, "--url", url)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "recovered 3, dead 0"
     claimed = q.claim(3, lease_ms=1)
-    wait_for(lambda: not r.zrangebyscore(k["active"], (lambda t2: t2[0] * 1000 + t2[1] // 1000 + 1)(r.time()), "+inf"), 10, "the leases to expire")
+    wait_for(
+        lambda: not r.zrangebyscore(k["active"], (lambda t2: t2[0] * 1000 + t2[1] // 1000 + 1)(r.time()), "+inf"),
+        10,
+        "the leases to expire",
+    )
     res = emq_cli("stalled", "--queue", qn, "--url", url, "--max-stalled", "0")
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "recovered 0, dead 3"
@@ -882,8 +936,12 @@ def test_cli_worker_async_handler_with_ttl_exits_by_itself(server, r, procs):
     ok = [q.add(json.dumps({"sleep": 0.05}), id=f"ok{i}") for i in range(4)]
     q.add(json.dumps({"fail": True}), id="bad", max_attempts=1)
     p = procs.worker(server.url, qn, "T", "--beat-ms", "200", "--ttl-s", "5", handler="arecord")
-    wait_for(lambda: all(state(q, i) == "done" for i in ok) and state(q, "bad") == "dead", 20, "the jobs to settle",
-             show=lambda: (history(r), procs.output(p)[-2000:]))
+    wait_for(
+        lambda: all(state(q, i) == "done" for i in ok) and state(q, "bad") == "dead",
+        20,
+        "the jobs to settle",
+        show=lambda: (history(r), procs.output(p)[-2000:]),
+    )
     assert p.wait(30) == 0, procs.output(p)[-3000:]
     assert sorted(finishes(r, i)[0] for i in ok) == ["T"] * 4
     assert starts(r, "bad") == ["T"] and finishes(r, "bad") == []

@@ -65,8 +65,9 @@ class Producer:
         import asyncio
         from datetime import datetime, timezone
 
-        await asyncio.gather(*(self.pool.enqueue_job("noop", i, due, _defer_until=datetime.fromtimestamp(due / 1000, tz=timezone.utc))
-                               for i, due in pairs))
+        await asyncio.gather(
+            *(self.pool.enqueue_job("noop", i, due, _defer_until=datetime.fromtimestamp(due / 1000, tz=timezone.utc)) for i, due in pairs)
+        )
 
     async def close(self):
         await self.pool.aclose()

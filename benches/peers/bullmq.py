@@ -22,8 +22,13 @@ def worker_argv(python: str, url: str, queue: str, concurrency: int) -> list[str
 
 def outstanding(cmd, queue: str) -> int:
     p = f"bull:{queue}:"
-    return (int(cmd("LLEN", p + "wait")) + int(cmd("LLEN", p + "active")) + int(cmd("LLEN", p + "paused"))
-            + int(cmd("ZCARD", p + "delayed")) + int(cmd("ZCARD", p + "prioritized")))
+    return (
+        int(cmd("LLEN", p + "wait"))
+        + int(cmd("LLEN", p + "active"))
+        + int(cmd("LLEN", p + "paused"))
+        + int(cmd("ZCARD", p + "delayed"))
+        + int(cmd("ZCARD", p + "prioritized"))
+    )
 
 
 async def run_worker(url: str, queue: str, concurrency: int) -> None:
@@ -52,8 +57,7 @@ class Producer:
 
     async def add_at(self, pairs):
         t = now_ms()
-        await self.q.addBulk([{"name": "noop", "data": {"i": i, "d": due}, "opts": {"delay": max(0, int(due - t))}}
-                              for i, due in pairs])
+        await self.q.addBulk([{"name": "noop", "data": {"i": i, "d": due}, "opts": {"delay": max(0, int(due - t))}} for i, due in pairs])
 
     async def close(self):
         await self.q.close()

@@ -14,8 +14,7 @@ def handler(job) -> None:
 
 
 def worker_argv(python: str, url: str, queue: str, concurrency: int) -> list[str]:
-    return [python, "-m", "emq", "worker", "peers.emq:handler", "--queue", queue, "--url", url,
-            "--concurrency", str(concurrency)]
+    return [python, "-m", "emq", "worker", "peers.emq:handler", "--queue", queue, "--url", url, "--concurrency", str(concurrency)]
 
 
 def outstanding(cmd, queue: str) -> int:

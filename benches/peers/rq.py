@@ -26,8 +26,7 @@ def worker_argv(python: str, url: str, queue: str, concurrency: int) -> list[str
 
 
 def outstanding(cmd, queue: str) -> int:
-    return (int(cmd("LLEN", f"rq:queue:{queue}")) + int(cmd("ZCARD", f"rq:wip:{queue}"))
-            + int(cmd("ZCARD", f"rq:scheduled:{queue}")))
+    return int(cmd("LLEN", f"rq:queue:{queue}")) + int(cmd("ZCARD", f"rq:wip:{queue}")) + int(cmd("ZCARD", f"rq:scheduled:{queue}"))
 
 
 class Producer:

@@ -1,15 +1,17 @@
 """emq: the sweeps of a Redis/Valkey job queue, run in-process by a Rust core.
 
-    from emq import connect, promote, stalled_check
+from emq import connect, promote, stalled_check
 
-    client = connect()                    # EMQ_URL, else an embedded Valkey
-    promote(client, "orders")             # due jobs: schedule -> pending / lanes
-    stalled_check(client, "orders")       # expired leases: back to pending, or dead
+client = connect()                    # EMQ_URL, else an embedded Valkey
+promote(client, "orders")             # due jobs: schedule -> pending / lanes
+stalled_check(client, "orders")       # expired leases: back to pending, or dead
 """
 
 from __future__ import annotations
 
-from ._core import Client
+from importlib import metadata as _metadata
+
+from ._core import Client, Job
 from .client import connect
 from .errors import (
     ArgumentError,
@@ -19,6 +21,7 @@ from .errors import (
     DuplicateJobError,
     EmqError,
     LayoutError,
+    MissingExtraError,
     OutcomeUnknownError,
     OutOfMemoryError,
     PermissionError,
@@ -29,11 +32,16 @@ from .errors import (
     TimeoutError,
     UnavailableError,
 )
-from .queue import Job, Queue
+from .queue import Queue
 from .sweeps import promote, stalled_check, wire
 from .worker import Stalled, Worker
 
-__version__ = "0.1.0"
+try:
+    # The one version number lives in the Cargo workspace (Cargo.toml); the wheel's
+    # metadata carries it. A tree imported without being installed has none.
+    __version__ = _metadata.version("emq")
+except _metadata.PackageNotFoundError:  # pragma: no cover
+    __version__ = "0+unknown"
 
 __all__ = [
     "ArgumentError",
@@ -45,6 +53,7 @@ __all__ = [
     "EmqError",
     "Job",
     "LayoutError",
+    "MissingExtraError",
     "OutOfMemoryError",
     "OutcomeUnknownError",
     "PermissionError",

@@ -1,4 +1,26 @@
-from typing import Any, Literal
+"""emq._core, the extension built from rust/emq-host (PyO3). Checked against the
+built module by `python -m mypy.stubtest emq._core` (./dev lint)."""
+
+from typing import Any, Literal, final
+
+__all__ = [
+    "Client",
+    "Job",
+    "parse_info",
+    "check_queue",
+    "check_name",
+    "check_text",
+    "PROMOTE_LUA",
+    "STALLED_LUA",
+    "WAKE_MAX",
+    "MAX_CLAIM",
+    "TRIM_SLACK",
+    "RE_READ_SLACK",
+    "ROW_GROUP",
+    "MAX_ATTEMPTS",
+    "RETENTION_DEFAULTS",
+    "backoff_s",
+]
 
 PROMOTE_LUA: str
 STALLED_LUA: str
@@ -16,6 +38,7 @@ def check_queue(verb: str, name: object) -> str: ...
 def check_name(verb: str, what: str, value: object) -> str: ...
 def check_text(verb: str, what: str, value: object) -> str: ...
 
+@final
 class Job:
     """A job: a claim's (with `token` and `lease_deadline_ms`) or `get`'s."""
 
@@ -30,8 +53,8 @@ class Job:
     due_ms: int | None
     stalls: int
     error: str | None
-    def __init__(
-        self,
+    def __new__(
+        cls,
         id: str,
         data: bytes | str | None = None,
         lane: str | None = None,
@@ -43,13 +66,17 @@ class Job:
         due_ms: int | None = None,
         stalls: int | None = None,
         error: str | None = None,
-    ) -> None: ...
-    def __eq__(self, other: object) -> bool: ...
+    ) -> Job: ...
+    def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
 
+@final
 class Client:
+    """One connection (emq.connect() makes one). Timeouts in seconds; None: the
+    defaults (5 s to connect, 30 s to read); a read_timeout of math.inf: none."""
+
     address: str
-    def __init__(self, url: str, *, connect_timeout: float = 5.0, read_timeout: float = 30.0) -> None: ...
+    def __new__(cls, url: str, *, connect_timeout: float | None = None, read_timeout: float | None = None) -> Client: ...
     def sibling(self, *, read_timeout: float | None = None) -> Client: ...
     def ping(self) -> bool: ...
     def time_ms(self) -> int: ...
@@ -80,6 +107,4 @@ class Client:
     def _lanes(self, queue: str) -> list[str]: ...
     def _counts(self, queue: str) -> dict[str, Any]: ...
     def _retention(self, queue: str) -> tuple[int, int, int]: ...
-    def _set_retention(
-        self, queue: str, done_ms: int | None = None, dead_ms: int | None = None, dead_max: int | None = None
-    ) -> None: ...
+    def _set_retention(self, queue: str, done_ms: int | None = None, dead_ms: int | None = None, dead_max: int | None = None) -> None: ...

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from typing import Awaitable, Callable
+from collections.abc import Awaitable, Callable
+from typing import Any
 
+from ._core import Job
 from .errors import ArgumentError
-from .queue import Job, Queue
+from .queue import Queue
+from .worker import Counters
 from .worker import Worker as _SyncWorker
 
 
@@ -19,7 +22,7 @@ class Worker:
     """`await emq.aio.Worker(queue, handler, ...).run()`; the options are
     `emq.Worker`'s."""
 
-    def __init__(self, queue: Queue, handler: Callable[[Job], Awaitable[object]], **options):
+    def __init__(self, queue: Queue, handler: Callable[[Job], Awaitable[object]], **options: Any):
         if not asyncio.iscoroutinefunction(handler):
             raise ArgumentError("emq.aio.Worker: handler must be an async function")
         self.handler = handler
@@ -27,7 +30,7 @@ class Worker:
         self._inner = _SyncWorker(queue, self._call, **options)
 
     @property
-    def counters(self):
+    def counters(self) -> Counters:
         return self._inner.counters
 
     def _call(self, job: Job) -> object:

@@ -7,33 +7,33 @@ import asyncio
 import importlib
 import logging
 import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from .errors import EmqError, MissingExtraError, check_extra
+
+if TYPE_CHECKING:
+    from .queue import Queue
 
 
-def _server_line(client) -> str:
-    info = client.info("server")
-    name = info.get("server_name") or "redis"
-    version = info.get("valkey_version") or info.get("redis_version", "?")
-    return f"{name} {version} at {client.address}, server clock {client.time_ms()} ms"
-
-
-def _queue(args):
+def _queue(args: argparse.Namespace) -> Queue:
     import emq
 
     return emq.Queue(emq.connect(args.url), args.queue)
 
 
-def load_handler(spec: str):
+def load_handler(spec: str) -> Callable[..., object]:
     """`package.module:function` -> the function."""
     module, _, name = spec.partition(":")
     if not module or not name:
         raise SystemExit(f"emq worker: handler must be MODULE:FUNCTION, not {spec!r}")
-    fn = getattr(importlib.import_module(module), name, None)
+    fn: object = getattr(importlib.import_module(module), name, None)
     if not callable(fn):
         raise SystemExit(f"emq worker: {spec} is not a function")
     return fn
 
 
-def cmd_worker(args) -> int:
+def cmd_worker(args: argparse.Namespace) -> int:
     import emq
     import emq.aio
 
@@ -57,20 +57,24 @@ def cmd_worker(args) -> int:
     return 0
 
 
-def cmd_promote(args) -> int:
+def cmd_promote(args: argparse.Namespace) -> int:
     print(_queue(args).promote(batch=args.batch))
     return 0
 
 
-def cmd_stalled(args) -> int:
+def cmd_stalled(args: argparse.Namespace) -> int:
     recovered, dead = _queue(args).stalled_check(max_stalled=args.max_stalled, batch=args.batch)
     print(f"recovered {len(recovered)}, dead {len(dead)}")
     return 0
 
 
-def cmd_stats(args) -> int:
-    from rich.console import Console
-    from rich.table import Table
+def cmd_stats(args: argparse.Namespace) -> int:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ModuleNotFoundError as e:
+        check_extra(e, "rich", "cli", "emq stats")
+        raise
 
     q = _queue(args)
     c = q.counts()
@@ -86,7 +90,7 @@ def cmd_stats(args) -> int:
     return 0
 
 
-def cmd_demo(args) -> int:
+def cmd_demo(args: argparse.Namespace) -> int:
     import os
 
     from .demo import run_demo
@@ -100,10 +104,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO")
     sub = parser.add_subparsers(dest="verb", required=True)
 
-    def with_queue(p):
+    def with_queue(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         p.add_argument("--queue", "-q", required=True)
-        p.add_argument("--url", default=None, help="redis://, rediss:// or unix:// URL (default: EMQ_URL, else an embedded Valkey); "
-                       "prefer EMQ_URL for a URL with a password, which a command line shows to every user of the machine")
+        p.add_argument(
+            "--url",
+            default=None,
+            help="redis://, rediss:// or unix:// URL (default: EMQ_URL, else an embedded Valkey); "
+            "prefer EMQ_URL for a URL with a password, which a command line shows to every user of the machine",
+        )
         return p
 
     w = with_queue(sub.add_parser("worker", help="run a worker: emq worker MODULE:FUNCTION --queue Q"))
@@ -139,11 +147,12 @@ def main(argv: list[str] | None = None) -> None:
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from .errors import EmqError
-
     try:
         code = args.run(args)
     except EmqError as e:  # the class says what happened; the message never holds a password
         print(f"emq {args.verb}: {type(e).__name__}: {e}", file=sys.stderr)
+        code = 1
+    except MissingExtraError as e:  # an optional dependency: the message names the extra
+        print(f"emq {args.verb}: {e}", file=sys.stderr)
         code = 1
     sys.exit(code)

@@ -13,11 +13,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
+
+from ._core import Job
+from ._describe import server_line
+from .errors import check_extra
 
 LANES = ["eu", "us", "ap", "bulk:low"]
 
 
-def handler(job) -> None:
+def handler(job: Job) -> None:
     """The demo's handler: record when it started, work a little, sometimes fail."""
     d = json.loads(job.data)
     started = time.time() * 1000
@@ -29,7 +34,7 @@ def handler(job) -> None:
         raise ValueError("poison")
 
 
-def _record(row: list) -> None:
+def _record(row: list[Any]) -> None:
     """Appends a start to this worker process's file in the demo's directory
     (one write of one line: the lines of concurrent handlers never mix)."""
     path = os.path.join(os.environ["EMQ_DEMO_DIR"], f"starts-{os.getpid()}.jsonl")
@@ -40,8 +45,8 @@ def _record(row: list) -> None:
         os.close(fd)
 
 
-def _starts(directory: str) -> list[list]:
-    rows = []
+def _starts(directory: str) -> list[list[Any]]:
+    rows: list[list[Any]] = []
     for name in sorted(os.listdir(directory)):
         with open(os.path.join(directory, name)) as f:
             rows.extend(json.loads(line) for line in f if line.strip())
@@ -54,12 +59,16 @@ def _pct(xs: list[float], p: float) -> float:
 
 
 def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int:
-    import emq
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-    from rich.table import Table
+    try:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.table import Table
+    except ModuleNotFoundError as e:
+        check_extra(e, "rich", "cli", "emq demo")
+        raise
 
-    from .cli import _server_line
+    import emq
+
     from .embedded import Server
 
     console = Console()
@@ -68,7 +77,7 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
         server = Server().start()
         url = server.url
     client = emq.connect(url)
-    console.print(f"[bold]emq demo[/] on {_server_line(client)}")
+    console.print(f"[bold]emq demo[/] on {server_line(client)}")
     name = f"demo-{int(time.time())}"
     q = emq.Queue(client, name)
     q.set_lane_limit("bulk:low", 2)
@@ -77,7 +86,7 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
     now = client.time_ms()
     start_at = now + 1500
     specs = []
-    for i in range(jobs):
+    for _ in range(jobs):
         due = start_at + int(rnd.random() * seconds * 1000)
         d = {"due": due, "work_ms": rnd.choice([0, 1, 2, 5, 20])}
         if rnd.random() < 0.02:
@@ -88,14 +97,28 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
         specs.append({"data": json.dumps(d), "at_ms": due, "lane": lane, "max_attempts": 2})
     for i in range(0, len(specs), 500):
         q.add_many(specs[i : i + 500])
-    console.print(f"scheduled {jobs} jobs over {seconds:.0f} s ({sum(1 for s in specs if s['lane'])} in {len(LANES)} lanes, one limited to 2 at a time)")
+    in_lanes = sum(1 for s in specs if s["lane"])
+    console.print(f"scheduled {jobs} jobs over {seconds:.0f} s ({in_lanes} in {len(LANES)} lanes, one limited to 2 at a time)")
 
     # The URL (and its password, if any) goes to the workers in their environment,
     # never on a command line, which every user of the machine can read.
     starts_dir = tempfile.mkdtemp(prefix="emq-demo-")
     env = dict(os.environ, EMQ_URL=url, EMQ_DEMO_DIR=starts_dir)
-    cmd = [sys.executable, "-m", "emq", "worker", "emq.demo:handler", "--queue", name,
-           "--concurrency", "16", "--lease-ms", "1500", "--beat-ms", "1000"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "emq",
+        "worker",
+        "emq.demo:handler",
+        "--queue",
+        name,
+        "--concurrency",
+        "16",
+        "--lease-ms",
+        "1500",
+        "--beat-ms",
+        "1000",
+    ]
     procs = [subprocess.Popen(cmd, env=env) for _ in range(workers)]
     killed = False
     try:

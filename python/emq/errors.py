@@ -20,6 +20,10 @@ discard it (`READONLY`, `OOM`, `NOPERM`, `MOVED`, …).
         ├── OutOfMemoryError              OOM: maxmemory reached with noeviction
         ├── RedirectError                 MOVED / ASK: another node serves the queue's slot
         └── UnavailableError              LOADING, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN: try later
+
+Apart from these, `MissingExtraError` (a `ModuleNotFoundError`) says that a part
+of emq needs an optional dependency that is not installed, and names the extra
+that installs it (`pip install 'emq[server]'`).
 """
 
 import builtins
@@ -98,6 +102,25 @@ class UnavailableError(ServerError):
     `TRYAGAIN`, `CLUSTERDOWN`, …): nothing was written; try again later."""
 
 
+class MissingExtraError(ModuleNotFoundError):
+    """A part of emq needs an optional dependency that is not installed: the
+    message names it and the extra that installs it (`emq[server]`, `emq[cli]`).
+    Not an `EmqError`: nothing was read or written, and no server was asked."""
+
+    def __init__(self, what: str, module: str, extra: str):
+        super().__init__(f"{what} needs {module}, which is not installed: pip install 'emq[{extra}]'", name=module)
+        self.extra = extra
+
+
+def check_extra(error: ModuleNotFoundError, module: str, extra: str, what: str) -> None:
+    """Raises `MissingExtraError` (from `error`) when `error` says that `module`
+    (or a module of its package) is missing; else returns, and the caller
+    re-raises `error` as it is (a dependency broken inside is not a missing extra)."""
+    missing = error.name or ""
+    if missing == module or missing.startswith(module + ".") or module.startswith(missing + "."):
+        raise MissingExtraError(what, module, extra) from error
+
+
 __all__ = [
     "ArgumentError",
     "AuthenticationError",
@@ -106,6 +129,7 @@ __all__ = [
     "DuplicateJobError",
     "EmqError",
     "LayoutError",
+    "MissingExtraError",
     "OutOfMemoryError",
     "OutcomeUnknownError",
     "PermissionError",

@@ -8,13 +8,12 @@ refuses.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Literal, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal
 
 from ._core import Client, Job, check_name, check_queue, check_text
 from .errors import ArgumentError
-from .sweeps import ClientLike, _client, promote, stalled_check
-
-
+from .sweeps import Backend, ClientLike, _client, promote, stalled_check
 
 U64 = 2**64 - 1  # milliseconds and counts the core takes
 I64 = 2**63 - 1  # times since the epoch
@@ -82,7 +81,16 @@ class Queue:
 
     # -- adding ---------------------------------------------------------------
 
-    def _job_args(self, verb: str, data, id=None, delay_ms=0, at_ms=None, lane=None, max_attempts=3):
+    def _job_args(
+        self,
+        verb: str,
+        data: Any,
+        id: Any = None,
+        delay_ms: Any = 0,
+        at_ms: Any = None,
+        lane: Any = None,
+        max_attempts: Any = 3,
+    ) -> tuple[str | None, bytes, int | None, int | None, str | None, int]:
         if id is not None:
             _name(verb, "id", id)
         if lane is not None:
@@ -114,7 +122,7 @@ class Queue:
     def add_many(self, jobs: Iterable[Mapping[str, Any] | bytes | str]) -> list[str]:
         """Adds many jobs in one guarded transaction (all or none). Each item is
         the data, or a dict of `add`'s arguments (`{"data": …, "lane": …}`)."""
-        args = []
+        args: list[tuple[str | None, bytes, int | None, int | None, str | None, int]] = []
         for j in jobs:
             if isinstance(j, Mapping):
                 j = dict(j)
@@ -159,7 +167,9 @@ class Queue:
         job = self._held("EMQ.COMPLETE", job)
         return self.client._complete(self.name, job)
 
-    def fail(self, job: Job, error: str | bytes, *, retry_in_ms: int | None = None) -> Literal["scheduled", "dead", "refused"]:
+    def fail(
+        self, job: Job, error: str | bytes | BaseException, *, retry_in_ms: int | None = None
+    ) -> Literal["scheduled", "dead", "refused"]:
         """Records a failure: `"scheduled"` (retried after `retry_in_ms`, or an
         exponential backoff with jitter; ready at once with 0) while attempts are
         left, else `"dead"`; `"refused"` if the lease is lost (nothing changes)."""
@@ -231,12 +241,15 @@ class Queue:
         """The effective policy: `{"keep_done_s", "keep_dead_s", "max_dead"}`,
         `None` for forever / no limit (the defaults where none was set)."""
         done_ms, dead_ms, dead_max = self.client._retention(self.name)
-        secs = lambda ms: None if ms < 0 else ms / 1000  # noqa: E731
+
+        def secs(ms: int) -> float | None:
+            return None if ms < 0 else ms / 1000
+
         return {"keep_done_s": secs(done_ms), "keep_dead_s": secs(dead_ms), "max_dead": None if dead_max < 0 else dead_max}
 
     # -- sweeps ---------------------------------------------------------------
 
-    def promote(self, *, batch: int = 100, backend: str = "plan", group: int | None = None) -> int:
+    def promote(self, *, batch: int = 100, backend: Backend = "plan", group: int | None = None) -> int:
         return promote(self.client, self.name, batch=batch, backend=backend, group=group)
 
     def _promote_next(self, batch: int) -> tuple[int, int, float | None]:
@@ -244,5 +257,7 @@ class Queue:
         being the next due time it saw (see `Client._promote_next`)."""
         return self.client._promote_next(self.name, batch)
 
-    def stalled_check(self, *, max_stalled: int | None = 1, batch: int = 100, backend: str = "plan", group: int | None = None):
+    def stalled_check(
+        self, *, max_stalled: int | None = 1, batch: int = 100, backend: Backend = "plan", group: int | None = None
+    ) -> tuple[list[str], list[str]]:
         return stalled_check(self.client, self.name, max_stalled=max_stalled, batch=batch, backend=backend, group=group)

@@ -3,15 +3,15 @@ WATCH guard) or the Lua backend (the reference scripts, by EVALSHA)."""
 
 from __future__ import annotations
 
-from typing import Literal, Union
+from typing import Any, Literal
 
 from ._core import Client
 
 Backend = Literal["plan", "lua"]
-ClientLike = Union[Client, str]
+ClientLike = Client | str
 
 
-def _client(client: ClientLike) -> Client:
+def _client(client: object) -> Client:
     if isinstance(client, Client):
         return client
     if isinstance(client, str):
@@ -50,7 +50,7 @@ def stalled_check(
     return _client(client).stalled_check(queue, max_stalled, batch, backend, group)
 
 
-def wire(client: ClientLike, *args: str | bytes, backend: Backend = "plan"):
+def wire(client: ClientLike, *args: str | bytes, backend: Backend = "plan") -> Any:
     """The wire form: the command's name, then the seed's EVALSHA tail (`"2"`,
     the keys of `schedule` and `pending`, the queue's prefix, the batch; SPEC §5
     and §6), checked as the module checks it."""

@@ -15,15 +15,17 @@ is fatal for the queue: the worker stops, and `run()` raises it.
 
 from __future__ import annotations
 
+import functools
 import logging
+import queue as _queue
 import signal
 import threading
 import time
-import queue as _queue
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
-from ._core import backoff_s
+from ._core import Job, backoff_s
 from .errors import (
     ArgumentError,
     AuthenticationError,
@@ -32,7 +34,7 @@ from .errors import (
     PermissionError,
     ScriptingError,
 )
-from .queue import U32, U64, Job, Queue
+from .queue import U32, U64, Queue
 
 log = logging.getLogger("emq.worker")
 
@@ -149,7 +151,7 @@ class Worker:
         self._halt = threading.Event()  # stop extending leases: run() is over
         self._jobs: _queue.SimpleQueue[Job | None] = _queue.SimpleQueue()
         # Running jobs by token: a job claimed again after its lease was lost is another run.
-        self._running: dict[str, Job] = {}
+        self._running: dict[str | None, Job] = {}
         self._running_lock = threading.Lock()
         self._freed = threading.Event()
         self._streak = 0
@@ -186,10 +188,7 @@ class Worker:
         started = time.monotonic()
         # Daemon threads: a job that outlasts the grace period must not keep the
         # process alive; it is left to recovery.
-        threads = [
-            threading.Thread(target=self._handle, name=f"emq-{self.queue.name}-{i}", daemon=True)
-            for i in range(self.concurrency)
-        ]
+        threads = [threading.Thread(target=self._handle, name=f"emq-{self.queue.name}-{i}", daemon=True) for i in range(self.concurrency)]
         keeper = threading.Thread(target=self._keep_leases, name="emq-leases", daemon=True)
         for t in [*threads, keeper]:
             t.start()
@@ -332,7 +331,7 @@ class Worker:
                 self.handler(job)
             except Exception as e:  # noqa: BLE001 - a handler's failure is the job's
                 log.info("job %s failed: %s", job.id, e)
-                outcome = self._settle(lambda: self._work.fail(job, e))
+                outcome = self._settle(functools.partial(self._work.fail, job, e))
                 self.counters.add(failed=1, refused=outcome == "refused")
             else:
                 done = self._settle(lambda: self._work.complete(job))
@@ -399,7 +398,11 @@ class Stalled:
     def __init__(self, queue: Queue, *, interval_ms: int = 5000, max_stalled: int | None = 1, batch: int = 100):
         if not isinstance(queue, Queue):
             raise ArgumentError(f"emq.Stalled: queue must be an emq.Queue, not {type(queue).__name__}")
-        for name, v, lo, none_ok in (("interval_ms", interval_ms, 1, False), ("max_stalled", max_stalled, 0, True), ("batch", batch, 1, False)):
+        for name, v, lo, none_ok in (
+            ("interval_ms", interval_ms, 1, False),
+            ("max_stalled", max_stalled, 0, True),
+            ("batch", batch, 1, False),
+        ):
             if not (none_ok and v is None) and (isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= U32):
                 raise ArgumentError(f"emq.Stalled: {name} must be an int from {lo} to {U32}, not {v!r}")
         self.queue = Queue(queue.client.sibling(), queue.name)
@@ -431,7 +434,7 @@ class Stalled:
                 self.counters.add(degraded_beats=1)
                 log.warning("stalled sweep failed: %s", e)
 
-    def start(self) -> "Stalled":
+    def start(self) -> Stalled:
         self._thread = threading.Thread(target=self._loop, name="emq-stalled", daemon=True)
         self._thread.start()
         return self
