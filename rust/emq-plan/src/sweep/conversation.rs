@@ -106,8 +106,8 @@ pub struct Sweep {
     done: Option<Outcome>,
     /// The current group's planned reply, once its plan is built.
     outcome: Option<Outcome>,
-    /// The plan for the likely read (`speculate`), and the rows it assumed.
-    guess: Option<(Vec<Row>, Plan)>,
+    /// The plan for the likely read (`speculate`), and the read it assumed.
+    guess: Option<(Read, Plan)>,
     /// Times the current group was aborted and taken up again.
     retries: u32,
 }
@@ -535,7 +535,9 @@ impl Sweep {
 
     fn build(&mut self, read: &Read) -> Result<Step> {
         let plan = match self.guess.take() {
-            Some((rows, plan)) if rows == read.rows && read.lanes.is_empty() && read.types == Types::ALL => plan,
+            // The whole read: a later group's ZMSCORE may leave out members, so
+            // the same rows can belong to other ids.
+            Some((guessed, plan)) if guessed == *read => plan,
             _ => self.plan(read)?,
         };
         if let Outcome::Stalled { dead, .. } = &plan.outcome {
@@ -596,7 +598,7 @@ impl Sweep {
     fn merged(&mut self, more: Outcome) -> Outcome {
         match (self.done.take(), more) {
             (None, more) => more,
-            (Some(Outcome::Promoted(a)), Outcome::Promoted(b)) => Outcome::Promoted(a + b),
+            (Some(Outcome::Promoted(a)), Outcome::Promoted(b)) => Outcome::Promoted(a.saturating_add(b)),
             (Some(Outcome::Stalled { mut recovered, mut dead }), Outcome::Stalled { recovered: r, dead: d }) => {
                 recovered.extend(r);
                 dead.extend(d);
@@ -621,7 +623,7 @@ impl Sweep {
         }
         let read =
             Read { now: self.read.now, ids: self.read.ids[r].to_vec(), rows, lanes: vec![], types: Types::ALL, next: self.read.next };
-        self.guess = self.plan(&read).ok().map(|p| (read.rows, p));
+        self.guess = self.plan(&read).ok().map(|p| (read, p));
     }
 }
 
