@@ -1,13 +1,14 @@
 """The two sweeps (SPEC §5, §6) in plain redis-py: the same plan as the Rust core
-(rust/emq-plan/src/sweep.rs), written the way a Python programmer would.
+(rust/emq-plan/src/sweep/), written the way a Python programmer would.
 
 The conversation, per call (one guarded transaction):
 
 1. one `transaction=False` pipeline: `TIME`, `ZRANGE zset 0 batch-1 WITHSCORES`;
    members scored above the clock reading are cut;
-2. `pipe.watch(*rows)` on the transaction pipeline, then one `transaction=False`
-   pipeline: `ZRANGE zset 0 k-1+16 WITHSCORES` for the k ids selected (one gone or
-   scored anew: a new call), `HGET row lane` (promote) or `HMGET row lane stalls` (stalled check)
+2. `pipe.watch(*rows)` on the transaction pipeline (a promote: `P promotions`,
+   read beside the selection in 1), then one `transaction=False` pipeline:
+   `ZRANGE zset 0 k-1+16 WITHSCORES` for the k ids selected (one gone or scored
+   anew: a new call; a promote: `GET P promotions` again, changed: a new call), `HGET row lane` (promote) or `HMGET row lane stalls` (stalled check)
    per id, one `EXISTS` per group of 32 rows, `LLEN` of pending, ring, wake (and
    `ZCARD dead` for the stalled check), which also check their types;
 3. only when a group's `EXISTS` count cannot tell its ghosts from its rows with
@@ -142,7 +143,9 @@ def _attempt(r: redis.Redis, p: bytes, stalled: bool, batch: int, max_stalled: i
     rd = r.pipeline(transaction=False)
     rd.time()
     rd.zrange(zset, 0, batch - 1, withscores=True)
-    t, members = rd.execute(raise_on_error=False)
+    if not stalled:
+        rd.get(p + b"promotions")
+    t, members, *promotions = rd.execute(raise_on_error=False)
     now = int(t[0]) * 1000 + int(t[1]) // 1000
     ids, scores = [], []
     for member, score in _check(members, zset):
@@ -155,10 +158,14 @@ def _attempt(r: redis.Redis, p: bytes, stalled: bool, batch: int, max_stalled: i
     rows = [p + b"job:" + i for i in ids]
 
     with r.pipeline() as tx:
-        # 2. Watch the rows, then read again what was read before the watch.
-        tx.watch(*rows)
+        # 2. Watch the rows (a promote: P promotions), then read again what was
+        # read before the watch (a promote: P promotions, unchanged if no promote ran).
+        tx.watch(*(rows if stalled else [p + b"promotions"]))
         rd = r.pipeline(transaction=False)
-        rd.zrange(zset, 0, len(ids) - 1 + SLACK, withscores=True)
+        if stalled:
+            rd.zrange(zset, 0, len(ids) - 1 + SLACK, withscores=True)
+        else:
+            rd.get(p + b"promotions")
         for k in rows:
             if stalled:
                 rd.hmget(k, ("lane", "stalls"))
@@ -173,7 +180,7 @@ def _attempt(r: redis.Redis, p: bytes, stalled: bool, batch: int, max_stalled: i
             rd.zcard(p + b"dead")
         rep = rd.execute(raise_on_error=False)
         n = len(ids)
-        if not _still_selected(_check(rep[0], zset), ids, scores):
+        if not (_still_selected(_check(rep[0], zset), ids, scores) if stalled else [rep[0]] == promotions):
             raise _Conflict()
         live: list[list | None] = []  # [lane, stalls] per id, None for a ghost
         groups = (n + GROUP - 1) // GROUP
@@ -247,6 +254,7 @@ def _attempt(r: redis.Redis, p: bytes, stalled: bool, batch: int, max_stalled: i
                 if row is not None:
                     tx.hset(k, "state", "pending")
             offers.write(tx, p)
+            tx.incr(p + b"promotions")
             return tx.execute()[0]
 
         recovered, dead, flat = [], [], []

@@ -174,6 +174,8 @@ impl<'a, 'k> Replies<'a, 'k> {
             }
             // ZMSCORE: a score where the member is still there, nil where it was taken.
             b"ZMSCORE" => Reply::Array((2..argc).map(|_| if self.chance(3) { Reply::Nil } else { score(self) }).collect()),
+            // `P promotions` (a promote reads it beside its selection and again under its watch): mostly unchanged.
+            b"GET" if !self.chance(4) => Reply::Bulk(b"7".to_vec()),
             b"HGETALL" => Reply::Array((0..2 * self.below(5)).map(|_| self.bulk()).collect()),
             b"HMGET" => Reply::Array((2..argc).map(|_| if self.chance(3) { Reply::Nil } else { self.bulk() }).collect()),
             b"SCAN" => {

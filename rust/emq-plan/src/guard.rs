@@ -43,9 +43,11 @@
 //! What each conversation watches:
 //!
 //! - **PROMOTE** (`sweep::conversation`): `P promotions` (sent ahead,
-//!   `Step::Watch`) as soon as the selection is known; under it, the head of
-//!   `schedule` again ([`still_selected`], with [`RE_READ_SLACK`]) and every
-//!   row; the control hash of each lane its rows go to.
+//!   `Step::Watch`) as soon as the selection is known; under it, `P promotions`
+//!   again (read beside the selection: unchanged, no promote ran in between, so
+//!   no selected member was taken or its row written: the selection stands
+//!   without reading `schedule` again) and every row; the control hash of each
+//!   lane its rows go to.
 //! - **STALLED CHECK** (`sweep::conversation`): the selected rows, sent ahead
 //!   (`Step::Watch`) as soon as the selection is known; under it, the head of
 //!   `active` again; the control hash of each lane its rows go to; the lane lists

@@ -71,6 +71,8 @@ fn shaped(rng: &mut Rng, cmd: Option<&emq_plan::Cmd>, first_range: &mut Option<V
                 word(rng)
             }
         }
+        // `P promotions` (a promote reads it beside its selection and again under its watch): mostly unchanged.
+        b"GET" if rng.below(4) != 0 => Reply::Bulk(b"7".to_vec()),
         b"HGETALL" => Reply::Array((0..rng.below(4)).flat_map(|_| [word(rng), word(rng)]).collect()),
         b"SCAN" => {
             let cursor = if rng.below(3) == 0 { "17" } else { "0" };

@@ -49,10 +49,16 @@ fn read(step: Step) -> (Vec<Vec<u8>>, Vec<Cmd>) {
 /// row, then reads. Gives the reads after the selection read again (whose reply
 /// the tests feed first: `again`).
 fn select_promote(s: &mut Sweep, replies: &[Reply]) -> Vec<Cmd> {
-    let (watch, cmds) = select(s, replies);
+    let (watch, cmds) = select(s, &[replies, &[promotions()]].concat());
     assert_eq!(watch, vec![b"emq:{q}:promotions".to_vec()], "a promote watches no row");
-    assert_eq!(cmds[0].name(), b"ZRANGE", "the selection, read again");
+    assert_eq!(cmds[0], cmd(&["GET", "emq:{q}:promotions"]), "the count of promotes, read again");
     cmds[1..].to_vec()
+}
+
+/// `P promotions` as a promote's selection reads it (`GET`), and as the tests
+/// feed it again under the watch: no promote ran meanwhile.
+fn promotions() -> Reply {
+    bulk("7")
 }
 
 /// Feeds a stalled check's selection: the rows are watched first (sent ahead, no
@@ -83,14 +89,17 @@ fn promote_reads_the_clock_then_the_first_batch_members() {
     let mut s = promote();
     let (watch, cmds) = read(s.start());
     assert!(watch.is_empty(), "nothing is watched before the selection is known");
-    assert_eq!(cmds, vec![cmd(&["TIME"]), cmd(&["ZRANGE", "emq:{q}:schedule", "0", "9", "WITHSCORES"])]);
+    assert_eq!(
+        cmds,
+        vec![cmd(&["TIME"]), cmd(&["ZRANGE", "emq:{q}:schedule", "0", "9", "WITHSCORES"]), cmd(&["GET", "emq:{q}:promotions"])]
+    );
 }
 
 #[test]
 fn nothing_due_replies_zero_and_plans_nothing() {
     let mut s = promote();
     s.start();
-    let step = s.feed(&[time(), members(&[("later", NOW + 1)])]).unwrap();
+    let step = s.feed(&[time(), members(&[("later", NOW + 1)]), Reply::Nil]).unwrap();
     assert_eq!(step, Step::Done(Outcome::Promoted(0)));
 }
 
@@ -102,9 +111,8 @@ fn promote_to_plan(lanectl: Reply, lane_len: i64) -> Vec<Cmd> {
     let cmds = select_promote(&mut s, &[time(), sel]);
     assert_eq!(cmds[0], cmd(&["HGET", "emq:{q}:job:a", "lane"]));
     assert_eq!(cmds[4], cmd(&["EXISTS", "emq:{q}:job:a", "emq:{q}:job:g", "emq:{q}:job:b", "emq:{q}:job:c"]));
-    let again = members(&[("a", NOW - 5), ("g", NOW - 4), ("b", NOW - 3), ("c", NOW)]);
     let rows = [field(None), field(None), field(Some("L")), field(Some("L"))];
-    let mut replies = vec![again];
+    let mut replies = vec![promotions()];
     replies.extend(rows);
     // Three of the four rows exist: `g`, with no `lane` like `a`, is the ghost only
     // if `a` exists, which the count cannot say; `TYPE` does.
@@ -179,11 +187,32 @@ fn a_changed_selection_is_a_conflict() {
 }
 
 #[test]
+fn a_promote_that_ran_between_the_selection_and_the_watch_is_a_conflict() {
+    // Read beside the selection, then again under the watch: another promote
+    // counted itself in between (nil to a count, or one count to the next).
+    let rest = [field(None), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+    for (before, again) in [(Reply::Nil, bulk("1")), (bulk("7"), bulk("8"))] {
+        let mut s = promote();
+        s.start();
+        let (_, cmds) = select(&mut s, &[time(), members(&[("a", NOW - 5)]), before.clone()]);
+        assert_eq!(cmds[0], cmd(&["GET", "emq:{q}:promotions"]));
+        let e = s.feed(&[&[again][..], &rest].concat()).unwrap_err();
+        assert_eq!(e.kind, ErrorKind::Conflict);
+        // Unchanged (nil included): the selection stands.
+        let mut s = promote();
+        s.start();
+        select(&mut s, &[time(), members(&[("a", NOW - 5)]), before.clone()]);
+        let w = writes(s.feed(&[&[before][..], &rest].concat()).unwrap());
+        assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:schedule", "a"]));
+    }
+}
+
+#[test]
 fn a_row_of_the_wrong_type_is_a_layout_error() {
     let mut s = promote();
     s.start();
     select_promote(&mut s, &[time(), members(&[("a", NOW - 5)])]);
-    let e = s.feed(&[members(&[("a", NOW - 5)]), wrongtype(), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap_err();
+    let e = s.feed(&[promotions(), wrongtype(), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Layout);
     assert!(e.message.starts_with("EMQ.PROMOTE: layout:"), "{e}");
     assert!(e.message.contains("emq:{q}:job:a"), "{e}");
@@ -196,7 +225,7 @@ fn pending_of_the_wrong_type_refuses_every_call_that_selected_members() {
         let mut s = promote();
         s.start();
         select_promote(&mut s, &[time(), members(&[("a", NOW - 5)])]);
-        let step = s.feed(&[members(&[("a", NOW - 5)]), field(lane), Reply::Int(1), wrongtype(), Reply::Int(0), Reply::Int(0)]);
+        let step = s.feed(&[promotions(), field(lane), Reply::Int(1), wrongtype(), Reply::Int(0), Reply::Int(0)]);
         let e = match step {
             Err(e) => e,
             Ok(Step::Read { .. }) => s.feed(&[fields(&[None, None, None, None]), Reply::Int(0)]).unwrap_err(),
@@ -212,9 +241,8 @@ fn unsure_rows_are_typed_when_the_count_cannot_tell() {
     let mut s = promote();
     s.start();
     select_promote(&mut s, &[time(), members(&[("a", NOW - 5), ("b", NOW - 4)])]);
-    let again = members(&[("a", NOW - 5), ("b", NOW - 4)]);
     let (watch, cmds) =
-        read(s.feed(&[again, field(None), field(None), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
+        read(s.feed(&[promotions(), field(None), field(None), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
     assert!(watch.is_empty());
     assert_eq!(cmds, vec![cmd(&["TYPE", "emq:{q}:job:a"]), cmd(&["TYPE", "emq:{q}:job:b"])]);
     let w = writes(s.feed(&[Reply::Status("none".into()), Reply::Status("hash".into())]).unwrap());
@@ -265,7 +293,7 @@ fn the_reply_counts_from_exec() {
     let mut s = promote();
     s.start();
     select_promote(&mut s, &[time(), members(&[("a", NOW)])]);
-    writes(s.feed(&[members(&[("a", NOW)]), field(None), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
+    writes(s.feed(&[promotions(), field(None), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
     // EXEC says ZREM removed none (what cannot happen under the guard): the reply says so too.
     assert_eq!(s.finish(&[Reply::Int(0)]).unwrap(), Outcome::Promoted(0));
 }
@@ -282,7 +310,7 @@ fn a_ghost_costs_a_type_only_for_the_rows_of_its_group() {
     let cmds = select_promote(&mut s, &[time(), sel.clone()]);
     let exists: Vec<&Cmd> = cmds.iter().filter(|c| c.name() == b"EXISTS").collect();
     assert_eq!(exists.iter().map(|c| c.argc() - 1).collect::<Vec<_>>(), vec![32, 8]);
-    let mut replies = vec![sel];
+    let mut replies = vec![promotions()];
     replies.extend((0..n).map(|_| field(None)));
     replies.extend([Reply::Int(32), Reply::Int(7), Reply::Int(0), Reply::Int(0), Reply::Int(0)]);
     let (_, cmds) = read(s.feed(&replies).unwrap());

@@ -98,6 +98,9 @@ pub struct Sweep {
     /// The whole selection, its rows, every lane and the lists' types, as first read.
     read: Read,
     scores: Vec<f64>,
+    /// A promote's reading of `P promotions` beside its selection (`GET`: nil or
+    /// a count), read again under the watch (see `rows_reads`).
+    promotions: Option<Reply>,
     groups: Vec<Range<usize>>,
     /// The group being applied.
     current: usize,
@@ -128,6 +131,7 @@ impl Sweep {
             stage: Stage::Select,
             read: Read::default(),
             scores: vec![],
+            promotions: None,
             groups: vec![],
             current: 0,
             part: Part::default(),
@@ -189,7 +193,15 @@ impl Sweep {
     // -- 1. the selection --------------------------------------------------------
 
     fn selected(&mut self, replies: &[Reply]) -> Result<Step> {
-        let [time, members] = replies else { return Err(self.host_error("select: two replies expected")) };
+        let (time, members) = match (self.kind, replies) {
+            (Kind::Promote, [time, members, promotions]) => {
+                self.check(promotions, &self.keys.promotions())?;
+                self.promotions = Some(promotions.clone());
+                (time, members)
+            }
+            (Kind::Stalled { .. }, [time, members]) => (time, members),
+            _ => return Err(self.host_error("select: wrong number of replies")),
+        };
         self.check(members, &self.zset())?;
         self.read.now = parse_time(time).ok_or_else(|| self.host_error("TIME gave no clock"))?;
         let items = members.as_array().ok_or_else(|| self.host_error("ZRANGE gave no array"))?;
@@ -226,10 +238,19 @@ impl Sweep {
 
     /// The reads of every selected row (under the first group's watch).
     fn rows_reads(&mut self) -> Step {
-        // The first group again: the head of the zset, as far as its members and
-        // `RE_READ_SLACK` more (a range costs the server less than `ZMSCORE`).
-        let last = (self.groups[0].len() - 1 + RE_READ_SLACK).to_string();
-        let mut cmds = vec![Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(last).arg("WITHSCORES")];
+        let mut cmds = vec![match self.kind {
+            // A promote: `P promotions` again. Unchanged, no promote ran between the
+            // selection and the watch, and only a promote takes a due member or
+            // writes its row (guard.rs): the selection stands, whatever its size.
+            Kind::Promote => Cmd::new("GET").arg(self.keys.promotions()),
+            // A stalled check: the first group again, the head of the zset as far as
+            // its members and `RE_READ_SLACK` more (a range costs the server less
+            // than `ZMSCORE`).
+            Kind::Stalled { .. } => {
+                let last = (self.groups[0].len() - 1 + RE_READ_SLACK).to_string();
+                Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(last).arg("WITHSCORES")
+            }
+        }];
         cmds.extend(rows::reads(&self.keys, &self.read.ids, self.fields()));
         cmds.push(Cmd::new("LLEN").arg(self.keys.pending()));
         cmds.push(Cmd::new("LLEN").arg(self.keys.ring()));
@@ -250,7 +271,13 @@ impl Sweep {
             return Err(self.host_error("rows: wrong number of replies"));
         }
         let first = self.groups[0].clone();
-        if !replies[0].as_array().is_some_and(|a| still_selected(a, &self.read.ids[first.clone()], &self.scores[first])) {
+        let stands = match self.kind {
+            Kind::Promote => self.promotions.as_ref() == Some(&replies[0]),
+            Kind::Stalled { .. } => {
+                replies[0].as_array().is_some_and(|a| still_selected(a, &self.read.ids[first.clone()], &self.scores[first]))
+            }
+        };
+        if !stands {
             return Err(Error::conflict(self.verb(), "the selection changed before the watch"));
         }
         let (fields, unsure) =
@@ -638,7 +665,11 @@ impl Conversation for Sweep {
     fn start(&mut self) -> Step {
         self.stage = Stage::Select;
         let range = Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(self.batch.saturating_sub(1).to_string()).arg("WITHSCORES");
-        Step::Read { watch: vec![], cmds: vec![Cmd::new("TIME"), range] }
+        let mut cmds = vec![Cmd::new("TIME"), range];
+        if self.kind == Kind::Promote {
+            cmds.push(Cmd::new("GET").arg(self.keys.promotions()));
+        }
+        Step::Read { watch: vec![], cmds }
     }
 
     /// Feeds the replies of a `Read` step.
