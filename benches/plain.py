@@ -8,8 +8,9 @@ The conversation, per call (one guarded transaction):
 2. `pipe.watch(*rows)` on the transaction pipeline (a promote: `P promotions`,
    read beside the selection in 1), then one `transaction=False` pipeline:
    `ZRANGE zset 0 k-1+16 WITHSCORES` for the k ids selected (one gone or scored
-   anew: a new call; a promote: `GET P promotions` again, changed: a new call), `HGET row lane` (promote) or `HMGET row lane stalls` (stalled check)
-   per id, one `EXISTS` per group of 32 rows, `LLEN` of pending, ring, wake (and
+   anew: a new call; a promote: `GET P promotions` again, changed: a new call),
+   `HGET row lane` (promote) or `HMGET row lane stalls` (stalled check) per id,
+   one `EXISTS` per group of 32 rows, `LLEN` of pending, ring, wake (and
    `ZCARD dead` for the stalled check), which also check their types;
 3. only when a group's `EXISTS` count cannot tell its ghosts from its rows with
    none of the fields: `TYPE` of each of those;
