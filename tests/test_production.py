@@ -63,6 +63,7 @@ WORKER_COMMANDS = [
     "blpop",
     "incr",
     "zmscore",
+    "get",
 ]
 
 
