@@ -153,3 +153,14 @@ def proxy(server) -> FaultProxy:
     with FaultProxy("127.0.0.1", server.port) as p:
         yield p
     assert not p.errors, f"the proxy's loop raised: {p.errors!r}"
+
+
+@pytest.fixture(params=["valkey", "redis"])
+def cluster(request, _production_servers) -> _servers.Cluster:
+    """A 3-primary cluster (Valkey 9.1, Redis 7.0) on loopback, emptied: `.url`
+    (node 0's; any node is a seed), `.node(i)`, `.queue_on(i)`, `.slot(queue)`,
+    `.owner(slot)`, `.move_slot(slot, to)`."""
+    _need(request.param)
+    c = _started(_production_servers, ("cluster", request.param), lambda: _servers.start_cluster(request.param))
+    c.flush()
+    return c

@@ -480,3 +480,153 @@ def start_replicated(kind: str) -> Replicated:
     pair = Replicated(kind, primary, replica)
     pair.wait_link()
     return pair
+
+
+# ---------------------------------------------------------------------------
+# A cluster
+
+
+class Cluster:
+    """A Redis/Valkey Cluster of `n` primaries on loopback, every slot served:
+    node i owns the i-th third (for n = 3) of the 16384 slots. `.url` is node 0's
+    (any node is a seed), `.nodes` the Servers, `.node(i)` a redis-py client of
+    node i, `.owner(slot)` the index of the node that serves it."""
+
+    def __init__(self, kind: str, nodes: list[Server]):
+        self.kind = kind
+        self.nodes = nodes
+        self.replicas: list[Server] = []
+
+    @property
+    def url(self) -> str:
+        return self.nodes[0].url
+
+    def node(self, i: int) -> redis.Redis:
+        return redis.Redis(host="127.0.0.1", port=self.nodes[i].port, retry=no_retry())
+
+    def slot(self, queue: str) -> int:
+        with self.node(0) as r:
+            return int(r.execute_command("CLUSTER", "KEYSLOT", "emq:{" + queue + "}:schedule"))
+
+    def owner(self, slot: int) -> int:
+        with self.node(0) as r:
+            for first, last, primary, *_ in r.execute_command("CLUSTER", "SLOTS"):
+                if first <= slot <= last:
+                    return next(i for i, s in enumerate(self.nodes) if s.port == int(primary[1]))
+        raise LookupError(f"slot {slot} is not served")
+
+    def queue_on(self, i: int, prefix: str = "q") -> str:
+        """A queue name whose slot node i serves."""
+        for k in range(100_000):
+            name = f"{prefix}{k}"
+            if self.owner(self.slot(name)) == i:
+                return name
+        raise LookupError(f"no queue name for node {i}")
+
+    def node_id(self, i: int) -> str:
+        with self.node(i) as r:
+            return r.execute_command("CLUSTER", "MYID").decode()
+
+    def move_slot(self, slot: int, to: int) -> None:
+        """Moves `slot` and its keys to node `to` the classic way: IMPORTING on the
+        target, MIGRATING on the source, MIGRATE of every key, then SETSLOT NODE
+        on every node."""
+        src = self.owner(slot)
+        if src == to:
+            return
+        src_id, dst_id = self.node_id(src), self.node_id(to)
+        with self.node(src) as s, self.node(to) as d:
+            d.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", src_id)
+            s.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", dst_id)
+            while keys := s.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 100):
+                s.execute_command("MIGRATE", "127.0.0.1", self.nodes[to].port, "", 0, 5000, "KEYS", *keys)
+            for i in range(len(self.nodes)):
+                with self.node(i) as r:
+                    r.execute_command("CLUSTER", "SETSLOT", slot, "NODE", dst_id)
+
+    def migrate_slot(self, slot: int, to: int, timeout: float = 20.0) -> None:
+        """Moves `slot` to node `to` by Valkey 9's atomic slot migration
+        (`CLUSTER MIGRATESLOTS`), and waits until the cluster says so."""
+        src = self.owner(slot)
+        if src == to:
+            return
+        with self.node(src) as r:
+            r.execute_command("CLUSTER", "MIGRATESLOTS", "SLOTSRANGE", slot, slot, "NODE", self.node_id(to))
+        deadline = time.monotonic() + timeout
+        while self.owner(slot) != to:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"slot {slot} did not move to node {to}")
+            time.sleep(0.02)
+
+    def flush(self) -> None:
+        for i in range(len(self.nodes)):
+            with self.node(i) as r:
+                r.flushall()
+                r.execute_command("SCRIPT", "FLUSH")
+
+    def wait_ok(self, timeout: float = 20.0) -> None:
+        """Until every node says `cluster_state:ok` and knows every other node."""
+        deadline = time.monotonic() + timeout
+        while True:
+            ok = True
+            for i in range(len(self.nodes)):
+                with self.node(i) as r:
+                    info = r.execute_command("CLUSTER", "INFO").decode()
+                    known = int(info.split("cluster_known_nodes:")[1].split()[0])
+                    ok = ok and "cluster_state:ok" in info and known == len(self.nodes) + len(self.replicas)
+            if ok:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError("the cluster did not come up")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        for s in [*self.nodes, *self.replicas]:
+            s.stop()
+
+    def alive(self) -> bool:
+        return all(s.proc is not None and s.proc.poll() is None for s in [*self.nodes, *self.replicas])
+
+
+def start_cluster(kind: str, n: int = 3, replicas: tuple[int, ...] = ()) -> Cluster:
+    """`n` primaries, and a replica of each primary whose index is in `replicas`
+    (`.replicas[k]`: the replica of primary `replicas[k]`, linked)."""
+    nodes, buses = [], []
+    for _ in range(n + len(replicas)):
+        bus = free_port()  # port + 10000 may not be free, or past 65535
+        buses.append(bus)
+        nodes.append(
+            Server(
+                binary(kind),
+                extra=["--cluster-enabled", "yes", "--cluster-port", str(bus), "--cluster-node-timeout", "3000"],
+            ).start()
+        )
+    c = Cluster(kind, nodes[:n])
+    c.replicas = nodes[n:]
+    per = 16384 // n
+    for i in range(n):
+        first, last = i * per, (16383 if i == n - 1 else (i + 1) * per - 1)
+        with c.node(i) as r:
+            r.execute_command("CLUSTER", "ADDSLOTSRANGE", first, last)
+    with c.node(0) as r:
+        for s, bus in zip(nodes[1:], buses[1:]):
+            r.execute_command("CLUSTER", "MEET", "127.0.0.1", s.port, bus)
+    c.wait_ok()
+    for k, primary in enumerate(replicas):
+        pid = c.node_id(primary)
+        replica = redis.Redis(host="127.0.0.1", port=c.replicas[k].port, retry=no_retry())
+        deadline = time.monotonic() + 20
+        while True:  # the replica must know the primary's id first (gossip)
+            try:
+                replica.execute_command("CLUSTER", "REPLICATE", pid)
+                break
+            except redis.ResponseError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        while replica.info("replication").get("master_link_status") != "up":
+            if time.monotonic() > deadline:
+                raise TimeoutError("the replica did not link")
+            time.sleep(0.05)
+        replica.close()
+    return c

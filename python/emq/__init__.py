@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from importlib import metadata as _metadata
 
-from ._core import Client, Job
+from ._core import Client, Job, queue_slot
 from .client import connect
 from .errors import (
     ArgumentError,
     AuthenticationError,
+    ClusterError,
     ConnectionError,
     ContentionError,
     DuplicateJobError,
@@ -65,9 +66,11 @@ __all__ = [
     "Stalled",
     "TimeoutError",
     "UnavailableError",
+    "ClusterError",
     "Worker",
     "connect",
     "promote",
+    "queue_slot",
     "stalled_check",
     "wire",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ._core import Job
@@ -19,10 +19,10 @@ from .worker import Worker as _SyncWorker
 
 
 class Worker:
-    """`await emq.aio.Worker(queue, handler, ...).run()`; the options are
-    `emq.Worker`'s."""
+    """`await emq.aio.Worker(queue, handler, ...).run()`; `queue` (one, or a
+    list) and the options are `emq.Worker`'s."""
 
-    def __init__(self, queue: Queue, handler: Callable[[Job], Awaitable[object]], **options: Any):
+    def __init__(self, queue: Queue | Sequence[Queue], handler: Callable[[Job], Awaitable[object]], **options: Any):
         if not asyncio.iscoroutinefunction(handler):
             raise ArgumentError("emq.aio.Worker: handler must be an async function")
         self.handler = handler

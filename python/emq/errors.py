@@ -19,7 +19,8 @@ discard it (`READONLY`, `OOM`, `NOPERM`, `MOVED`, …).
         ├── ReadOnlyError                 READONLY: a replica
         ├── OutOfMemoryError              OOM: maxmemory reached with noeviction
         ├── RedirectError                 MOVED / ASK: another node serves the queue's slot
-        └── UnavailableError              LOADING, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN: try later
+        ├── UnavailableError              LOADING, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN: try later
+        └── ClusterError                  a cluster kept redirecting a call past its budget
 
 Apart from these, `MissingExtraError` (a `ModuleNotFoundError`) says that a part
 of emq needs an optional dependency that is not installed, and names the extra
@@ -100,6 +101,12 @@ class RedirectError(ServerError):
 class UnavailableError(ServerError):
     """The server cannot serve the call now (`LOADING`, `BUSY`, `MASTERDOWN`,
     `TRYAGAIN`, `CLUSTERDOWN`, …): nothing was written; try again later."""
+
+
+class ClusterError(ServerError):
+    """A cluster kept redirecting a call (`ASK`, `TRYAGAIN`, `CLUSTERDOWN`: a slot
+    migrating, a failover) for longer than the client's read timeout; the message
+    names the verb and the queue's slot. Nothing was written (SPEC §11)."""
 
 
 class MissingExtraError(ModuleNotFoundError):

@@ -21,11 +21,11 @@ import queue as _queue
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ._core import Job, backoff_s
+from ._core import Client, Job, backoff_s
 from .errors import (
     ArgumentError,
     AuthenticationError,
@@ -96,7 +96,9 @@ def degraded_sleep(streak: int, *, base_ms: int = 50, cap_ms: int = 5000) -> flo
 
 
 class Worker:
-    """Runs `handler(job)` for the queue's jobs, `concurrency` at a time.
+    """Runs `handler(job)` for the queue's jobs, `concurrency` at a time. `queue`
+    may be a list of queues (on one server, or on any nodes of a cluster): one
+    beat serves them all, and a token on any of them wakes it.
 
     A handler that returns completes the job; one that raises fails it (retried
     with backoff while attempts are left, then dead). `run()` blocks until
@@ -106,7 +108,7 @@ class Worker:
 
     def __init__(
         self,
-        queue: Queue,
+        queue: Queue | Sequence[Queue],
         handler: Callable[[Job], object],
         *,
         concurrency: int = 8,
@@ -118,8 +120,11 @@ class Worker:
         ttl_s: float | None = None,
         grace_s: float = 30.0,
     ):
-        if not isinstance(queue, Queue):
-            raise ArgumentError(f"emq.Worker: queue must be an emq.Queue, not {type(queue).__name__}")
+        queues = [queue] if isinstance(queue, Queue) else list(queue) if isinstance(queue, (list, tuple)) else []
+        if not queues or not all(isinstance(q, Queue) for q in queues):
+            raise ArgumentError(f"emq.Worker: queue must be an emq.Queue or a list of them, not {queue!r}")
+        if len({q.name for q in queues}) != len(queues):
+            raise ArgumentError("emq.Worker: a queue is listed twice")
         if not callable(handler):
             raise ArgumentError("emq.Worker: handler must be callable")
         _option("concurrency", concurrency, minimum=1, maximum=10_000)
@@ -131,7 +136,8 @@ class Worker:
         _seconds("grace_s", grace_s, none_ok=False)
         if recovery not in ("reap", "stalled", "off"):
             raise ArgumentError(f"emq.Worker: recovery must be 'reap', 'stalled' or 'off', not {recovery!r}")
-        self.queue = queue
+        self.queues = queues
+        self.queue = queues[0]
         self.handler = handler
         self.concurrency = concurrency
         self.lease_ms = lease_ms
@@ -142,16 +148,29 @@ class Worker:
         self.ttl_s = ttl_s
         self.grace_s = grace_s
         self.counters = Counters()
-        # Connections of its own, siblings of the queue's: the park blocks one for up to a beat.
-        client = queue.client
-        self._beat = Queue(client.sibling(), queue.name)
-        self._park = client.sibling(read_timeout=beat_ms / 1000 + 5)
-        self._work = Queue(client.sibling(), queue.name)
+        # Connections of its own, siblings of the queues' clients: a beat's and the
+        # handlers' for each client, and a park for each queue (it blocks for up to
+        # a beat). In a cluster each reaches the nodes of its queues by itself.
+        beat_of: dict[int, Client] = {}
+        work_of: dict[int, Client] = {}
+        self._beats: list[Queue] = []
+        self._works: dict[str, Queue] = {}
+        self._parks: list[Client] = []
+        for q in queues:
+            if id(q.client) not in beat_of:
+                beat_of[id(q.client)], work_of[id(q.client)] = q.client.sibling(), q.client.sibling()
+            self._beats.append(Queue(beat_of[id(q.client)], q.name))
+            self._works[q.name] = Queue(work_of[id(q.client)], q.name)
+            self._parks.append(q.client.sibling(read_timeout=beat_ms / 1000 + 5))
+        self._beat, self._park = self._beats[0], self._parks[0]
+        self._turn = 0  # which queue claims first this beat: each in turn
+        self._woken = threading.Event()  # several queues: a park thread saw a token
         self._stop = threading.Event()  # claim nothing more
         self._halt = threading.Event()  # stop extending leases: run() is over
         self._jobs: _queue.SimpleQueue[Job | None] = _queue.SimpleQueue()
-        # Running jobs by token: a job claimed again after its lease was lost is another run.
-        self._running: dict[str | None, Job] = {}
+        # Running jobs by token, with the queue that settles them: a job claimed
+        # again after its lease was lost is another run.
+        self._running: dict[str | None, tuple[Job, Queue]] = {}
         self._running_lock = threading.Lock()
         self._freed = threading.Event()
         self._streak = 0
@@ -166,6 +185,7 @@ class Worker:
         """Stop claiming; `run()` returns once running jobs finish (or `grace_s`)."""
         self._stop.set()
         self._freed.set()
+        self._woken.set()
 
     @property
     def running(self) -> int:
@@ -190,9 +210,15 @@ class Worker:
         # process alive; it is left to recovery.
         threads = [threading.Thread(target=self._handle, name=f"emq-{self.queue.name}-{i}", daemon=True) for i in range(self.concurrency)]
         keeper = threading.Thread(target=self._keep_leases, name="emq-leases", daemon=True)
-        for t in [*threads, keeper]:
+        parks = []
+        if len(self.queues) > 1:
+            parks = [
+                threading.Thread(target=self._park_on, args=(park, q.name), name=f"emq-park-{q.name}", daemon=True)
+                for park, q in zip(self._parks, self.queues)
+            ]
+        for t in [*threads, keeper, *parks]:
             t.start()
-        log.info("worker on %s: concurrency %d, beat %d ms", self.queue, self.concurrency, self.beat_ms)
+        log.info("worker on %s: concurrency %d, beat %d ms", ", ".join(map(str, self.queues)), self.concurrency, self.beat_ms)
         try:
             while not self._stop.is_set():
                 if self.ttl_s is not None and time.monotonic() - started >= self.ttl_s:
@@ -214,22 +240,32 @@ class Worker:
 
     def _beat_once(self) -> None:
         self.counters.add(beats=1)
+        self._woken.clear()  # a token from here on means a new beat
         try:
             self._recover()
-            moved, now_ms, next_ms = self._beat._promote_next(self.pump_batch)
-            promoted_at = time.monotonic()
-            self.counters.add(sweeps=1, moved=moved)
-            free = self._free_slots()
-            if free and not self._stop.is_set():  # a stop may have come during the beat
-                jobs = self._beat.claim(free, lease_ms=self.lease_ms)
+            # Each queue promotes, then each claims with the slots left, the first
+            # to claim taking turns from beat to beat.
+            order = self._beats[self._turn % len(self._beats) :] + self._beats[: self._turn % len(self._beats)]
+            self._turn += 1
+            due_at = None  # the earliest next due time any promote saw (monotonic s)
+            for beat in order:
+                moved, now_ms, next_ms = beat._promote_next(self.pump_batch)
+                self.counters.add(sweeps=1, moved=moved)
+                if next_ms is not None:
+                    at = time.monotonic() + (next_ms - now_ms) / 1000
+                    due_at = at if due_at is None else min(due_at, at)
+            for beat in order:
+                free = self._free_slots()
+                if not free or self._stop.is_set():  # a stop may have come during the beat
+                    break
+                jobs = beat.claim(free, lease_ms=self.lease_ms)
                 self.counters.add(claimed=len(jobs))
                 for job in jobs:
-                    self._start(job)
+                    self._start(job, self._works[beat.name])
             self._streak = 0
             if not self._stop.is_set():
-                # How long until the next due time, from what the promote saw.
-                due_in = None if next_ms is None else (next_ms - now_ms) / 1000 - (time.monotonic() - promoted_at)
-                self._wait(due_in)
+                # How long until the next due time, from what the promotes saw.
+                self._wait(None if due_at is None else due_at - time.monotonic())
         except FATAL as e:
             self._give_up(e)
         except EmqError as e:
@@ -250,10 +286,11 @@ class Worker:
             return
         self._last_recover = now
         max_stalled = None if self.recovery == "reap" else self.max_stalled
-        recovered, dead = self._beat.stalled_check(max_stalled=max_stalled, batch=self.pump_batch)
-        self.counters.add(sweeps=1, recovered=len(recovered), dead=len(dead))
-        if recovered or dead:
-            log.info("recovered %d, dead %d", len(recovered), len(dead))
+        for beat in self._beats:
+            recovered, dead = beat.stalled_check(max_stalled=max_stalled, batch=self.pump_batch)
+            self.counters.add(sweeps=1, recovered=len(recovered), dead=len(dead))
+            if recovered or dead:
+                log.info("%s: recovered %d, dead %d", beat.name, len(recovered), len(dead))
 
     def _free_slots(self) -> int:
         return max(0, self.concurrency - self.running)
@@ -270,6 +307,10 @@ class Worker:
             self._freed.clear()
             if self._free_slots() == 0:
                 self._freed.wait(timeout)
+            return
+        if len(self.queues) > 1:
+            # The park threads block on every queue's `wake`; a token on any wakes us.
+            self._woken.wait(timeout)
             return
         name = self.queue.name
         if due_in is None or due_in > self.beat_ms / 1000:
@@ -294,19 +335,34 @@ class Worker:
         finally:
             timer.cancel()
 
+    def _park_on(self, park: Client, name: str) -> None:
+        """A park thread (a worker of several queues): blocks on the queue's `wake`
+        for up to a beat at a time, and wakes the beat when a token comes."""
+        streak = 0
+        while not self._stop.is_set():
+            try:
+                if park._park(name, self.beat_ms / 1000):
+                    self._woken.set()
+                streak = 0
+            except FATAL as e:
+                self._give_up(e)
+            except EmqError:
+                streak += 1
+                self._stop.wait(degraded_sleep(streak))
+
     def _park_client_id(self) -> int | None:
         """The park connection's CLIENT ID, or None where this user may not
         unblock clients (then the worker waits the last stretch on its own clock)."""
         if self._park_id is None and self._can_unblock:
             try:
-                self._park_id = self._park._client_id()
+                self._park_id = self._park._client_id(self.queue.name)
             except PermissionError:
                 self._can_unblock = False
         return self._park_id if self._can_unblock else None
 
     def _unblock_park(self, park_id: int) -> None:
         try:
-            if not self._beat.client._unblock(park_id):
+            if not self._beat.client._unblock(park_id, self.queue.name):
                 self._park_id = None  # not blocked (any more), or a new connection: ask again
         except PermissionError:
             self._can_unblock = False
@@ -315,9 +371,9 @@ class Worker:
 
     # -- running jobs --------------------------------------------------------
 
-    def _start(self, job: Job) -> None:
+    def _start(self, job: Job, work: Queue) -> None:
         with self._running_lock:
-            self._running[job.token] = job
+            self._running[job.token] = (job, work)
         self._jobs.put(job)
 
     def _handle(self) -> None:
@@ -326,15 +382,17 @@ class Worker:
             self._run_job(job)
 
     def _run_job(self, job: Job) -> None:
+        with self._running_lock:
+            work = self._running[job.token][1]
         try:
             try:
                 self.handler(job)
             except Exception as e:  # noqa: BLE001 - a handler's failure is the job's
                 log.info("job %s failed: %s", job.id, e)
-                outcome = self._settle(functools.partial(self._work.fail, job, e))
+                outcome = self._settle(functools.partial(work.fail, job, e))
                 self.counters.add(failed=1, refused=outcome == "refused")
             else:
-                done = self._settle(lambda: self._work.complete(job))
+                done = self._settle(lambda: work.complete(job))
                 self.counters.add(completed=bool(done), refused=done is False)
         finally:
             with self._running_lock:
@@ -371,9 +429,9 @@ class Worker:
         while not self._halt.wait(every):
             with self._running_lock:
                 jobs = list(self._running.values())
-            for job in jobs:
+            for job, work in jobs:
                 try:
-                    if not self._work.extend(job, self.lease_ms) and self._is_running(job):
+                    if not work.extend(job, self.lease_ms) and self._is_running(job):
                         self.counters.add(lost_leases=1)
                         log.warning("lease of job %s was lost", job.id)
                 except FATAL as e:

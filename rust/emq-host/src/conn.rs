@@ -49,6 +49,39 @@ impl Conn {
         }
     }
 
+    /// A new connection with this one's settings to another node of its cluster
+    /// (`host:port` from the slot map; TLS stays TLS), not yet connected.
+    pub fn at(&self, host: &str, port: u16) -> Conn {
+        let addr = match self.info.addr() {
+            ConnectionAddr::TcpTls { insecure, tls_params, .. } => {
+                ConnectionAddr::TcpTls { host: host.to_string(), port, insecure: *insecure, tls_params: tls_params.clone() }
+            }
+            _ => ConnectionAddr::Tcp(host.to_string(), port),
+        };
+        let info = self.info.clone().set_addr(addr);
+        let address = address(&info);
+        Conn {
+            info,
+            wire: None,
+            address,
+            connect_timeout: self.connect_timeout,
+            read_timeout: self.read_timeout,
+            flat_watch: self.flat_watch,
+        }
+    }
+
+    /// The host it connects to (empty for a Unix socket).
+    pub fn host(&self) -> String {
+        match self.info.addr() {
+            ConnectionAddr::Tcp(host, _) | ConnectionAddr::TcpTls { host, .. } => host.clone(),
+            _ => String::new(),
+        }
+    }
+
+    pub fn read_timeout(&self) -> Option<Duration> {
+        self.read_timeout
+    }
+
     /// Whether `WATCH` is flat on this server: Valkey 9 and later compare a new
     /// key with those watched through a set; Redis 7.x and Valkey 8 walk a list,
     /// so the cost of a key grows with the keys already watched (SPEC §9,

@@ -31,6 +31,9 @@ pub enum HostError {
     /// `LOADING`, `BUSY`, `MASTERDOWN`, `TRYAGAIN`, `CLUSTERDOWN`, …: try again later.
     Unavailable(String),
     Server(String),
+    /// A cluster that kept redirecting a call (a slot migrating, a failover)
+    /// past its budget (`cluster::Router::run`).
+    Cluster(String),
 }
 
 impl HostError {
@@ -69,7 +72,7 @@ impl From<PlanError> for HostError {
 }
 
 /// The classes of `emq.errors`, in `HostError`'s order, imported once.
-const CLASSES: [&str; 15] = [
+const CLASSES: [&str; 16] = [
     "LayoutError",
     "ArgumentError",
     "ContentionError",
@@ -85,6 +88,7 @@ const CLASSES: [&str; 15] = [
     "RedirectError",
     "UnavailableError",
     "ServerError",
+    "ClusterError",
 ];
 
 static TYPES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
@@ -115,6 +119,7 @@ impl From<HostError> for PyErr {
             HostError::Redirect(m) => (12, m),
             HostError::Unavailable(m) => (13, m),
             HostError::Server(m) => (14, m),
+            HostError::Cluster(m) => (15, m),
         };
         Python::attach(|py| match class(py, i) {
             Ok(ty) => PyErr::from_type(ty, msg),

@@ -23,10 +23,10 @@ fn id_gen(count: usize) -> (u32, u64) {
     (tag, SEQ.fetch_add(count as u64, Ordering::Relaxed))
 }
 
-pub fn add(conn: &mut Conn, queue: &[u8], jobs: Vec<NewJob>) -> HostResult<Vec<Vec<u8>>> {
+pub fn add(conn: &mut Conn, queue: &[u8], jobs: &[NewJob]) -> HostResult<Vec<Vec<u8>>> {
     // One id sequence for the call: a retry keeps the ids it generates.
     let gen = id_gen(jobs.len());
-    drive(conn, || Ok(Add::new(Keys::new(queue), jobs.clone(), gen)?), |_| {})
+    drive(conn, || Ok(Add::new(Keys::new(queue), jobs.to_vec(), gen)?), |_| {})
 }
 
 /// `n` fresh claim tokens: 128 bits each from the operating system's

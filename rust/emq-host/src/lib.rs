@@ -8,6 +8,7 @@
 //! Python threads run while this one waits.
 
 mod args;
+mod cluster;
 mod conn;
 mod drive;
 mod error;
@@ -29,6 +30,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::args::{arg_bytes, backend_arg, count, group_arg, queue_arg, raw_command, seconds, text_arg};
+use crate::cluster::Router;
 use crate::conn::Conn;
 use crate::error::{HostError, HostResult};
 use crate::jitter::Jitter;
@@ -43,11 +45,12 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// A job for `Client._add`: `(id, data, delay_ms, at_ms, lane, max_attempts)`.
 type NewJobArgs = (Option<String>, Vec<u8>, Option<u64>, Option<i64>, Option<String>, u32);
 
-/// A connection to one server, owned by the Rust core. Thread-safe: calls from
-/// several threads take turns on the one connection.
+/// A connection to one server (or, once it meets a cluster, one to each node
+/// whose queues it calls: `cluster`), owned by the Rust core. Thread-safe: calls
+/// from several threads take turns.
 #[pyclass(frozen, module = "emq._core")]
 struct Client {
-    conn: Mutex<Conn>,
+    conn: Mutex<Router>,
     #[pyo3(get)]
     address: String,
 }
@@ -57,14 +60,24 @@ impl Client {
     /// last call panicked is in an unknown state (a watch, unread replies): it is
     /// closed, and connects again for this call.
     fn with<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Conn) -> HostResult<T> + Send) -> PyResult<T> {
+        self.routed(py, |r| f(r.seed()))
+    }
+
+    /// Runs `f` on the connection of `queue`'s node (`cluster::Router::run`: a
+    /// redirect is followed, never raised), with the GIL released.
+    fn on<T: Send>(&self, py: Python<'_>, verb: &str, queue: &[u8], mut f: impl FnMut(&mut Conn) -> HostResult<T> + Send) -> PyResult<T> {
+        self.routed(py, |r| r.run(verb, queue, &mut f))
+    }
+
+    fn routed<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Router) -> HostResult<T> + Send) -> PyResult<T> {
         py.detach(|| {
-            let mut conn = self.conn.lock().unwrap_or_else(|poisoned| {
-                let mut conn = poisoned.into_inner();
-                conn.close();
+            let mut router = self.conn.lock().unwrap_or_else(|poisoned| {
+                let mut router = poisoned.into_inner();
+                router.close();
                 self.conn.clear_poison();
-                conn
+                router
             });
-            f(&mut conn)
+            f(&mut router)
         })
         .map_err(PyErr::from)
     }
@@ -73,18 +86,19 @@ impl Client {
         let q = queue_arg(emq_plan::settle::verb(&action), queue)?;
         let token = job.token.as_deref().unwrap_or_default().as_bytes();
         let lane = job.lane.as_deref().map(str::as_bytes);
-        self.with(py, |c| jobs::settle(c, &q, job.id.as_bytes(), token, lane, action))
+        let verb = emq_plan::settle::verb(&action);
+        self.on(py, verb, &q, |c| jobs::settle(c, &q, job.id.as_bytes(), token, lane, action.clone()))
     }
 
     fn lane(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, lane: &str, op: LaneOp) -> PyResult<()> {
         let q = queue_arg(emq_plan::lane_control::LANE, queue)?;
         let lane = lane.as_bytes().to_vec();
-        self.with(py, |c| jobs::lane(c, &q, &lane, op))
+        self.on(py, emq_plan::lane_control::LANE, &q, |c| jobs::lane(c, &q, &lane, op))
     }
 
     fn from_conn(py: Python<'_>, conn: Conn) -> PyResult<Self> {
         let address = conn.address.clone();
-        let client = Client { conn: Mutex::new(conn), address };
+        let client = Client { conn: Mutex::new(Router::new(conn)), address };
         // Connect now, so a bad address or refused credentials fail here and not on first use.
         client.with(py, Conn::connect)?;
         Ok(client)
@@ -123,8 +137,11 @@ impl Client {
     #[pyo3(signature = (*, read_timeout=None))]
     fn sibling(&self, py: Python<'_>, read_timeout: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
         let rt = read_timeout.map(|v| seconds("emq.Client.sibling", "read_timeout", v)).transpose()?;
-        let conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner).sibling(rt);
-        Client::from_conn(py, conn)
+        let router = self.conn.lock().unwrap_or_else(PoisonError::into_inner).sibling(rt);
+        let address = router_address(&router);
+        let client = Client { conn: Mutex::new(router), address };
+        client.with(py, Conn::connect)?;
+        Ok(client)
     }
 
     /// `PING`: `True` when the server answers; an error reply raises its class.
@@ -185,7 +202,7 @@ impl Client {
     ) -> PyResult<i64> {
         let (q, batch, backend) = (queue_arg(PROMOTE, queue)?, count(PROMOTE, "batch", batch, false)?, backend_arg(PROMOTE, backend)?);
         let group = group_arg(PROMOTE, group, backend)?;
-        match self.with(py, |c| sweeps::run(c, backend, Kind::Promote, &q, batch, group))? {
+        match self.on(py, PROMOTE, &q, |c| sweeps::run(c, backend, Kind::Promote, &q, batch, group))? {
             Outcome::Promoted(n) => Ok(n),
             Outcome::Stalled { .. } => unreachable!("promote gives a count"),
         }
@@ -196,7 +213,7 @@ impl Client {
     /// nothing else scheduled; `now_ms`: the batch was all due, more may be).
     fn _promote_next(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, batch: &Bound<'_, PyAny>) -> PyResult<(i64, i64, Option<f64>)> {
         let (q, batch) = (queue_arg(PROMOTE, queue)?, count(PROMOTE, "batch", batch, false)?);
-        match self.with(py, |c| sweeps::run_plan_timed(c, Kind::Promote, &q, batch, None))? {
+        match self.on(py, PROMOTE, &q, |c| sweeps::run_plan_timed(c, Kind::Promote, &q, batch, None))? {
             (Outcome::Promoted(n), (now, next)) => Ok((n, now, next)),
             _ => unreachable!("promote gives a count"),
         }
@@ -233,7 +250,7 @@ impl Client {
         let max_stalled = max_stalled.map(|m| count(STALLED, "max_stalled", m, true)).transpose()?;
         let (batch, backend) = (count(STALLED, "batch", batch, false)?, backend_arg(STALLED, backend)?);
         let group = group_arg(STALLED, group, backend)?;
-        let outcome = self.with(py, |c| sweeps::run(c, backend, Kind::Stalled { max_stalled }, &q, batch, group))?;
+        let outcome = self.on(py, STALLED, &q, |c| sweeps::run(c, backend, Kind::Stalled { max_stalled }, &q, batch, group))?;
         let Outcome::Stalled { recovered, dead } = outcome else { unreachable!("a stalled check gives two lists") };
         PyTuple::new(py, [id_list(py, recovered)?, id_list(py, dead)?])
     }
@@ -246,7 +263,7 @@ impl Client {
         let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let req = wire::parse(&refs).map_err(HostError::from)?;
         let backend = backend.map(|b| backend_arg(req.kind.verb(), b)).transpose()?.unwrap_or(Backend::Plan);
-        match self.with(py, |c| sweeps::run(c, backend, req.kind, &req.queue, req.batch, None))? {
+        match self.on(py, req.kind.verb(), &req.queue, |c| sweeps::run(c, backend, req.kind, &req.queue, req.batch, None))? {
             Outcome::Promoted(n) => Ok(n.into_pyobject(py)?.into_any()),
             Outcome::Stalled { recovered, dead } => Ok(PyList::new(py, [id_list(py, recovered)?, id_list(py, dead)?])?.into_any()),
         }
@@ -271,14 +288,14 @@ impl Client {
                 max_attempts,
             })
             .collect();
-        let ids = self.with(py, |c| jobs::add(c, &q, jobs))?;
+        let ids = self.on(py, emq_plan::add::ADD, &q, |c| jobs::add(c, &q, &jobs))?;
         Ok(ids.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect())
     }
 
     /// CLAIM (SPEC §7): the jobs taken, each with its lease's token.
     fn _claim(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, n: u64, lease_ms: u64) -> PyResult<Vec<Job>> {
         let q = queue_arg(emq_plan::claim::CLAIM, queue)?;
-        let claimed = self.with(py, |c| jobs::claim(c, &q, n, lease_ms))?;
+        let claimed = self.on(py, emq_plan::claim::CLAIM, &q, |c| jobs::claim(c, &q, n, lease_ms))?;
         Ok(claimed.into_iter().map(Job::claimed).collect())
     }
 
@@ -330,25 +347,47 @@ impl Client {
     fn _park(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, timeout_s: f64) -> PyResult<bool> {
         let q = queue_arg("EMQ.PARK", queue)?;
         let cmd = Cmd::new("BLPOP").arg(Keys::new(&q).wake()).arg(format!("{:.3}", timeout_s.max(0.001)));
-        match self.with(py, |c| c.one(cmd))? {
-            Reply::Error { code, message } => Err(HostError::classify("EMQ.PARK", &code, &message).into()),
-            r => Ok(r != Reply::Nil),
-        }
+        // A redirect is an error reply here, not a failed call: make it one, so it is followed.
+        let parked = self.on(py, "EMQ.PARK", &q, |c| match c.one(cmd.clone())? {
+            Reply::Error { code, message } => Err(HostError::classify("EMQ.PARK", &code, &message)),
+            r => Ok(r),
+        });
+        Ok(parked? != Reply::Nil)
     }
 
-    /// This connection's `CLIENT ID` (it connects first if it must).
-    fn _client_id(&self, py: Python<'_>) -> PyResult<i64> {
-        match self.with(py, |c| c.one(Cmd::new("CLIENT").arg("ID")))? {
+    /// This connection's `CLIENT ID` (it connects first if it must); with
+    /// `queue`, the id of its connection to the node that serves the queue (where
+    /// `_park` blocks).
+    #[pyo3(signature = (queue=None))]
+    fn _client_id(&self, py: Python<'_>, queue: Option<&Bound<'_, PyAny>>) -> PyResult<i64> {
+        let cmd = Cmd::new("CLIENT").arg("ID");
+        let reply = match queue {
+            Some(q) => {
+                let q = queue_arg("CLIENT ID", q)?;
+                self.routed(py, |r| r.conn_for(&q)?.one(cmd))?
+            }
+            None => self.with(py, |c| c.one(cmd))?,
+        };
+        match reply {
             Reply::Int(id) => Ok(id),
             Reply::Error { code, message } => Err(HostError::classify("CLIENT ID", &code, &message).into()),
             other => Err(HostError::Server(format!("CLIENT ID gave {other:?}")).into()),
         }
     }
 
-    /// `CLIENT UNBLOCK id`: whether a client blocked with that id was unblocked.
-    fn _unblock(&self, py: Python<'_>, id: i64) -> PyResult<bool> {
+    /// `CLIENT UNBLOCK id`: whether a client blocked with that id was unblocked;
+    /// with `queue`, sent to the node that serves the queue (the park's).
+    #[pyo3(signature = (id, queue=None))]
+    fn _unblock(&self, py: Python<'_>, id: i64, queue: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let cmd = Cmd::new("CLIENT").arg("UNBLOCK").arg(id.to_string());
-        match self.with(py, |c| c.one(cmd))? {
+        let reply = match queue {
+            Some(q) => {
+                let q = queue_arg("CLIENT UNBLOCK", q)?;
+                self.routed(py, |r| r.conn_for(&q)?.one(cmd))?
+            }
+            None => self.with(py, |c| c.one(cmd))?,
+        };
+        match reply {
             Reply::Int(n) => Ok(n == 1),
             Reply::Error { code, message } => Err(HostError::classify("CLIENT UNBLOCK", &code, &message).into()),
             other => Err(HostError::Server(format!("CLIENT UNBLOCK gave {other:?}")).into()),
@@ -380,8 +419,8 @@ impl Client {
 
     /// Drops the connection; the next call connects again.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        self.with(py, |c| {
-            c.close();
+        self.routed(py, |r| {
+            r.close();
             Ok(())
         })
     }
@@ -394,14 +433,14 @@ impl Client {
     fn _get(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, id: &str) -> PyResult<Option<Job>> {
         let q = queue_arg(emq_plan::look::GET, queue)?;
         let key = id.as_bytes().to_vec();
-        let row = self.with(py, |c| look::get(c, &q, &key))?;
+        let row = self.on(py, emq_plan::look::GET, &q, |c| look::get(c, &q, &key))?;
         Ok(row.map(|r| Job::row(id.to_string(), r)))
     }
 
     /// The lanes that have a list or a control hash, sorted.
     fn _lanes(&self, py: Python<'_>, queue: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
         let q = queue_arg(emq_plan::look::LANES, queue)?;
-        let names = self.with(py, |c| look::lanes(c, &q))?;
+        let names = self.on(py, emq_plan::look::LANES, &q, |c| look::lanes(c, &q))?;
         Ok(names.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect())
     }
 
@@ -409,7 +448,7 @@ impl Client {
     /// read at one instant; `done` counts the done rows still kept.
     fn _counts<'py>(&self, py: Python<'py>, queue: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
         let q = queue_arg(emq_plan::look::COUNTS, queue)?;
-        let n = self.with(py, |c| look::counts(c, &q))?;
+        let n = self.on(py, emq_plan::look::COUNTS, &q, |c| look::counts(c, &q))?;
         let d = PyDict::new(py);
         let lanes = PyDict::new(py);
         for (name, len) in n.lanes {
@@ -428,7 +467,7 @@ impl Client {
     /// The effective retention policy: `(done_ms, dead_ms, dead_max)`, `-1` for none.
     fn _retention(&self, py: Python<'_>, queue: &Bound<'_, PyAny>) -> PyResult<(i64, i64, i64)> {
         let q = queue_arg(emq_plan::retention::RETENTION, queue)?;
-        let r = self.with(py, |c| look::retention(c, &q))?;
+        let r = self.on(py, emq_plan::retention::RETENTION, &q, |c| look::retention(c, &q))?;
         Ok((r.done_ms, r.dead_ms, r.dead_max))
     }
 
@@ -453,8 +492,13 @@ impl Client {
         };
         let (a, b, c) = (int("done_ms", done_ms)?, int("dead_ms", dead_ms)?, int("dead_max", dead_max)?);
         // The range is checked again (and in full) by the plan before anything is sent.
-        self.with(py, |conn| look::set_retention(conn, &q, a, b, c))
+        self.on(py, verb, &q, |conn| look::set_retention(conn, &q, a, b, c))
     }
+}
+
+/// A router's address: its seed's, without a password.
+fn router_address(r: &Router) -> String {
+    r.address().to_string()
 }
 
 fn id_list(py: Python<'_>, ids: Vec<Vec<u8>>) -> PyResult<Bound<'_, PyList>> {
@@ -525,8 +569,15 @@ fn parse_info<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyDict>> 
     Ok(d)
 }
 
+/// The cluster slot of every key of `queue` (`CLUSTER KEYSLOT emq:{queue}:…`).
+#[pyfunction]
+fn queue_slot(queue: &Bound<'_, PyAny>) -> PyResult<u16> {
+    Ok(cluster::queue_slot(&queue_arg("emq.queue_slot", queue)?))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(queue_slot, m)?)?;
     m.add_class::<Client>()?;
     m.add_class::<Job>()?;
     m.add_function(wrap_pyfunction!(parse_info, m)?)?;
