@@ -642,7 +642,7 @@ def test_stop_during_a_beat_claims_nothing_more(server, r):
             finally:
                 promoted.set()
 
-    w._beat = StopDuringPromote()
+    w._beat = w._beats[0] = StopDuringPromote()
     with running(w) as result:
         wait_for(promoted.is_set, 15, "the first beat's promote")
     c = result["counters"]
