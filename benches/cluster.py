@@ -35,10 +35,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-import servers  # noqa: E402  (tests/servers.py: the cluster fixture's maker)
-
 import emq  # noqa: E402
 from emq.embedded import Server  # noqa: E402
+
+import servers  # noqa: E402  (tests/servers.py: the cluster fixture's maker)
 
 
 def server_cpu(ports: list[int]) -> float:
