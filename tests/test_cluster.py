@@ -381,3 +381,26 @@ def test_one_worker_serves_queues_on_every_node_and_wakes_on_any(cluster):
         t.join(40)
         client.close()
     assert sorted(ran) == sorted([q.name.encode() for q in queues for _ in range(3)] + [b"late"])
+
+
+def test_a_cluster_over_tls_is_served_on_every_node_over_tls(monkeypatch):
+    """`rediss://` to one node of a cluster whose nodes serve TLS (the bus too):
+    the map gives the nodes' TLS ports, and every node's connection verifies the
+    node against the CA, as the seed's does."""
+    import servers
+
+    c = servers.start_cluster("redis", tls=True)
+    try:
+        monkeypatch.setenv("SSL_CERT_FILE", str(c.certs.ca))
+        client = emq.connect(c.tls_url)
+        for i in range(3):
+            name = c.queue_on(i, prefix="tls")
+            assert exercise(client, name)["done"] == 1
+            assert keys_on(c, i, name)
+        for i in range(3):
+            with c.node(i) as r:
+                tls = [x for x in r.client_list() if x.get("laddr", "").endswith(f":{c.tls_ports[i]}")]
+                assert tls, f"node {i}: no client on its TLS port"
+        client.close()
+    finally:
+        c.stop()

@@ -948,6 +948,21 @@ def test_cli_worker_async_handler_with_ttl_exits_by_itself(server, r, procs):
     assert "asked to fail" in q.get("bad").error
 
 
+def test_cli_worker_serves_every_queue_given(server, r, procs):
+    """`emq worker H --queue A --queue B`: one worker process, both queues."""
+    qs = [emq.Queue(emq.connect(server.url), n) for n in ("clia", "clib")]
+    ids = {q.name: [q.add(json.dumps({}), id=f"{q.name}-{i}") for i in range(3)] for q in qs}
+    p = procs.worker(server.url, "clia", "M", "--queue", "clib", "--beat-ms", "200", "--ttl-s", "5")
+    wait_for(
+        lambda: all(state(q, i) == "done" for q in qs for i in ids[q.name]),
+        20,
+        "both queues' jobs to run",
+        show=lambda: (history(r), procs.output(p)[-2000:]),
+    )
+    assert p.wait(30) == 0, procs.output(p)[-3000:]
+    assert sorted(finishes(r, i)[0] for q in qs for i in ids[q.name]) == ["M"] * 6
+
+
 def test_cli_worker_rejects_a_bad_handler_spec(server):
     res = emq_cli("worker", "no_colon_here", "--queue", "x", "--url", server.url)
     assert res.returncode != 0 and "MODULE:FUNCTION" in res.stderr

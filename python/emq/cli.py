@@ -48,7 +48,9 @@ def cmd_worker(args: argparse.Namespace) -> int:
         ttl_s=args.ttl_s,
         grace_s=args.grace_s,
     )
-    queue = _queue(args)
+    client = emq.connect(args.url)
+    queues = [emq.Queue(client, name) for name in args.queue]
+    queue = queues[0] if len(queues) == 1 else queues
     if asyncio.iscoroutinefunction(handler):
         counters = asyncio.run(emq.aio.Worker(queue, handler, **options).run())
     else:
@@ -104,8 +106,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO")
     sub = parser.add_subparsers(dest="verb", required=True)
 
-    def with_queue(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.add_argument("--queue", "-q", required=True)
+    def with_queue(p: argparse.ArgumentParser, *, many: bool = False) -> argparse.ArgumentParser:
+        if many:
+            p.add_argument("--queue", "-q", required=True, action="append", help="a queue; repeat it for a worker of several")
+        else:
+            p.add_argument("--queue", "-q", required=True)
         p.add_argument(
             "--url",
             default=None,
@@ -114,7 +119,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         return p
 
-    w = with_queue(sub.add_parser("worker", help="run a worker: emq worker MODULE:FUNCTION --queue Q"))
+    w = with_queue(sub.add_parser("worker", help="run a worker: emq worker MODULE:FUNCTION --queue Q [--queue Q2 ...]"), many=True)
     w.add_argument("handler")
     w.add_argument("--concurrency", type=int, default=8)
     w.add_argument("--lease-ms", type=int, default=30000)
