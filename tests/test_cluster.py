@@ -404,3 +404,34 @@ def test_a_cluster_over_tls_is_served_on_every_node_over_tls(monkeypatch):
         client.close()
     finally:
         c.stop()
+
+
+@pytest.mark.parametrize("how", ["setslot", "migrateslots"])
+def test_a_grouped_call_whose_slot_moves_replies_what_it_took(cluster, how):
+    """A promote of 3,000 due jobs in groups of one (3,000 transactions) while its
+    queue's slot moves: the call ends with the groups it applied (a redirect comes
+    before anything of the next group is written) and its reply counts exactly
+    those; the calls after it take the rest. Every job is counted once."""
+    if how == "migrateslots" and cluster.kind != "valkey":
+        pytest.skip("CLUSTER MIGRATESLOTS is Valkey 9's")
+    name = cluster.queue_on(1, prefix=f"grp{how}")
+    client = emq.connect(cluster.url)
+    q = emq.Queue(client, name)
+    n = 3000
+    for _ in range(n // 500):
+        q.add_many([{"data": b"x", "delay_ms": 1}] * 500)
+    time.sleep(0.01)
+    replies: list[int] = []
+    first = threading.Thread(target=lambda: replies.append(emq.promote(client, name, batch=n, group=1)))
+    first.start()
+    time.sleep(0.1)
+    slot = cluster.slot(name)
+    (cluster.move_slot if how == "setslot" else cluster.migrate_slot)(slot, 2)
+    first.join(60)
+    while moved := emq.promote(client, name, batch=n, group=1):
+        replies.append(moved)
+    counts = q.counts()
+    client.close()
+    assert counts["pending"] == n and counts["schedule"] == 0, counts
+    assert sum(replies) == n, replies
+    print(f"\n{how}: replies {replies}")

@@ -49,6 +49,14 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
         Err(HostError::Connection(m) | HostError::Timeout(m)) if call.committed => {
             Err(HostError::OutcomeUnknown(format!("{m}; the call's first groups were applied, the rest is unknown")))
         }
+        // A redirect (the slot moved) comes before anything of the current group is
+        // written: the call ends with the groups it applied, and their members are
+        // its reply (the rest are left for the next call). Started again whole on
+        // the new node, it would leave them out of its reply.
+        Err(e @ (HostError::Redirect(_) | HostError::Unavailable(_))) if call.committed => match c.applied_so_far() {
+            Some(out) => Ok(Some(out)),
+            None => Err(e),
+        },
         other => other,
     }
 }

@@ -64,4 +64,11 @@ pub trait Conversation {
     fn aborted(&mut self) -> Option<Step<Self::Out>> {
         None
     }
+
+    /// The call ends early, with nothing of its current group written (a cluster
+    /// moved its slot): what its committed groups took, if any. Such a call is
+    /// then what consecutive calls of those groups would have been.
+    fn applied_so_far(&mut self) -> Option<Self::Out> {
+        None
+    }
 }

@@ -737,6 +737,10 @@ impl Conversation for Sweep {
         self.retry_group().ok()
     }
 
+    fn applied_so_far(&mut self) -> Option<Outcome> {
+        self.done.take()
+    }
+
     /// Feeds the last `EXEC`'s replies; the outcome covers every group.
     fn finish(&mut self, exec: &[Reply]) -> Result<Outcome> {
         let out = self.applied(exec)?;
