@@ -37,7 +37,12 @@ def _server(servers, name: str) -> Server:
 
 @pytest.fixture(params=sorted(SERVERS))
 def server(request, servers) -> Server:
-    s = _server(servers, request.param)
+    return fresh_server(servers, request.param)
+
+
+def fresh_server(servers, name: str) -> Server:
+    """The session's `name` server, emptied (keys, scripts, ACL users)."""
+    s = _server(servers, name)
     r = redis.Redis.from_url(s.url)
     r.flushall()
     r.execute_command("SCRIPT", "FLUSH")

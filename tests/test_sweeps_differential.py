@@ -39,12 +39,63 @@ import copy
 import math
 
 import pytest
+import redis
 from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import note as _hnote
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
+from redis.cluster import RedisCluster
 
 import emq
+from conftest import _started, fresh_server
+
+import servers as _servers
+from servers import SERVERS
+
+# ---------------------------------------------------------------------------
+# The servers: each of the suite's (conftest's `server`), and a 3-primary Valkey
+# cluster (SPEC §11), where emq's calls go through node 1 (the queue's node or
+# not: it follows MOVED) and the whole keyspace, every primary's, is written
+# and compared.
+
+
+class WholeCluster(RedisCluster):
+    """redis-py's cluster client with `keys` and `flushall` on every primary, as
+    `dump` and `reset` need them."""
+
+    def keys(self, pattern="*", **kw):  # type: ignore[override]
+        return super().keys(pattern, target_nodes=RedisCluster.PRIMARIES)
+
+    def flushall(self, *a, **kw):  # type: ignore[override]
+        return super().flushall(*a, target_nodes=RedisCluster.PRIMARIES)
+
+
+@pytest.fixture(params=[*sorted(SERVERS), "cluster"])
+def server(request, servers, _production_servers):
+    if request.param != "cluster":
+        return fresh_server(servers, request.param)
+    c = _started(_production_servers, ("cluster", "valkey"), lambda: _servers.start_cluster("valkey"))
+    c.flush()
+    return c
+
+
+@pytest.fixture
+def r(server):
+    if isinstance(server, _servers.Cluster):
+        c = WholeCluster(host="127.0.0.1", port=server.nodes[0].port)
+    else:
+        c = redis.Redis.from_url(server.url)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def client(server):
+    # In a cluster, a seed other than node 0 (whose client r asks first).
+    c = emq.connect(server.nodes[1].url if isinstance(server, _servers.Cluster) else server.url)
+    yield c
+    c.close()
+
 
 WAKE_MAX = emq._core.WAKE_MAX
 INF = math.inf
