@@ -379,6 +379,22 @@ class TLSServer:
         shutil.rmtree(self.certs.dir, ignore_errors=True)
 
 
+def tls_args(port: int, certs: Certs) -> list[str]:
+    """A server's TLS port with the certificate `certs` signs; clients present none."""
+    return [
+        "--tls-port",
+        str(port),
+        "--tls-cert-file",
+        str(certs.cert),
+        "--tls-key-file",
+        str(certs.key),
+        "--tls-ca-cert-file",
+        str(certs.ca),
+        "--tls-auth-clients",
+        "no",
+    ]
+
+
 def start_tls(directory: Path | None = None) -> TLSServer:
     redis_server = shutil.which("redis-server")
     if not redis_server:
@@ -386,21 +402,7 @@ def start_tls(directory: Path | None = None) -> TLSServer:
     certs = make_certs(Path(directory or tempfile.mkdtemp(prefix="emq-tls-")))
     for _ in range(3):  # the TLS port picked free can be taken before the server binds it
         port = free_port()
-        s = Server(
-            redis_server,
-            extra=[
-                "--tls-port",
-                str(port),
-                "--tls-cert-file",
-                str(certs.cert),
-                "--tls-key-file",
-                str(certs.key),
-                "--tls-ca-cert-file",
-                str(certs.ca),
-                "--tls-auth-clients",
-                "no",
-            ],
-        )
+        s = Server(redis_server, extra=tls_args(port, certs))
         try:
             return TLSServer(s.start(), port, certs)
         except RuntimeError:
@@ -610,16 +612,7 @@ def start_cluster(kind: str, n: int = 3, replicas: tuple[int, ...] = (), tls: bo
         if certs:
             tls_ports.append(free_port())
             extra += [
-                "--tls-port",
-                str(tls_ports[-1]),
-                "--tls-cert-file",
-                str(certs.cert),
-                "--tls-key-file",
-                str(certs.key),
-                "--tls-ca-cert-file",
-                str(certs.ca),
-                "--tls-auth-clients",
-                "no",
+                *tls_args(tls_ports[-1], certs),
                 # The bus over TLS too: then the nodes announce their TLS ports, which
                 # the slot map gives to clients on TLS (the nodes present the server
                 # certificate to each other as clients: it carries clientAuth).

@@ -96,6 +96,18 @@ impl Client {
         self.on(py, emq_plan::lane_control::LANE, &q, |c| jobs::lane(c, &q, &lane, op))
     }
 
+    /// A `CLIENT` command on the seed, or with `queue` on the connection to the
+    /// node that serves it (where that queue's park blocks).
+    fn client_cmd(&self, py: Python<'_>, verb: &str, cmd: Cmd, queue: Option<&Bound<'_, PyAny>>) -> PyResult<Reply> {
+        match queue {
+            Some(q) => {
+                let q = queue_arg(verb, q)?;
+                self.routed(py, |r| r.conn_for(&q)?.one(cmd))
+            }
+            None => self.with(py, |c| c.one(cmd)),
+        }
+    }
+
     fn from_conn(py: Python<'_>, conn: Conn) -> PyResult<Self> {
         let address = conn.address.clone();
         let client = Client { conn: Mutex::new(Router::new(conn)), address };
@@ -360,15 +372,7 @@ impl Client {
     /// `_park` blocks).
     #[pyo3(signature = (queue=None))]
     fn _client_id(&self, py: Python<'_>, queue: Option<&Bound<'_, PyAny>>) -> PyResult<i64> {
-        let cmd = Cmd::new("CLIENT").arg("ID");
-        let reply = match queue {
-            Some(q) => {
-                let q = queue_arg("CLIENT ID", q)?;
-                self.routed(py, |r| r.conn_for(&q)?.one(cmd))?
-            }
-            None => self.with(py, |c| c.one(cmd))?,
-        };
-        match reply {
+        match self.client_cmd(py, "CLIENT ID", Cmd::new("CLIENT").arg("ID"), queue)? {
             Reply::Int(id) => Ok(id),
             Reply::Error { code, message } => Err(HostError::classify("CLIENT ID", &code, &message).into()),
             other => Err(HostError::Server(format!("CLIENT ID gave {other:?}")).into()),
@@ -380,14 +384,7 @@ impl Client {
     #[pyo3(signature = (id, queue=None))]
     fn _unblock(&self, py: Python<'_>, id: i64, queue: Option<&Bound<'_, PyAny>>) -> PyResult<bool> {
         let cmd = Cmd::new("CLIENT").arg("UNBLOCK").arg(id.to_string());
-        let reply = match queue {
-            Some(q) => {
-                let q = queue_arg("CLIENT UNBLOCK", q)?;
-                self.routed(py, |r| r.conn_for(&q)?.one(cmd))?
-            }
-            None => self.with(py, |c| c.one(cmd))?,
-        };
-        match reply {
+        match self.client_cmd(py, "CLIENT UNBLOCK", cmd, queue)? {
             Reply::Int(n) => Ok(n == 1),
             Reply::Error { code, message } => Err(HostError::classify("CLIENT UNBLOCK", &code, &message).into()),
             other => Err(HostError::Server(format!("CLIENT UNBLOCK gave {other:?}")).into()),
