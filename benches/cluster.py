@@ -9,7 +9,10 @@ and each repeat, fresh state:
 - **promote**: `--jobs` due jobs a queue (added with a 1 ms delay), then
   `emq.promote(batch=1000)` on each queue in turn until none moves;
 - **claim + complete**: `--jobs` ready jobs a queue, then `claim(100)` and a
-  `complete` of each, queue after queue, until all are done.
+  `complete` of each, queue after queue, until all are done;
+- **worker**: `--jobs` ready jobs a queue, then one `emq.Worker` over the three
+  queues (16 handler threads, a no-op handler) until every job is done (the
+  wait polls `counts()` every 20 ms, which the figures include).
 
 Measured over the sweeping or the claiming (the fill is not timed): wall time,
 this process's CPU (the client: Python and the Rust core) and the servers' CPU
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -39,6 +43,8 @@ import emq  # noqa: E402
 from emq.embedded import Server  # noqa: E402
 
 import servers  # noqa: E402  (tests/servers.py: the cluster fixture's maker)
+
+PHASES = ("promote", "claim+complete", "worker")
 
 
 def server_cpu(ports: list[int]) -> float:
@@ -65,15 +71,25 @@ def measure(url: str, ports: list[int], names: list[str], jobs: int, phase: str)
         for q in queues:
             while emq.promote(client, q.name, batch=1000):
                 pass
-    else:
+    elif phase == "claim+complete":
         for q in queues:
             while got := q.claim(100):
                 for j in got:
                     q.complete(j)
+    else:  # worker: one emq.Worker over the three queues, no-op handler
+        w = emq.Worker(queues, lambda job: None, concurrency=16, beat_ms=100)
+        t = threading.Thread(target=w.run, daemon=True)
+        t.start()
+        while sum(q.counts()["done"] for q in queues) < jobs * len(queues):
+            time.sleep(0.02)
+        w.stop()
+        t.join(30)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     srv = server_cpu(ports) - s0
     n = jobs * len(queues)
     assert all(q.counts()["pending"] == (n // len(queues) if phase == "promote" else 0) for q in queues)
+    if phase == "worker":  # the jobs' rows go on being kept (retention): none lost
+        assert sum(q.counts()["done"] for q in queues) == n
     client.close()
     return {"jobs/s": n / wall, "client µs/job": cpu / n * 1e6, "server µs/job": srv / n * 1e6}
 
@@ -93,14 +109,14 @@ def main() -> int:
         }
         results: dict[tuple[str, str], list[dict[str, float]]] = {}
         for rep in range(args.repeats):
-            for phase in ("promote", "claim+complete"):
+            for phase in PHASES:
                 order = list(setups) if rep % 2 == 0 else list(reversed(setups))
                 for setup in order:
                     url, ports = setups[setup]
                     results.setdefault((phase, setup), []).append(measure(url, ports, names, args.jobs, phase))
         print(f"{args.jobs:,} jobs a queue, 3 queues, medians of {args.repeats} (cluster: one queue a primary)")
         print(f"{'phase':16} {'metric':15} {'one node':>10} {'cluster':>10} {'cluster/one':>12}")
-        for phase in ("promote", "claim+complete"):
+        for phase in PHASES:
             for metric in ("jobs/s", "client µs/job", "server µs/job"):
                 one = statistics.median(r[metric] for r in results[(phase, "one node")])
                 clu = statistics.median(r[metric] for r in results[(phase, "cluster")])
