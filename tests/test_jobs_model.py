@@ -610,13 +610,16 @@ def assert_matches_model(q: dict, m: Model) -> None:
 ids_st = st.integers(min_value=0, max_value=10**6)
 
 
-def machine_for(url: str):
+def machine_for(url: str, seed: str | None = None):
+    """The machine on the server at `url`; with `seed`, emq connects there (a
+    cluster node other than the queue's: it follows the queue to `url`)."""
+
     class JobsMachine(RuleBasedStateMachine):
         def __init__(self):
             super().__init__()
             self.r = redis.Redis.from_url(url)
             self.r.flushdb()
-            self.client = emq.connect(url)
+            self.client = emq.connect(seed or url)
             self.q = emq.Queue(self.client, Q)
             self.m = Model()
             self.held: dict[str, emq.Job] = {}  # id -> the Job its current holder has
@@ -980,6 +983,22 @@ def machine_for(url: str):
 
 
 @pytest.mark.timeout(600)
+def test_jobs_state_machine_on_a_cluster(cluster):
+    """The same machine with the queue on one primary of a 3-primary cluster and
+    emq connected to another (SPEC §11): every call follows the queue there."""
+    owner = cluster.owner(cluster.slot(Q))
+    machine = machine_for(cluster.nodes[owner].url, seed=cluster.nodes[(owner + 1) % 3].url)
+    run_state_machine_as_test(
+        machine,
+        settings=settings(
+            max_examples=30,
+            stateful_step_count=60,
+            deadline=None,
+            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        ),
+    )
+
+
 def test_jobs_state_machine(server):
     machine = machine_for(server.url)
     run_state_machine_as_test(
