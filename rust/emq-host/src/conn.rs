@@ -180,6 +180,11 @@ impl Conn {
         Ok(())
     }
 
+    /// Whether it holds a live connection (a failed call drops it).
+    pub fn is_open(&self) -> bool {
+        self.wire.is_some()
+    }
+
     pub fn close(&mut self) {
         self.wire = None;
     }

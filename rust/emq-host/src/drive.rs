@@ -145,17 +145,26 @@ impl Call {
                     drop(std::mem::replace(&mut spent, (all, vec![])));
                     self.watching = skip > 0;
                     c.speculate();
-                    let exec = Self::exec_reply(conn, c.verb(), n_tx)?;
-                    let replies = conn.replies(n_reads)?;
-                    match exec {
-                        Some(exec) => {
+                    let exec = Self::exec_reply(conn, c.verb(), n_tx);
+                    // The next group's watch and reads went out behind the EXEC: their
+                    // replies are read whatever EXEC gave (a refusal, a redirect), so the
+                    // connection's replies stay in step with its commands.
+                    let replies = if conn.is_open() { conn.replies(n_reads) } else { Ok(vec![]) };
+                    self.watching &= conn.is_open();
+                    match (exec, replies) {
+                        (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+                        (Ok(Some(exec)), Ok(replies)) => {
                             self.committed = true;
-                            c.committed(Some(&exec)).map_err(HostError::from)?;
-                            let fed = fed(c, &replies, skip);
-                            spent.1 = replies;
-                            fed
+                            match c.committed(Some(&exec)) {
+                                Err(e) => Err(e.into()),
+                                Ok(()) => {
+                                    let fed = fed(c, &replies, skip);
+                                    spent.1 = replies;
+                                    fed
+                                }
+                            }
                         }
-                        None => {
+                        (Ok(None), Ok(_)) => {
                             c.committed(None).map_err(HostError::from)?;
                             if self.watching {
                                 conn.unwatch()?;
