@@ -44,6 +44,7 @@ PLAN_COMMANDS = [
     "incr",
     "zmscore",  # a promote counts itself in P promotions; a later group re-reads its members
     "get",  # a promote reads P promotions beside its selection and again under its watch
+    "hlen",  # a stalled check in groups that may kill checks P retention's type first
     "del",  # a stalled check that trims `dead` (retention) deletes the trimmed rows
 ]
 

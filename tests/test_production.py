@@ -64,6 +64,7 @@ WORKER_COMMANDS = [
     "incr",
     "zmscore",
     "get",
+    "hlen",
 ]
 
 

@@ -632,3 +632,20 @@ def test_bad_input_in_a_later_group_writes_nothing_at_all(r, client, kind, bad):
         seed()
         call("lua", 1)  # the first group's rows, one call of the script: it writes
         assert snapshot(r) != before
+
+
+def test_a_retention_of_the_wrong_type_that_only_a_later_groups_death_meets_writes_nothing(r, client):
+    """A stalled check in groups of one that may kill (max_stalled=0): the first
+    member is a ghost (removed, no death), the second dies, so only the second
+    group would trim `dead` by `P retention`, here a list. The call refuses before
+    its first EXEC and writes nothing (found by the differential tests)."""
+    P = "emq:{grp}:"
+    r.flushall()
+    r.zadd(P + "active", {"0": 1000, "00": 1000})
+    r.hset(P + "job:00", mapping={"state": "active", "attempts": "1"})
+    r.rpush(P + "retention", "x")
+    before = snapshot(r)
+    with pytest.raises(emq.LayoutError) as e:
+        emq.stalled_check(client, "grp", max_stalled=0, batch=2, group=1)
+    assert "retention" in str(e.value), e.value
+    assert snapshot(r) == before, "a grouped call wrote before refusing"

@@ -190,6 +190,12 @@ impl Sweep {
         self.groups.len() > 1
     }
 
+    /// Whether the first read checks `P retention`'s type: a stalled check in
+    /// groups that may kill (a later group's trim reads it).
+    fn checks_retention(&self) -> bool {
+        self.grouped_call() && matches!(self.kind, Kind::Stalled { max_stalled: Some(_) })
+    }
+
     // -- 1. the selection --------------------------------------------------------
 
     fn selected(&mut self, replies: &[Reply]) -> Result<Step> {
@@ -258,6 +264,11 @@ impl Sweep {
         if matches!(self.kind, Kind::Stalled { .. }) {
             cmds.push(Cmd::new("ZCARD").arg(self.keys.dead()));
         }
+        if self.checks_retention() {
+            // A later group may kill and so trim `dead` by `P retention`: its type
+            // too is checked before the first group's EXEC (SPEC §9).
+            cmds.push(Cmd::new("HLEN").arg(self.keys.retention()));
+        }
         self.stage = Stage::Rows;
         Step::Read { watch: vec![], cmds }
     }
@@ -265,7 +276,7 @@ impl Sweep {
     fn rows_read(&mut self, replies: &[Reply]) -> Result<Step> {
         let n = self.read.ids.len();
         let stalled = matches!(self.kind, Kind::Stalled { .. });
-        let (re_read, extra) = (1, 3 + usize::from(stalled));
+        let (re_read, extra) = (1, 3 + usize::from(stalled) + usize::from(self.checks_retention()));
         let reads = rows::reply_count(n);
         if replies.len() != re_read + reads + extra {
             return Err(self.host_error("rows: wrong number of replies"));
@@ -290,6 +301,10 @@ impl Sweep {
             wake: !t[2].is_wrongtype(),
             dead: !t.get(3).is_some_and(Reply::is_wrongtype),
         };
+        if self.checks_retention() && t.get(4).is_some_and(Reply::is_wrongtype) {
+            let key = self.keys.retention();
+            return Err(Error::layout(self.verb(), format!("{} has the wrong type", String::from_utf8_lossy(&key))));
+        }
         if !unsure.is_empty() {
             let cmds = rows::type_reads(&self.keys, &self.read.ids, &unsure);
             self.stage = Stage::Types { unsure };
