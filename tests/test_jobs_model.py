@@ -987,24 +987,19 @@ def test_jobs_state_machine_on_a_cluster(cluster):
     """The same machine with the queue on one primary of a 3-primary cluster and
     emq connected to another (SPEC §11): every call follows the queue there."""
     owner = cluster.owner(cluster.slot(Q))
-    machine = machine_for(cluster.nodes[owner].url, seed=cluster.nodes[(owner + 1) % 3].url)
-    run_state_machine_as_test(
-        machine,
-        settings=settings(
-            max_examples=30,
-            stateful_step_count=60,
-            deadline=None,
-            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-        ),
-    )
+    run_machine(machine_for(cluster.nodes[owner].url, seed=cluster.nodes[(owner + 1) % 3].url), examples=30)
 
 
 def test_jobs_state_machine(server):
-    machine = machine_for(server.url)
+    run_machine(machine_for(server.url), examples=80)
+
+
+def run_machine(machine, *, examples: int) -> None:
+    """`examples` runs of up to 60 steps each."""
     run_state_machine_as_test(
         machine,
         settings=settings(
-            max_examples=80,
+            max_examples=examples,
             stateful_step_count=60,
             deadline=None,
             suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],

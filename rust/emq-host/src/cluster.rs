@@ -205,7 +205,6 @@ impl Router {
         let start = Instant::now();
         let mut waits: u32 = 0;
         loop {
-            let node = self.owner_of(queue);
             let result = f(self.conn_for(queue)?);
             let err = match result {
                 Err(e) if redirect_of(&e).is_some() || (self.map.is_some() && matches!(e, HostError::Connection(_))) => e,
@@ -240,7 +239,8 @@ impl Router {
                 // a replica taking over: ask the other nodes for the map, or forget
                 // the node so that the seed's `MOVED` says where its slots went.
                 None => {
-                    if let Some(node) = node {
+                    // The node the call went to: `f` does not change the map.
+                    if let Some(node) = self.owner_of(queue) {
                         if self.refresh_from_others(&node).is_err() {
                             if let Some(m) = self.map.as_mut() {
                                 m.forget(&node);
