@@ -167,6 +167,16 @@ def start_protected(kind: str, password: str = PASSWORD) -> Protected:
 # ACL
 
 
+def set_user(r: redis.Redis, user: str, password: str, commands: Iterable[str], *, keys: Iterable[str] = ("emq:*",)) -> None:
+    """Makes `user` from scratch on `r`'s server: on, `password`, only `keys`
+    (patterns), no channels, only `commands` (ACL rules without or with their
+    sign), and never `@scripting`."""
+    rules = [c if c[:1] in "+-" else f"+{c}" for c in commands]
+    r.execute_command(
+        "ACL", "SETUSER", user, "reset", "on", f">{password}", *[f"~{k}" for k in keys], "resetchannels", "-@all", *rules, "-@scripting"
+    )
+
+
 class Acl:
     """Narrow users on a `Protected` server, and who is connected as whom.
 
@@ -195,10 +205,7 @@ class Acl:
         `default_off`: the `default` user is turned off and its connections
         killed, so a connection that does not authenticate is refused (the
         admin connection is `admin`'s). Returns the user's URL."""
-        rules = [c if c[:1] in "+-" else f"+{c}" for c in commands]
-        self.admin.execute_command(
-            "ACL", "SETUSER", user, "reset", "on", f">{password}", *[f"~{k}" for k in keys], "resetchannels", "-@all", *rules, "-@scripting"
-        )
+        set_user(self.admin, user, password, commands, keys=keys)
         if default_off:
             self.admin.execute_command("ACL", "SETUSER", "default", "off")
             self.admin.execute_command("CLIENT", "KILL", "USER", "default")

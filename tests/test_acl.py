@@ -12,6 +12,8 @@ import redis
 import emq
 from test_jobs_model import server_ms
 
+from servers import set_user
+
 Q = "acl"
 P = f"emq:{{{Q}}}:"
 USER, PASSWORD = "emq-sweeper", "s3cret-sweeps"
@@ -54,19 +56,7 @@ def key(suffix: str) -> str:
 
 
 def make_user(r: redis.Redis, commands: list[str]) -> None:
-    r.execute_command(
-        "ACL",
-        "SETUSER",
-        USER,
-        "reset",
-        "on",
-        f">{PASSWORD}",
-        "~emq:*",
-        "resetchannels",
-        "-@all",
-        *[f"+{c}" for c in commands],
-        "-@scripting",
-    )
+    set_user(r, USER, PASSWORD, commands)
     r.execute_command("ACL", "LOG", "RESET")
 
 

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import emq
 
+from servers import set_user
+
 REPO = Path(__file__).resolve().parent.parent
 Q = "prod"
 CLI_Q = "prod-cli"  # the `emq worker` process's own queue, so it must run jobs itself
@@ -224,19 +226,7 @@ def test_tls_as_an_acl_user(tls_server, tls_env, tmp_path, monkeypatch):
     """Over TLS, verified against the server's CA (`SSL_CERT_FILE`), as an ACL
     user: every connection to the TLS port runs as that user."""
     admin = tls_server.admin()
-    admin.execute_command(
-        "ACL",
-        "SETUSER",
-        USER,
-        "reset",
-        "on",
-        f">{PASSWORD}",
-        "~emq:*",
-        "resetchannels",
-        "-@all",
-        *[f"+{c}" for c in WORKER_COMMANDS],
-        "-@scripting",
-    )
+    set_user(admin, USER, PASSWORD, WORKER_COMMANDS)
     monkeypatch.setenv("SSL_CERT_FILE", str(tls_server.ca))
     url = tls_server.url_for(USER, PASSWORD)
 
