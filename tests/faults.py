@@ -579,6 +579,9 @@ class FaultProxy:
                         break
                     fn()
                 now = time.monotonic()
+                with self._lock:
+                    if self._global_hold and now >= self._global_hold:
+                        self._global_hold = 0.0
                 for conn in list(self._conns.values()):
                     try:
                         self._pump(conn, now)
@@ -608,10 +611,13 @@ class FaultProxy:
             self._abort(conn)
 
     def _timeout(self) -> float | None:
+        # A hold counts until a pump has seen it over (the pump clears it): one
+        # that ends between the pump and this call must still wake the loop,
+        # or the held messages wait for an unrelated event.
         now = time.monotonic()
-        times = [self._global_hold] if self._global_hold > now else []
+        times = [self._global_hold] if self._global_hold else []
         for c in self._conns.values():
-            if c.hold_until > now:
+            if c.hold_until and not c.closing:
                 times.append(c.hold_until)
             if c.closing:
                 times.append(now + _DRAIN_POLL if c.draining else c.close_by)
@@ -752,6 +758,8 @@ class FaultProxy:
         return plan if plan.kind or plan.stall else None
 
     def _held(self, conn: _Conn, now: float) -> bool:
+        if conn.hold_until and now >= conn.hold_until:
+            conn.hold_until = 0.0
         return now < conn.hold_until or now < self._global_hold
 
     def _pump(self, conn: _Conn, now: float) -> None:

@@ -338,6 +338,21 @@ def test_chaos_is_reproducible_for_a_seed(server):
     assert _chaos_run(server, 8, **probs)[0] != first
 
 
+def test_a_stall_that_ends_before_the_loop_waits_still_wakes_it(proxy):
+    """The loop must not wait forever for a hold that ended between its pump
+    and its wait (CI once lost a chaos run to it: the client timed out)."""
+    c = rc(proxy.url)
+    assert c.ping()
+
+    def wait_after_a_hold_just_over():
+        conn = next(iter(proxy._conns.values()))
+        conn.hold_until = time.monotonic() - 0.001  # over, not yet seen by a pump
+        return proxy._timeout()
+
+    assert proxy._call(wait_after_a_hold_just_over) == 0.0
+    assert c.ping()
+
+
 def test_chaos_can_be_limited_to_commands_and_calmed(proxy, r):
     proxy.chaos(1, p_drop=1.0, commands=["GET"])
     c = rc(proxy.url)
