@@ -48,6 +48,7 @@ PLAN_COMMANDS = [
     "get",  # a promote reads P promotions beside its selection and again under its watch
     "hlen",  # a stalled check in groups that may kill checks P retention's type first
     "del",  # a stalled check that trims `dead` (retention) deletes the trimmed rows
+    "set",  # a stalled check sets the lease marks of the seconds its leases ended in
 ]
 
 

@@ -67,6 +67,7 @@ WORKER_COMMANDS = [
     "zmscore",
     "get",
     "hlen",
+    "set",
 ]
 
 

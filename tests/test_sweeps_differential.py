@@ -237,6 +237,11 @@ def dead_trim(before: dict, new: list, now, pol: dict) -> list:
     return [m for _, m in merged[: min(d + TRIM_SLACK, max(count_k, time_k))]]
 
 
+def lease_second(score: float) -> int:
+    """The second a lease ends in (SPEC §9's lease marks); below 0: second 0."""
+    return 0 if score <= 0 else math.floor(score / 1000)
+
+
 class Model:
     """SPEC §2, §5, §6 on a dumped keyspace (no wrong types: the model is only
     used on well-typed states)."""
@@ -322,7 +327,7 @@ class Model:
         self.d[p + b"promotions"] = ("string", str(int(count) + 1).encode())
         return len(due)
 
-    def stalled(self, max_stalled, batch, now):
+    def stalled(self, max_stalled, batch, now, dead_score="NOW"):
         p = self.p
         expired = self.select(p + b"active", batch, now)
         if not expired:
@@ -331,6 +336,8 @@ class Model:
         dead_before = dict(self.d.get(p + b"dead", ("zset", {}))[1])
         recovered, dead, flat, lanes = [], [], [], {}
         for i in expired:
+            # SPEC §9: the lease mark of the second each lease ended in.
+            self.d[p + b"leases:" + str(lease_second(act[i])).encode()] = ("string", b"1")
             del act[i]
             row = p + b"job:" + i
             if row not in self.d:
@@ -344,7 +351,7 @@ class Model:
             if dies:
                 h[b"state"] = b"dead"
                 h[b"error"] = b"stalled"
-                self.zs(p + b"dead")[i] = "NOW"
+                self.zs(p + b"dead")[i] = dead_score
                 dead.append(i)
             else:
                 h[b"state"] = b"pending"
@@ -616,6 +623,12 @@ def due_count(start: dict, P: bytes, kind: str, now: int) -> int:
     return sum(1 for score in zset.values() if score <= now) if kind_ == "zset" else 0
 
 
+def due_seconds(start: dict, P: bytes, kind: str, now: int) -> int:
+    """How many seconds (lease marks) the due members of the sweep's zset span."""
+    kind_, zset = start.get(P + (b"schedule" if kind == "promote" else b"active"), ("zset", {}))
+    return len({lease_second(score) for score in zset.values() if score <= now}) if kind_ == "zset" else 0
+
+
 def next_ms(client) -> None:
     """Waits for the server clock's next millisecond (at most 1 ms)."""
     t = client.time_ms()
@@ -641,7 +654,11 @@ def differential(r, client, kind, state, batch, max_stalled, form, group=None):
     base = client.time_ms()
     start = materialise(state, base)
     note(f"start: {start!r}")
-    G = client._sweep_group(kind, batch, group if form == "api" else None)
+    G, watch_cap = client._sweep_group(kind, batch, group if form == "api" else None)
+    # An automatic stalled check where WATCH is not flat groups only when its watch
+    # (SPEC §9: a lease mark a past second) would pass watch_cap keys: never in
+    # these states, whose due leases lie in a few seconds (a test of its own does).
+    assert watch_cap is None or due_seconds(start, P, kind, base) <= watch_cap
     n = min(batch, due_count(start, P, kind, base))
     sizes = [min(G, n - k) for k in range(0, n, G)] or [batch]
     grouped = len(sizes) > 1
@@ -687,7 +704,17 @@ def differential(r, client, kind, state, batch, max_stalled, form, group=None):
     if kind == "stalled":
         lr, pr = (list(lr[0]), list(lr[1])), (list(pr[0]), list(pr[1]))
     assert lr == pr, f"replies differ: lua {lr!r}, plan {pr!r}"
-    assert la == pa, diff(la, pa)
+    if grouped and kind == "stalled" and pr[1] and la != pa and state["corrupt"] is None:
+        # The plan's groups share one clock reading (SPEC §4, §9), the script's
+        # calls do not: jobs that die in different groups tie in `dead`, and a trim
+        # by count then takes them in member order, not in the order they died.
+        # Held to the SPEC model applied group by group under one reading instead.
+        expected = model_in_groups(start, P, sizes, max_stalled, base, pr[1])
+        assert pa == expected, "the grouped plan differs from the SPEC model in groups:\n" + diff(expected, pa, "model", "plan")
+        if currently_in_test_context():
+            event("groups' deaths tie in dead: held to the model")
+    else:
+        assert la == pa, diff(la, pa)
     if currently_in_test_context():
         taken = pr if kind == "promote" else len(pr[0]) + len(pr[1])
         event(
@@ -722,6 +749,21 @@ def differential(r, client, kind, state, batch, max_stalled, form, group=None):
         assert list(pr[0]) == rec and list(pr[1]) == dead, f"reply {pr!r}, SPEC model {(rec, dead)!r}"
     expected = model.done()
     assert pa == expected, "both backends differ from the SPEC model:\n" + diff(expected, pa, "model", "both")
+
+
+def model_in_groups(start: dict, P: bytes, sizes: list, max_stalled, now: int, dead_ids: list) -> dict:
+    """The SPEC model of a stalled check applied as consecutive calls of `sizes`
+    rows under one clock reading `now`, its new dead entries scored "NOW"
+    (as `normalise_dead` leaves the plan's)."""
+    model = Model(start, P)
+    for size in sizes:
+        model.stalled(max_stalled, size, now, dead_score=now)
+    after = model.done()
+    t, z = after.get(P + b"dead", ("zset", {}))
+    for i in dead_ids:
+        if i.encode() in z and z[i.encode()] == now:
+            z[i.encode()] = "NOW"
+    return after
 
 
 def diff(a: dict, b_: dict, an="lua", bn="plan") -> str:

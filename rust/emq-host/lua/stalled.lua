@@ -2,7 +2,7 @@
 -- KEYS: P active, P pending, P dead. ARGV: P, max_stalled ('' for no limit), batch.
 -- Every type is checked before the first write: a script's writes are not undone.
 -- Runs after prelude.lua (typ, int, policy, score, zless, push, layout_error, now_ms,
--- WAKE_MAX, TRIM_SLACK, DEAD_MS, DEAD_MAX).
+-- WAKE_MAX, TRIM_SLACK, DEAD_MS, DEAD_MAX, LEASE_MARK_MS, LEASE_MARK_KEEP_MS).
 local p, batch = ARGV[1], ARGV[3] -- batch as given: a decimal integer, up to 2^63-1
 local max_stalled = ARGV[2] ~= '' and tonumber(ARGV[2]) or nil
 local active, pending, dead = KEYS[1], KEYS[2], KEYS[3]
@@ -11,8 +11,18 @@ local function layout(what) return layout_error('EMQ.STALLED.CHECK', what) end
 local at = typ(active)
 if at ~= 'zset' and at ~= 'none' then return layout(active .. ' has the wrong type') end
 local now = now_ms()
-local expired = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'LIMIT', 0, batch)
-if #expired == 0 then return {{}, {}} end
+local pairs_ = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'WITHSCORES', 'LIMIT', 0, batch)
+if #pairs_ == 0 then return {{}, {}} end
+-- The expired ids, and the seconds their leases ended in, each once (ascending):
+-- the lease marks this check sets (SPEC §9; rust/emq-plan/src/guard.rs).
+local expired, marks = {}, {}
+for i = 1, #pairs_, 2 do
+  expired[#expired + 1] = pairs_[i]
+  local s = score(pairs_[i + 1])
+  local b = 0
+  if s > 0 then b = math.floor(s / LEASE_MARK_MS) end
+  if marks[#marks] ~= b then marks[#marks + 1] = b end
+end
 
 -- rows: {key, id, dies, stalls}; per lane: recovered ids and rows that left active
 local rows, recovered, died, flat, lanes, by_lane = {}, {}, {}, {}, {}, {}
@@ -89,6 +99,9 @@ if #died > 0 then
 end
 
 push('ZREM', active, expired)
+for _, b in ipairs(marks) do
+  redis.call('SET', p .. 'leases:' .. string.format('%d', b), '1', 'PX', LEASE_MARK_KEEP_MS)
+end
 for _, id in ipairs(died) do redis.call('ZADD', dead, string.format('%d', now), id) end
 for _, r in ipairs(rows) do
   if r[2] then

@@ -231,11 +231,13 @@ impl Client {
         }
     }
 
-    /// The rows per transaction a plan-backend sweep of `kind` (`"promote"` or
-    /// `"stalled"`) with `batch` and `group` uses on this server: `group` when
-    /// given, else the automatic choice (`sweeps::group_for`).
+    /// How a plan-backend sweep of `kind` (`"promote"` or `"stalled"`) with
+    /// `batch` and `group` splits its selection on this server (`sweeps::group_for`):
+    /// `(rows, watch_cap)`: groups of at most `rows` rows; with a `watch_cap`, one
+    /// transaction unless the call would watch more keys than that, then groups
+    /// of that many rows.
     #[pyo3(signature = (kind, batch, group=None))]
-    fn _sweep_group(&self, py: Python<'_>, kind: &str, batch: u64, group: Option<u64>) -> PyResult<u64> {
+    fn _sweep_group(&self, py: Python<'_>, kind: &str, batch: u64, group: Option<u64>) -> PyResult<(u64, Option<u64>)> {
         let kind = match kind {
             "promote" => Kind::Promote,
             "stalled" => Kind::Stalled { max_stalled: None },
@@ -243,7 +245,7 @@ impl Client {
                 return Err(HostError::Argument(format!("_sweep_group: kind must be \"promote\" or \"stalled\", not {other:?}")).into())
             }
         };
-        self.with(py, |c| sweeps::group_for(c, kind, batch, group))
+        self.with(py, |c| sweeps::group_for(c, kind, batch, group)).map(|g| (g.rows, g.watch_cap))
     }
 
     /// STALLED CHECK (SPEC §6): `(recovered ids, dead ids)`; `max_stalled=None`:

@@ -40,6 +40,26 @@
 //! head of `schedule`). Producers, claims and ring rotation still never abort it.
 //! Any future operation that writes a due member's row must bump the key too.
 //!
+//! **Why a stalled check watches lease marks.** Which operation writes the row
+//! of a member of `active`? Its holder's extend, complete or fail (token in
+//! hand), and a stalled check (I1: the row is `active`; an add under its id
+//! writes nothing; the retention deletes done and dead rows only). Each of
+//! them, in every backend, also sets the **lease mark** of the second its lease
+//! ends in (`P leases:B`, B = lease ms / 1000: [`lease_bucket`],
+//! [`lease_mark`]), in the same transaction. A stalled check selects members
+//! whose leases ended at or before its clock reading; for each second that has
+//! wholly passed by then it watches that second's mark instead of the rows in
+//! it: the mark is set only by a write to a row whose lease ended in that
+//! second, that is, by a holder late with its lease or by another stalled check,
+//! exactly what must abort it. Holders settling live jobs set the marks of
+//! seconds still to come and never abort it. Members of the current second
+//! (leases that ended in the part of it that has passed) are watched by their
+//! rows, as a live lease there still marks that second. So a selection of a
+//! thousand rows whose leases ran out over a few seconds watches a few keys
+//! (no `WATCH` cost that grows with the batch, SPEC §9), and is read once.
+//! A mark holds `1` and lives [`LEASE_MARK_KEEP_MS`] from its last write: only
+//! the write matters to a watch, never the value or whether the key is there.
+//!
 //! What each conversation watches:
 //!
 //! - **PROMOTE** (`sweep::conversation`): `P promotions` (sent ahead,
@@ -48,9 +68,13 @@
 //!   no selected member was taken or its row written: the selection stands
 //!   without reading `schedule` again) and every row; the control hash of each
 //!   lane its rows go to.
-//! - **STALLED CHECK** (`sweep::conversation`): the selected rows, sent ahead
-//!   (`Step::Watch`) as soon as the selection is known; under it, the head of
-//!   `active` again; the control hash of each lane its rows go to; the lane lists
+//! - **STALLED CHECK** (`sweep::conversation`): the lease marks of the seconds
+//!   its selection's leases ended in, and the rows of the members of the
+//!   current second ([`stalled_watch`]), sent ahead (`Step::Watch`) as soon as
+//!   the selection is known; under it, the head of `active` again (a member
+//!   settled or taken between the selection and the watch is gone from it or
+//!   scored anew: a conflict) and every row; the control hash of each lane its
+//!   rows go to; the lane lists
 //!   it relies on being empty (`sweep::stalled::empty_lanes_relied_on`); `P dead`
 //!   when it makes jobs dead (`retention::dead_step`: a concurrent trim aborts it).
 //! - **Groups** (both sweeps, SPEC §9): a call of more rows than one transaction
@@ -68,6 +92,7 @@
 //!   hash of a lane it serves: its `active` grows by `HINCRBY`, which commutes.
 //! - **EXTEND, COMPLETE, FAIL** (`settle`): the job's row and its lane's control
 //!   hash; the lane list when it relies on it being empty; `P dead` on a death.
+//!   Each sets the lease mark of its row's lease (read with the row).
 //! - **Lane control** (`lane_control`): the lane's control hash; its list when
 //!   it relies on it being empty.
 //! - **Reads** (`look`): none. A row, the lanes and the retention are single
@@ -104,6 +129,64 @@ pub fn confirm_empty<T>(keys: &Keys, lanes: &[Vec<u8>]) -> Step<T> {
 /// Whether the lists of a [`confirm_empty`] step are still empty.
 pub fn still_empty(replies: &[Reply], lanes: usize) -> bool {
     replies.len() == lanes && replies.iter().all(|r| r.as_int() == Some(0))
+}
+
+/// The width of a lease mark's second (ms).
+pub const LEASE_MARK_MS: i64 = 1000;
+/// How long a lease mark lives after its last write (ms): correctness never
+/// depends on it (a watch sees the write, and a mark gone or expired is set
+/// again by the next write); it bounds the marks kept to the seconds settled
+/// in the last minute or so.
+pub const LEASE_MARK_KEEP_MS: u64 = 60_000;
+
+/// The second a lease (or an `active` score) ends in: `floor(ms / 1000)`, with
+/// scores below 0 (and `-inf`) in second 0, as the Lua script computes it.
+#[allow(clippy::cast_possible_truncation, reason = "floor of a score at most i64::MAX/1000: saturating `as`, as intended")]
+pub fn lease_bucket(score: f64) -> i64 {
+    if score.is_nan() || score <= 0.0 {
+        return 0;
+    }
+    (score / 1000.0).floor() as i64
+}
+
+/// The write that sets second `bucket`'s lease mark.
+pub fn lease_mark(keys: &Keys, bucket: i64) -> Cmd {
+    Cmd::new("SET").arg(keys.leases(bucket)).arg("1").arg("PX").arg(LEASE_MARK_KEEP_MS.to_string())
+}
+
+/// The lease marks of `scores`' seconds, each once (`scores` ascending, as a
+/// selection is: a second's members are consecutive).
+pub fn lease_marks(keys: &Keys, scores: &[f64]) -> Vec<Cmd> {
+    let mut seen: Vec<i64> = vec![];
+    for &s in scores {
+        let b = lease_bucket(s);
+        if seen.last() != Some(&b) {
+            seen.push(b);
+        }
+    }
+    seen.into_iter().map(|b| lease_mark(keys, b)).collect()
+}
+
+/// What a stalled check watches for members `ids` with leases `scores`, under
+/// its clock reading `now`: the mark of each second wholly past by `now`, and
+/// the row of each member whose lease ended in the current second (`scores`
+/// ascending).
+pub fn stalled_watch(keys: &Keys, ids: &[Vec<u8>], scores: &[f64], now: i64) -> Vec<Vec<u8>> {
+    let mut marks: Vec<i64> = vec![];
+    let mut rows = vec![];
+    for (id, &s) in ids.iter().zip(scores) {
+        let b = lease_bucket(s);
+        if b.saturating_add(1).saturating_mul(LEASE_MARK_MS) <= now.saturating_add(1) {
+            if marks.last() != Some(&b) {
+                marks.push(b);
+            }
+        } else {
+            rows.push(keys.job(id));
+        }
+    }
+    let mut watch: Vec<Vec<u8>> = marks.into_iter().map(|b| keys.leases(b)).collect();
+    watch.extend(rows);
+    watch
 }
 
 /// Members past a sweep's selection that its re-read under the watch also reads:

@@ -95,6 +95,12 @@ impl Keys {
     pub fn promotions(&self) -> Vec<u8> {
         self.key(b"promotions")
     }
+    /// `P leases:B`: the lease mark of second `B` (`crate::guard`): every write
+    /// to a row in `active` whose lease ends in that second sets it, and a
+    /// stalled check watches it instead of the rows.
+    pub fn leases(&self, bucket: i64) -> Vec<u8> {
+        self.key2(b"leases:", bucket.to_string().as_bytes())
+    }
     pub fn wake(&self) -> Vec<u8> {
         self.key(b"wake")
     }

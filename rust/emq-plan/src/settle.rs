@@ -7,7 +7,7 @@ use crate::clock::parse_time;
 use crate::cmd::Cmd;
 use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
-use crate::guard::{confirm_empty, relies_on_empty, still_empty};
+use crate::guard::{confirm_empty, lease_bucket, lease_mark, relies_on_empty, still_empty};
 use crate::names::Keys;
 use crate::numbers::{field_int, later};
 use crate::offer::{LaneCtl, Offers, CTL_FIELDS};
@@ -78,7 +78,7 @@ enum Held {
     Confirm(Vec<Cmd>),
 }
 
-const ROW: [&str; 5] = ["state", "token", "lane", "attempts", "max_attempts"];
+const ROW: [&str; 6] = ["state", "token", "lane", "attempts", "max_attempts", "lease"];
 
 impl Settle {
     pub fn new(keys: Keys, id: Vec<u8>, token: Vec<u8>, lane: Option<Vec<u8>>, action: Action, jitter: f64) -> Result<Self> {
@@ -188,7 +188,9 @@ impl Conversation for Settle {
         }
 
         let job = k.job(&self.id);
-        let mut w = vec![];
+        // The row leaves its lease (or gets a new one): the mark of the second
+        // it ended in tells a stalled check that selected it (`crate::guard`).
+        let mut w: Vec<Cmd> = field(5).and_then(field_int).map(|lease| lease_mark(&k, lease_bucket(lease as f64))).into_iter().collect();
         let out;
         let mut ready = false;
         let mut dies = false;

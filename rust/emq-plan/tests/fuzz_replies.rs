@@ -222,7 +222,8 @@ fn no_conversation_panics_on_any_reply() {
             1 => {
                 let max_stalled = Some(rng.below(3));
                 let group = 1 + rng.below(3) as usize;
-                drive(&mut rng, || Sweep::grouped(Kind::Stalled { max_stalled }, keys(), batch, group));
+                let cap = [None, Some(1), Some(2)][rng.below(3) as usize];
+                drive(&mut rng, || Sweep::grouped(Kind::Stalled { max_stalled }, keys(), batch, group).watch_cap(cap));
             }
             2 => {
                 let jobs: Vec<NewJob> = (0..=rng.below(3))

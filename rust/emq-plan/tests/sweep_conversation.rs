@@ -255,7 +255,8 @@ fn stalled_check_counts_stalls_recovers_and_kills() {
     let mut s = Sweep::new(Kind::Stalled { max_stalled: Some(1) }, Keys::new(b"q"), 100);
     let (_, cmds) = read(s.start());
     assert_eq!(cmds[1], cmd(&["ZRANGE", "emq:{q}:active", "0", "99", "WITHSCORES"]));
-    select(&mut s, &[time(), members(&[("x", NOW - 2), ("y", NOW - 1)])]);
+    let (watch, _) = select(&mut s, &[time(), members(&[("x", NOW - 2), ("y", NOW - 1)])]);
+    assert_eq!(watch, vec![b"emq:{q}:job:x".to_vec(), b"emq:{q}:job:y".to_vec()], "leases of the current second: their rows");
     let again = members(&[("x", NOW - 2), ("y", NOW - 1)]);
     let x = fields(&[None, None]);
     let y = fields(&[Some("L"), Some("1")]);
@@ -274,7 +275,8 @@ fn stalled_check_counts_stalls_recovers_and_kills() {
     let w = writes(s.feed(&[fields(&[None, None]), Reply::Int(0), members(&[])]).unwrap());
     let now = NOW.to_string();
     assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:active", "x", "y"]));
-    assert_eq!(w[1], cmd(&["ZADD", "emq:{q}:dead", &now, "y"]));
+    assert_eq!(w[1], cmd(&["SET", "emq:{q}:leases:1700000000", "1", "PX", "60000"]), "the lease mark of their second");
+    assert_eq!(w[2], cmd(&["ZADD", "emq:{q}:dead", &now, "y"]));
     assert!(w.contains(&cmd(&["HSET", "emq:{q}:job:x", "state", "pending", "stalls", "1"])));
     assert!(w.contains(&cmd(&["HSET", "emq:{q}:job:y", "state", "dead", "stalls", "2", "error", "stalled"])));
     assert!(w.contains(&cmd(&["HDEL", "emq:{q}:job:y", "token", "lease"])));
@@ -479,4 +481,30 @@ fn a_member_taken_before_its_groups_read_is_left_out_guessed_or_not() {
     let second: Vec<String> = plain[1].iter().map(|c| format!("{c:?}")).collect();
     assert!(second.iter().all(|c| !c.contains("job:c")), "c was taken: {second:?}");
     assert!(second.iter().any(|c| c.contains("job:d")), "{second:?}");
+}
+
+#[test]
+fn a_stalled_check_watches_the_lease_marks_of_past_seconds_and_the_rows_of_the_current_one() {
+    let mut s = Sweep::new(Kind::Stalled { max_stalled: None }, Keys::new(b"q"), 100);
+    s.start();
+    let expired = [("a", -5.0), ("b", 1_699_999_998_000.0), ("c", 1_699_999_998_999.0), ("d", 1_699_999_999_999.0), ("e", NOW as f64)];
+    let pairs: Vec<Reply> = expired.iter().flat_map(|(m, sc)| [bulk(m), bulk(&sc.to_string())]).collect();
+    let (watch, _) = select(&mut s, &[time(), Reply::Array(pairs)]);
+    let keys: Vec<&[u8]> = watch.iter().map(Vec::as_slice).collect();
+    assert_eq!(
+        keys,
+        vec![&b"emq:{q}:leases:0"[..], b"emq:{q}:leases:1699999998", b"emq:{q}:leases:1699999999", b"emq:{q}:job:e"],
+        "one mark a past second (a score below 0 in second 0), the rows of the current second"
+    );
+}
+
+#[test]
+fn lease_buckets() {
+    use emq_plan::guard::lease_bucket;
+    assert_eq!(lease_bucket(f64::NEG_INFINITY), 0);
+    assert_eq!(lease_bucket(-1.5), 0);
+    assert_eq!(lease_bucket(999.9), 0);
+    assert_eq!(lease_bucket(1000.0), 1);
+    assert_eq!(lease_bucket(1_700_000_000_123.0), 1_700_000_000);
+    assert_eq!(lease_bucket(f64::INFINITY), i64::MAX);
 }

@@ -3,8 +3,9 @@
 //!
 //! 1. select: `TIME` and the first `batch` members of the zset, pipelined. The
 //!    clock is read before the selection; members with a score above it are cut.
-//! 2. rows: `WATCH` (a promote: `P promotions`, which every promote bumps, as
-//!    `crate::guard` says; a stalled check: the rows of its first group), sent
+//! 2. rows: `WATCH` (a promote: `P promotions`, which every promote bumps; a
+//!    stalled check: its first group's lease marks, and the rows of its members
+//!    of the current second; `crate::guard` says why), sent
 //!    ahead (`Step::Watch`: the reads are built while the server works on it);
 //!    then the head of the zset again (a member of the first group gone or scored
 //!    anew is a conflict), every selected row's `lane` (and `stalls`), an `EXISTS`
@@ -22,11 +23,12 @@
 //!
 //! **Groups** (SPEC §9). A call may apply its selection as consecutive
 //! transactions of at most `group` rows, so that a server whose `WATCH` cost
-//! grows with the keys watched (Redis 7, Valkey 8) stays linear in the rows.
+//! grows with the keys watched (Redis 7, Valkey 8) stays linear in the rows
+//! (automatically, only a stalled check whose watch would pass `watch_cap` keys).
 //! Steps 2 to 5 read the whole selection, so every check is made before the
 //! first `EXEC`; the first group is planned from them. Each later group's
 //! transaction goes out with the next group's guarded reads behind it
-//! (`Step::Group`): `WATCH` its rows (or `P promotions`) and the control of its
+//! (`Step::Group`): `WATCH` its marks and rows (or `P promotions`) and the control of its
 //! lanes, `ZMSCORE` of its members (one taken meanwhile, or scored anew, is no
 //! longer there to take: it is left out), its rows and its lanes again. A
 //! group's plan is the plan of a call taking just that group, under the call's
@@ -43,7 +45,7 @@ use crate::clock::parse_time;
 use crate::cmd::Cmd;
 use crate::conversation::Conversation;
 use crate::error::{Error, Result};
-use crate::guard::{confirm_empty, still_empty, still_selected, RE_READ_SLACK};
+use crate::guard::{confirm_empty, stalled_watch, still_empty, still_selected, RE_READ_SLACK};
 use crate::names::Keys;
 use crate::numbers::field_int;
 use crate::offer::{LaneCtl, CTL_FIELDS};
@@ -84,6 +86,7 @@ enum Stage {
 #[derive(Default)]
 struct Part {
     ids: Vec<Vec<u8>>,
+    scores: Vec<f64>,
     rows: Vec<Row>,
     lanes: Vec<Lane>,
 }
@@ -97,7 +100,10 @@ pub struct Sweep {
     stage: Stage,
     /// The whole selection, its rows, every lane and the lists' types, as first read.
     read: Read,
-    scores: Vec<f64>,
+    /// A stalled check's automatic grouping where `WATCH` grows with the keys
+    /// watched: one transaction when its watch (`guard::stalled_watch`) has at
+    /// most this many keys, else groups of at most this many rows.
+    watch_cap: Option<usize>,
     /// A promote's reading of `P promotions` beside its selection (`GET`: nil or
     /// a count), read again under the watch (see `rows_reads`).
     promotions: Option<Reply>,
@@ -130,7 +136,7 @@ impl Sweep {
             group: group.max(1),
             stage: Stage::Select,
             read: Read::default(),
-            scores: vec![],
+            watch_cap: None,
             promotions: None,
             groups: vec![],
             current: 0,
@@ -140,6 +146,13 @@ impl Sweep {
             guess: None,
             retries: 0,
         }
+    }
+
+    /// Groups only where the call's watch would pass `cap` keys (see `watch_cap`).
+    #[must_use]
+    pub fn watch_cap(mut self, cap: Option<usize>) -> Self {
+        self.watch_cap = cap.map(|c| c.max(1));
+        self
     }
 
     /// The clock reading and what came next in the zset (see `Read::next`).
@@ -221,7 +234,7 @@ impl Sweep {
                 break;
             }
             self.read.ids.push(id.to_vec());
-            self.scores.push(score);
+            self.read.scores.push(score);
         }
         if self.read.next.is_none() && items.len() / 2 >= usize::try_from(self.batch).unwrap_or(usize::MAX) {
             self.read.next = Some(self.read.now as f64);
@@ -230,14 +243,23 @@ impl Sweep {
             return Ok(Step::Done(self.empty()));
         }
         let n = self.read.ids.len();
-        self.groups = (0..n).step_by(self.group).map(|a| a..(a + self.group).min(n)).collect();
+        let size = match self.watch_cap {
+            Some(cap) if self.watch_of(0..n).len() > cap => self.group.min(cap),
+            _ => self.group,
+        };
+        self.groups = (0..n).step_by(size).map(|a| a..(a + size).min(n)).collect();
         // Step 2: the watch (a promote's on `P promotions`, a stalled check's on
-        // its first group's rows), sent ahead of the reads under it.
+        // its first group's lease marks and rows), sent ahead of the reads under it.
         self.stage = Stage::Watched;
-        Ok(Step::Watch(match self.kind {
+        Ok(Step::Watch(self.watch_of(self.groups[0].clone())))
+    }
+
+    /// What the guard watches for the members in `r` (`crate::guard`), lanes aside.
+    fn watch_of(&self, r: Range<usize>) -> Vec<Vec<u8>> {
+        match self.kind {
             Kind::Promote => vec![self.keys.promotions()],
-            Kind::Stalled { .. } => self.read.ids[self.groups[0].clone()].iter().map(|id| self.keys.job(id)).collect(),
-        }))
+            Kind::Stalled { .. } => stalled_watch(&self.keys, &self.read.ids[r.clone()], &self.read.scores[r], self.read.now),
+        }
     }
 
     // -- 2 to 4. every row and lane, the first group under its watch ---------------
@@ -285,7 +307,7 @@ impl Sweep {
         let stands = match self.kind {
             Kind::Promote => self.promotions.as_ref() == Some(&replies[0]),
             Kind::Stalled { .. } => {
-                replies[0].as_array().is_some_and(|a| still_selected(a, &self.read.ids[first.clone()], &self.scores[first]))
+                replies[0].as_array().is_some_and(|a| still_selected(a, &self.read.ids[first.clone()], &self.read.scores[first]))
             }
         };
         if !stands {
@@ -423,22 +445,20 @@ impl Sweep {
         let rows = self.read.rows[r.clone()].to_vec();
         let names = Self::lanes_of(&rows);
         let lanes = self.read.lanes.iter().filter(|l| names.contains(&l.name)).cloned().collect();
-        self.part = Part { ids: self.read.ids[r].to_vec(), rows, lanes };
+        self.part = Part { ids: self.read.ids[r.clone()].to_vec(), scores: self.read.scores[r].to_vec(), rows, lanes };
         self.plan_part()
     }
 
     // -- later groups ----------------------------------------------------------------
 
-    /// What a later group watches: its rows (a promote: `P promotions`) and the
-    /// control of its lanes; and what it reads under that watch.
+    /// What a later group watches: its lease marks and rows (a promote:
+    /// `P promotions`) and the control of its lanes; and what it reads under
+    /// that watch.
     fn group_reads(&self, k: usize) -> (Vec<Vec<u8>>, Vec<Cmd>) {
         let r = self.groups[k].clone();
         let ids = &self.read.ids[r.clone()];
-        let lanes = Self::lanes_of(&self.read.rows[r]);
-        let mut watch: Vec<Vec<u8>> = match self.kind {
-            Kind::Promote => vec![self.keys.promotions()],
-            Kind::Stalled { .. } => ids.iter().map(|id| self.keys.job(id)).collect(),
-        };
+        let lanes = Self::lanes_of(&self.read.rows[r.clone()]);
+        let mut watch = self.watch_of(r);
         watch.extend(lanes.iter().map(|l| self.keys.lanectl(l)));
         let mut cmds = vec![Cmd::new("ZMSCORE").arg(self.zset()).args(ids)];
         cmds.extend(rows::reads(&self.keys, ids, self.fields()));
@@ -474,12 +494,13 @@ impl Sweep {
         // Members another call took, or scored anew, since the selection are left.
         let kept: Vec<bool> = ids
             .iter()
-            .zip(&self.scores[r])
+            .zip(&self.read.scores[r.clone()])
             .enumerate()
             .map(|(i, (_, s))| scores.get(i).and_then(|x| std::str::from_utf8(x.as_bytes()?).ok()?.parse::<f64>().ok()) == Some(*s))
             .collect();
+        let scores = self.read.scores[r].to_vec();
         if !unsure.is_empty() {
-            self.part = Part { ids, rows, lanes };
+            self.part = Part { ids, scores, rows, lanes };
             self.part_keep(&kept);
             let unsure_kept: Vec<usize> = unsure.iter().copied().filter(|&i| kept[i]).collect();
             if !unsure_kept.is_empty() {
@@ -491,7 +512,7 @@ impl Sweep {
             }
             return self.part_read();
         }
-        self.part = Part { ids, rows: std::mem::take(&mut rows), lanes };
+        self.part = Part { ids, scores, rows: std::mem::take(&mut rows), lanes };
         self.part_keep(&kept);
         self.part_read()
     }
@@ -502,6 +523,8 @@ impl Sweep {
         self.part.ids.retain(|_| (kept[i], i += 1).0);
         let mut j = 0;
         self.part.rows.retain(|_| (kept[j], j += 1).0);
+        let mut k = 0;
+        self.part.scores.retain(|_| (kept[k], k += 1).0);
     }
 
     fn group_types_read(&mut self, unsure: &[usize], replies: &[Reply]) -> Result<Step> {
@@ -554,6 +577,7 @@ impl Sweep {
         Read {
             now: self.read.now,
             ids: self.part.ids.clone(),
+            scores: self.part.scores.clone(),
             rows: self.part.rows.clone(),
             lanes: self.part.lanes.clone(),
             types: self.read.types,
@@ -663,8 +687,15 @@ impl Sweep {
         if !first && !Self::lanes_of(&rows).is_empty() {
             return;
         }
-        let read =
-            Read { now: self.read.now, ids: self.read.ids[r].to_vec(), rows, lanes: vec![], types: Types::ALL, next: self.read.next };
+        let read = Read {
+            now: self.read.now,
+            ids: self.read.ids[r.clone()].to_vec(),
+            scores: self.read.scores[r].to_vec(),
+            rows,
+            lanes: vec![],
+            types: Types::ALL,
+            next: self.read.next,
+        };
         self.guess = self.plan(&read).ok().map(|p| (read, p));
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::cmd::Cmd;
 use crate::error::{Error, Result};
-use crate::guard::relies_on_empty;
+use crate::guard::{lease_marks, relies_on_empty};
 use crate::names::Keys;
 use crate::offer::Offers;
 use crate::sweep::types::{Outcome, Plan, Read, Row, STALLED};
@@ -72,6 +72,9 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
     }
 
     let mut w = vec![Cmd::new("ZREM").arg(keys.active()).args(&read.ids)];
+    // Every member leaves `active`: the marks of the seconds their leases ended
+    // in tell the stalled checks that watch them (`crate::guard`).
+    w.extend(lease_marks(keys, &read.scores));
     if !dead.is_empty() {
         let mut add = Cmd::new("ZADD").arg(keys.dead());
         for id in &dead {

@@ -77,6 +77,8 @@ impl Types {
 pub struct Read {
     pub now: i64,
     pub ids: Vec<Vec<u8>>,
+    /// Their scores in the zset, as selected (ascending).
+    pub scores: Vec<f64>,
     pub rows: Vec<Row>,
     /// Lanes of live rows, in the order of their first row.
     pub lanes: Vec<Lane>,
