@@ -30,6 +30,7 @@ changes a watched key after the reads began aborts the `EXEC`, as in the plan.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 
@@ -43,6 +44,7 @@ MAX_ATTEMPTS = _core.MAX_ATTEMPTS
 GROUP = _core.ROW_GROUP  # rows per EXISTS (rust/emq-plan/src/rows.rs)
 SLACK = _core.RE_READ_SLACK  # members past the selection that its re-read reads (rust/emq-plan/src/guard.rs)
 CTL_FIELDS = ("paused", "limit", "active", "ring")
+LEASE_MARK_KEEP_MS = _core.LEASE_MARK_KEEP_MS  # how long a lease mark lives (rust/emq-plan/src/guard.rs)
 
 
 class LayoutError(Exception):
@@ -135,6 +137,26 @@ def _ctl(fields: list) -> dict:
     }
 
 
+def _lease_second(score: float) -> int:
+    """The second a lease ends in (SPEC §9's lease marks); below 0: second 0."""
+    return 0 if score <= 0 else math.floor(score / _core.LEASE_MARK_MS)
+
+
+def _stalled_watch(p: bytes, ids: list, scores: list, now: int) -> list:
+    """The marks of the seconds wholly past by `now` that the leases ended in,
+    and the rows of the members of the current second (SPEC §9)."""
+    watch: list = []
+    for i, sc in zip(ids, scores):
+        second = _lease_second(sc)
+        if (second + 1) * _core.LEASE_MARK_MS <= now + 1:
+            key = p + b"leases:%d" % second
+            if not watch or watch[-1] != key:
+                watch.append(key)
+        else:
+            watch.append(p + b"job:" + i)
+    return watch
+
+
 def _attempt(r: redis.Redis, p: bytes, stalled: bool, batch: int, max_stalled: int | None):
     """One call: one guarded transaction. Raises _Conflict or WatchError when it
     must start again."""
@@ -159,9 +181,9 @@ def _attempt(r: redis.Redis, p: bytes, stalled: bool, batch: int, max_stalled: i
     rows = [p + b"job:" + i for i in ids]
 
     with r.pipeline() as tx:
-        # 2. Watch the rows (a promote: P promotions), then read again what was
+        # 2. Watch the lease marks (a promote: P promotions), then read again what was
         # read before the watch (a promote: P promotions, unchanged if no promote ran).
-        tx.watch(*(rows if stalled else [p + b"promotions"]))
+        tx.watch(*(_stalled_watch(p, ids, scores, now) if stalled else [p + b"promotions"]))
         rd = r.pipeline(transaction=False)
         if stalled:
             rd.zrange(zset, 0, len(ids) - 1 + SLACK, withscores=True)
@@ -300,6 +322,8 @@ def _attempt(r: redis.Redis, p: bytes, stalled: bool, batch: int, max_stalled: i
             raise LayoutError("EMQ.STALLED.CHECK: pending, dead, ring or wake has the wrong type")
         tx.multi()
         tx.zrem(zset, *ids)
+        for second in dict.fromkeys(_lease_second(sc) for sc in scores):
+            tx.set(p + b"leases:%d" % second, "1", px=LEASE_MARK_KEEP_MS)
         if dead:
             tx.zadd(p + b"dead", {i: now for i in dead})
         for k, m in row_writes:

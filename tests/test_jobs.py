@@ -109,7 +109,14 @@ def test_add_later_waits_in_schedule(q, r):
     b = q.add("b", at_ms=after + 2 * LATER)
     c = q.add("c", delay_ms=LATER, lane="L")
     assert r.llen(PENDING) == 0
-    assert not r.exists(WAKE), "nothing ready: no wake token"
+    # SPEC §7: a is the head of an empty schedule (a token, so parked workers
+    # re-park until it); b and c are due after it: no token.
+    assert lrange(r, WAKE) == [""], "one token, for the new head"
+    d = q.add("d", delay_ms=LATER // 2)
+    assert lrange(r, WAKE) == ["", ""], "d is due before every member: the new head"
+    q.add("e", delay_ms=LATER // 2)
+    assert lrange(r, WAKE) == ["", ""], "e is not due before d"
+    assert row(r, d)["state"] == "scheduled"
     assert not r.exists(RING) and not r.exists(lane_key("L")) and not r.exists(ctl_key("L")), "a lane job due later does not touch its lane"
     sa, sb = r.zscore(SCHEDULE, a), r.zscore(SCHEDULE, b)
     assert before + LATER <= sa <= after + LATER

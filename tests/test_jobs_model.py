@@ -294,6 +294,9 @@ class Model:
         self.ret_hash: dict[str, str] = {}
         # Each given id's request, as add got it: (data, lane, max_attempts, when).
         self.requests: dict[str, tuple] = {}
+        # Ids in `schedule` at `at_ms` AT_FAR (None there too): later than every
+        # other "later" member, which are all due about FAR after their call.
+        self.at_far: set[str] = set()
 
     # -- lanes -----------------------------------------------------------------
 
@@ -332,10 +335,27 @@ class Model:
 
     # -- operations ------------------------------------------------------------
 
+    def new_head(self, due: str) -> bool:
+        """Whether a job due `due` ("backoff": a few seconds from now; "far": about
+        FAR from now; "at_far": AT_FAR) is due before every member of `schedule`
+        (SPEC §7: then its call appends the token "")."""
+        past = [i for i, sc in self.schedule.items() if sc is not None]
+        later = [i for i, sc in self.schedule.items() if sc is None and i not in self.at_far]
+        if due == "backoff":
+            return not past
+        if due == "far":
+            return not past and not later
+        return not self.schedule
+
     def add(self, jobs: list[tuple[str, bytes, str | None, bool, int, tuple[str, int]]]) -> None:
         """jobs: (id, data, lane, later, max_attempts, when as given)."""
         flat = False
         lanes_hit: list[str] = []
+        scheduled = [(id_, when) for id_, _, _, later, _, when in jobs if later]
+        if scheduled:
+            # The earliest of the call's scheduled jobs is a "far" one unless all are at AT_FAR.
+            earliest = "at_far" if all(w[0] == "A" for _, w in scheduled) else "far"
+            flat = self.new_head(earliest)
         for id_, data, lane, later, max_attempts, when in jobs:
             row = {
                 "state": "scheduled" if later else "pending",
@@ -351,6 +371,8 @@ class Model:
             self.rows[id_] = row
             if later:
                 self.schedule[id_] = None
+                if when[0] == "A":
+                    self.at_far.add(id_)
                 continue
             self.push_ready(id_)
             if lane is None:
@@ -426,18 +448,21 @@ class Model:
             self.trim()
 
     def fail(self, id_: str, error: bytes, retry: str) -> str:
-        """retry: "now" (0), "later" (FAR or the backoff, moved FAR out)."""
+        """retry: "now" (0), "far" (FAR) or "backoff" (moved FAR out after the call)."""
         self.leave_active(id_)
         row = self.rows[id_]
         row["error"] = error
         lane = row.get("lane")
+        head = False
         if row["attempts"] < row["max_attempts"]:
             if retry == "now":
                 row["state"] = "pending"
                 self.push_ready(id_)
             else:
                 row["state"] = "scheduled"
+                head = self.new_head(retry)
                 self.schedule[id_] = None
+                self.at_far.discard(id_)
             out = "scheduled"
         else:
             row["state"] = "dead"
@@ -447,6 +472,8 @@ class Model:
             c["active"] = max(c["active"] - 1, 0)
             self.offer(lane)
         elif retry == "now" and out == "scheduled":
+            self.wake.append("")
+        if head:
             self.wake.append("")
         self.trim()
         if out == "dead":
@@ -786,7 +813,7 @@ def machine_for(url: str, seed: str | None = None):
             before = server_ms(self.r)
             got = self.q.fail(j, error, retry_in_ms={"now": 0, "far": FAR, "backoff": None}[retry])
             after = server_ms(self.r)
-            assert got == self.m.fail(j.id, error, "now" if retry == "now" else "later")
+            assert got == self.m.fail(j.id, error, retry)
             self._read_dead_scores(before, after)
             self._lose(j.id)
             if got == "scheduled" and retry == "backoff":

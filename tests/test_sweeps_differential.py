@@ -239,7 +239,7 @@ def dead_trim(before: dict, new: list, now, pol: dict) -> list:
 
 def lease_second(score: float) -> int:
     """The second a lease ends in (SPEC §9's lease marks); below 0: second 0."""
-    return 0 if score <= 0 else math.floor(score / 1000)
+    return 0 if score <= 0 else math.floor(score / emq._core.LEASE_MARK_MS)
 
 
 class Model:

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -34,6 +35,11 @@ from emq.embedded import Server
 import worker_handlers as wh
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def server_ms(r: redis.Redis) -> int:
+    sec, usec = r.time()
+    return sec * 1000 + usec // 1000
 
 
 def keys(q: str) -> dict[str, str]:
@@ -279,6 +285,58 @@ def test_rows_written_without_wake_are_worked_within_a_beat(server, r):
         )
     assert sorted(done) == sorted(want)
     assert r.llen(k["pending"]) == 0 and r.zcard(k["schedule"]) == 0 and r.zcard(k["active"]) == 0
+
+
+def test_short_delays_added_while_workers_park_wake_them_for_the_due_time(server, r):
+    """SPEC §7: an add (and a fail that retries later) whose job becomes the new
+    head of `schedule` appends the token "", so a parked worker wakes, sees the
+    earlier due time and parks until it. The beat here is a minute: without the
+    token every job would wait for it."""
+    qn = "shortdelay"
+    k = keys(qn)
+    ran: dict[str, tuple[int, int]] = {}  # id -> (due, started), server ms
+    q = emq.Queue(emq.connect(server.url), qn)
+
+    def handler(job):
+        ran[job.id] = (int(r.hget(f"{k['prefix']}job:{job.id}", "due")), server_ms(r))
+
+    workers = [emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=60_000, concurrency=2) for _ in range(2)]
+    with running(workers[0]), running(workers[1]):
+        for w in workers:
+            parked(w, 1)
+        rng = random.Random(7)
+        ids = []
+        for delay in (10, 300, 40, 150, 20, 80):
+            time.sleep(rng.uniform(0.0, 0.1))  # at random moments while they park
+            ids.append(q.add(b"x", delay_ms=delay))
+        wait_for(lambda: set(ids) <= set(ran), 10, "the delayed jobs to run", show=lambda: (ran, [w.counters.snapshot() for w in workers]))
+    for id_ in ids:
+        due, started = ran[id_]
+        assert started >= due, f"{id_} ran {due - started} ms early"
+    assert r.zcard(k["schedule"]) == 0
+
+
+def test_a_retry_due_before_the_schedule_head_wakes_a_parked_worker(server, r):
+    qn = "shortretry"
+    k = keys(qn)
+    runs: list[int] = []
+    q = emq.Queue(emq.connect(server.url), qn)
+    q.add(b"far", delay_ms=3_600_000)  # the head of schedule, an hour away
+
+    def handler(job):
+        runs.append(server_ms(r))
+        if len(runs) == 1:
+            raise RuntimeError("again soon")
+
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=60_000, concurrency=1)
+    with running(w):
+        parked(w, 1)
+        q.add(b"now")
+        wait_for(lambda: len(runs) >= 2, 15, "the retry to run", show=lambda: (runs, w.counters.snapshot()))
+    # The default backoff of a first failure is 0.5 to 1 s: the retry ran then,
+    # long before the beat, woken by the token its fail appended.
+    assert 400 <= runs[1] - runs[0] < 10_000
+    assert r.zcard(k["schedule"]) == 1
 
 
 def test_wake_deleted_continuously_work_still_done(server, r):

@@ -17,6 +17,8 @@ __all__ = [
     "MAX_CLAIM",
     "TRIM_SLACK",
     "RE_READ_SLACK",
+    "LEASE_MARK_MS",
+    "LEASE_MARK_KEEP_MS",
     "ROW_GROUP",
     "MAX_ATTEMPTS",
     "RETENTION_DEFAULTS",
@@ -29,6 +31,8 @@ WAKE_MAX: int
 MAX_CLAIM: int
 TRIM_SLACK: int
 RE_READ_SLACK: int
+LEASE_MARK_MS: int
+LEASE_MARK_KEEP_MS: int
 ROW_GROUP: int
 MAX_ATTEMPTS: int
 RETENTION_DEFAULTS: dict[str, int]  # done_ms, dead_ms, dead_max (-1: none)

@@ -186,6 +186,10 @@ class Worker:
         self._stop.set()
         self._freed.set()
         self._woken.set()
+        # A park blocks for up to a beat: end it now, where this user may.
+        park_id = self._park_id
+        if park_id is not None and self._can_unblock and len(self.queues) == 1:
+            self._unblock_park(park_id)
 
     @property
     def running(self) -> int:
@@ -314,8 +318,11 @@ class Worker:
             return
         name = self.queue.name
         if due_in is None or due_in > self.beat_ms / 1000:
-            # A token left by a claim (work left) or a producer wakes us at once.
-            self._park._park(name, timeout)
+            # A token left by a claim (work left) or a producer wakes us at once;
+            # `stop()` ends the pop with CLIENT UNBLOCK (the id is read once).
+            self._park_client_id()
+            if not self._stop.is_set():
+                self._park._park(name, timeout)
             return
         # Due before the beat: the server times out a blocking pop only on its
         # own tick (every 1/hz s, 100 ms by default), so a timer unblocks the pop

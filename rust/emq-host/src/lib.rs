@@ -591,6 +591,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_CLAIM", emq_plan::claim::MAX_CLAIM)?;
     m.add("TRIM_SLACK", emq_plan::retention::TRIM_SLACK)?;
     m.add("RE_READ_SLACK", emq_plan::guard::RE_READ_SLACK)?;
+    m.add("LEASE_MARK_MS", emq_plan::guard::LEASE_MARK_MS)?;
+    m.add("LEASE_MARK_KEEP_MS", emq_plan::guard::LEASE_MARK_KEEP_MS)?;
     m.add("ROW_GROUP", emq_plan::rows::GROUP)?;
     m.add("MAX_ATTEMPTS", drive::MAX_ATTEMPTS)?;
     let defaults = PyDict::new(m.py());

@@ -9,7 +9,7 @@ use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
 use crate::names::{id_problem, Keys};
 use crate::numbers::{later, MAX_MS};
-use crate::offer::{LaneCtl, Offers, CTL_FIELDS};
+use crate::offer::{new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
 use crate::reply::Reply;
 
 pub const ADD: &str = "EMQ.ADD";
@@ -139,7 +139,9 @@ impl Conversation for Add {
             cmds.push(Cmd::new("LLEN").arg(k.lane(l)));
         }
         cmds.push(Cmd::new("LLEN").arg(k.pending()));
-        cmds.push(Cmd::new("ZCARD").arg(k.schedule()));
+        // The head of `schedule`: a job due before it wakes a parked worker (unwatched:
+        // the token is a hint, see `new_head`).
+        cmds.push(schedule_head(k));
         cmds.push(Cmd::new("LLEN").arg(k.ring()));
         cmds.push(Cmd::new("LLEN").arg(k.wake()));
         Step::Read { watch, cmds }
@@ -260,10 +262,14 @@ impl Conversation for Add {
         for (l, ids) in &by_lane {
             w.push(Cmd::new("RPUSH").arg(k.lane(l)).args(ids));
         }
-        if !flat.is_empty() {
+        let woke = new_head(&t[1], scheduled.iter().map(|(due, _)| *due));
+        if !flat.is_empty() || woke {
             offers.wake_flat();
         }
-        if ready {
+        if woke && !wake_ok {
+            return Err(Error::layout(ADD, "pending, schedule, ring or wake has the wrong type"));
+        }
+        if ready || woke {
             offers.writes(k, &mut w);
         }
         if w.is_empty() {

@@ -1,7 +1,8 @@
 //! How a lane is read and offered (SPEC §2): its control fields (`P lanectl:L`),
 //! whether it can be served, and offer(L), the one rule that puts a lane in the
 //! ring and wakes a parked worker, with the trim that keeps `P wake` at
-//! `WAKE_MAX` tokens. Changing a lane's control is `lane_control`'s.
+//! `WAKE_MAX` tokens; and the wake for a new head of `schedule` (SPEC §7).
+//! Changing a lane's control is `lane_control`'s.
 
 use crate::cmd::Cmd;
 use crate::names::Keys;
@@ -100,6 +101,26 @@ pub fn trim_wake(keys: &Keys) -> Cmd {
     Cmd::new("LTRIM").arg(keys.wake()).arg((-WAKE_MAX).to_string()).arg("-1")
 }
 
+/// Reads the head of `schedule` (and checks its type), for [`new_head`].
+pub fn schedule_head(k: &Keys) -> Cmd {
+    Cmd::new("ZRANGE").arg(k.schedule()).arg("0").arg("0").arg("WITHSCORES")
+}
+
+/// Whether a job due at one of `dues` becomes the new head of `schedule`, due
+/// before every member `head` (the reply of [`schedule_head`]) showed: then the
+/// call appends the token `""` (SPEC §7), so a parked worker wakes, sees the
+/// earlier due time in its promote and parks until then. The head is read
+/// without a watch: a token too many wakes a worker once for nothing, and a
+/// token missed because the head moved later meanwhile is made up by the
+/// worker, which parks no later than the due time it saw.
+pub fn new_head(head: &Reply, mut dues: impl Iterator<Item = i64>) -> bool {
+    let first = head.as_array().and_then(|a| a.get(1)).and_then(|s| std::str::from_utf8(s.as_bytes()?).ok()?.parse::<f64>().ok());
+    match first {
+        None => dues.next().is_some(),
+        Some(h) => dues.any(|d| (d as f64) < h),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +147,16 @@ mod tests {
         o.writes(&Keys::new(b"q"), &mut out);
         assert_eq!(out.len(), 4);
         assert_eq!(out[2], Cmd::new("RPUSH").arg("emq:{q}:wake").arg("a").arg(""));
+    }
+
+    #[test]
+    fn a_job_due_before_every_member_of_schedule_is_its_new_head() {
+        let head = |score: &str| Reply::Array(vec![Reply::Bulk(b"x".to_vec()), Reply::Bulk(score.as_bytes().to_vec())]);
+        assert!(new_head(&Reply::Array(vec![]), [5].into_iter()), "an empty schedule: any job is its head");
+        assert!(!new_head(&Reply::Array(vec![]), std::iter::empty()), "no job scheduled: no token");
+        assert!(new_head(&head("100"), [200, 99].into_iter()));
+        assert!(!new_head(&head("100"), [100, 101].into_iter()), "due with the head, not before it");
+        assert!(new_head(&head("inf"), [i64::MAX].into_iter()));
+        assert!(!new_head(&head("-inf"), [i64::MIN].into_iter()));
     }
 }

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::guard::{confirm_empty, lease_bucket, lease_mark, relies_on_empty, still_empty};
 use crate::names::Keys;
 use crate::numbers::{field_int, later};
-use crate::offer::{LaneCtl, Offers, CTL_FIELDS};
+use crate::offer::{new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
 use crate::reply::Reply;
 use crate::retention::{self, Retention};
 
@@ -120,7 +120,9 @@ impl Conversation for Settle {
         for key in [k.pending(), k.ring(), k.wake()] {
             cmds.push(Cmd::new("LLEN").arg(key));
         }
-        for key in [k.schedule(), k.active(), k.dead()] {
+        // The head of `schedule` (its type too): a retry due before it wakes a parked worker.
+        cmds.push(schedule_head(k));
+        for key in [k.active(), k.dead()] {
             cmds.push(Cmd::new("ZCARD").arg(key));
         }
         if self.action == Action::Complete {
@@ -193,6 +195,8 @@ impl Conversation for Settle {
         let mut w: Vec<Cmd> = field(5).and_then(field_int).map(|lease| lease_mark(&k, lease_bucket(lease as f64))).into_iter().collect();
         let out;
         let mut ready = false;
+        // A retry that becomes the new head of `schedule` (SPEC §7, `offer::new_head`).
+        let mut woke = false;
         let mut dies = false;
         match &self.action {
             Action::Extend { lease_ms } => {
@@ -234,6 +238,7 @@ impl Conversation for Settle {
                             return Err(Error::layout(verb, "schedule has the wrong type"));
                         }
                         w.push(Cmd::new("ZADD").arg(k.schedule()).arg(due.to_string()).arg(&self.id));
+                        woke = new_head(&t[3], std::iter::once(due));
                     }
                     out = Settled::Retrying;
                 } else {
@@ -261,10 +266,13 @@ impl Conversation for Settle {
         } else if ready {
             offers.wake_flat();
         }
+        if woke {
+            offers.wake_flat();
+        }
         if offers.offered_any() && !ring_ok {
             return Err(Error::layout(verb, "ring has the wrong type"));
         }
-        if offers.offered_any() || ready {
+        if offers.offered_any() || ready || woke {
             if !wake_ok {
                 return Err(Error::layout(verb, "wake has the wrong type"));
             }
