@@ -339,6 +339,43 @@ def test_a_retry_due_before_the_schedule_head_wakes_a_parked_worker(server, r):
     assert r.zcard(k["schedule"]) == 1
 
 
+def test_an_idle_worker_parks_for_idle_beat_ms_and_wakes_for_work_due_times_and_leases(server, r):
+    """SPEC §8 (idle cost): a worker that found nothing to do parks up to
+    `idle_beat_ms`, not `beat_ms`; a token (work made ready, a new head of
+    `schedule`), the next due time and the next lease deadline it saw end the
+    park sooner, so nothing waits for the idle beat but a lost token."""
+    qn = "idle"
+    done: list[str] = []
+    q = emq.Queue(emq.connect(server.url), qn)
+    # A job held by a worker that died: the idle worker sees its lease deadline in
+    # its stalled check and wakes for it.
+    q.add(b"orphan")
+    (orphan,) = q.claim(1, lease_ms=2000)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat_ms=50, idle_beat_ms=60_000)
+    with running(w):
+        parked(w, 1)
+        time.sleep(1.0)
+        assert w.counters.snapshot()["beats"] <= 3, "an idle worker beats at its beat_ms"
+        ready = q.add(b"now")
+        soon = q.add(b"soon", delay_ms=200)
+        wait_for(lambda: {ready, soon} <= set(done), 10, "ready and delayed work", show=w.counters.snapshot)
+        wait_for(lambda: orphan.id in done, 15, "the orphan's recovery", show=w.counters.snapshot)
+    assert w.counters.snapshot()["beats"] < 40
+
+
+def test_a_lost_token_is_healed_within_idle_beat_ms(server, r):
+    qn = "lost"
+    k = keys(qn)
+    done: list[str] = []
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat_ms=50, idle_beat_ms=500)
+    with running(w):
+        parked(w, 1)
+        now_ms = server_ms(r)
+        r.hset(f"{k['prefix']}job:x", mapping={"state": "pending", "data": "x", "attempts": 0, "max_attempts": 3, "due": now_ms})
+        r.rpush(k["pending"], "x")  # no token
+        wait_for(lambda: "x" in done, 10, "the job written without a token", show=w.counters.snapshot)
+
+
 def test_wake_deleted_continuously_work_still_done(server, r):
     qn = "wakedel"
     k = keys(qn)

@@ -42,6 +42,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         lease_ms=args.lease_ms,
         beat_ms=args.beat_ms,
+        idle_beat_ms=args.idle_beat_ms,
         pump_batch=args.pump_batch,
         recovery=args.recovery,
         max_stalled=args.max_stalled,
@@ -124,6 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     w.add_argument("--concurrency", type=int, default=8)
     w.add_argument("--lease-ms", type=int, default=30000)
     w.add_argument("--beat-ms", type=int, default=1000)
+    w.add_argument("--idle-beat-ms", type=int, default=None, help="how long an idle worker parks (default 30000)")
     w.add_argument("--pump-batch", type=int, default=100)
     w.add_argument("--recovery", choices=["reap", "stalled", "off"], default="reap")
     w.add_argument("--max-stalled", type=int, default=1)

@@ -257,6 +257,11 @@ class Queue:
         being the next due time it saw (see `Client._promote_next`)."""
         return self.client._promote_next(self.name, batch)
 
+    def _stalled_next(self, max_stalled: int | None, batch: int) -> tuple[list[str], list[str], int, float | None]:
+        """STALLED CHECK for a worker's beat: `(recovered, dead, now_ms, next_ms)`,
+        `next_ms` being the next lease deadline it saw (see `Client._stalled_next`)."""
+        return self.client._stalled_next(self.name, max_stalled, batch)
+
     def stalled_check(
         self, *, max_stalled: int | None = 1, batch: int = 100, backend: Backend = "plan", group: int | None = None
     ) -> tuple[list[str], list[str]]:

@@ -114,6 +114,7 @@ class Worker:
         concurrency: int = 8,
         lease_ms: int = 30000,
         beat_ms: int = 1000,
+        idle_beat_ms: int | None = None,
         pump_batch: int = 100,
         recovery: Recovery = "reap",
         max_stalled: int = 1,
@@ -130,6 +131,9 @@ class Worker:
         _option("concurrency", concurrency, minimum=1, maximum=10_000)
         _option("lease_ms", lease_ms, minimum=1, maximum=U64)
         _option("beat_ms", beat_ms, minimum=1, maximum=U32)
+        if idle_beat_ms is None:
+            idle_beat_ms = beat_ms
+        _option("idle_beat_ms", idle_beat_ms, minimum=beat_ms, maximum=U32)
         _option("pump_batch", pump_batch, minimum=1, maximum=U32)
         _option("max_stalled", max_stalled, minimum=0, maximum=U32)
         _seconds("ttl_s", ttl_s, none_ok=True)
@@ -142,6 +146,7 @@ class Worker:
         self.concurrency = concurrency
         self.lease_ms = lease_ms
         self.beat_ms = beat_ms
+        self.idle_beat_ms = idle_beat_ms
         self.pump_batch = pump_batch
         self.recovery = recovery
         self.max_stalled = max_stalled
@@ -161,7 +166,7 @@ class Worker:
                 beat_of[id(q.client)], work_of[id(q.client)] = q.client.sibling(), q.client.sibling()
             self._beats.append(Queue(beat_of[id(q.client)], q.name))
             self._works[q.name] = Queue(work_of[id(q.client)], q.name)
-            self._parks.append(q.client.sibling(read_timeout=beat_ms / 1000 + 5))
+            self._parks.append(q.client.sibling(read_timeout=idle_beat_ms / 1000 + 5))
         self._beat, self._park = self._beats[0], self._parks[0]
         self._turn = 0  # which queue claims first this beat: each in turn
         self._woken = threading.Event()  # several queues: a park thread saw a token
@@ -175,6 +180,11 @@ class Worker:
         self._freed = threading.Event()
         self._streak = 0
         self._last_recover = 0.0
+        # The earliest lease deadline the last stalled checks saw (monotonic s), and
+        # whether the last beat found anything to do: an idle worker parks up to
+        # `idle_beat_ms`, no later than that deadline or the next due time.
+        self._lease_at: float | None = None
+        self._busy = True
         self._park_id: int | None = None
         self._can_unblock = True
         self._fatal: EmqError | None = None
@@ -245,6 +255,7 @@ class Worker:
     def _beat_once(self) -> None:
         self.counters.add(beats=1)
         self._woken.clear()  # a token from here on means a new beat
+        self._busy = self.running > 0
         try:
             self._recover()
             # Each queue promotes, then each claims with the slots left, the first
@@ -255,6 +266,7 @@ class Worker:
             for beat in order:
                 moved, now_ms, next_ms = beat._promote_next(self.pump_batch)
                 self.counters.add(sweeps=1, moved=moved)
+                self._busy = self._busy or moved > 0
                 if next_ms is not None:
                     at = time.monotonic() + (next_ms - now_ms) / 1000
                     due_at = at if due_at is None else min(due_at, at)
@@ -264,11 +276,15 @@ class Worker:
                     break
                 jobs = beat.claim(free, lease_ms=self.lease_ms)
                 self.counters.add(claimed=len(jobs))
+                self._busy = self._busy or bool(jobs)
                 for job in jobs:
                     self._start(job, self._works[beat.name])
             self._streak = 0
             if not self._stop.is_set():
-                # How long until the next due time, from what the promotes saw.
+                # How long until the next due time, from what the promotes saw, and,
+                # when idle, the next lease deadline the stalled checks saw.
+                if not self._busy and self.recovery != "off" and self._lease_at is not None:
+                    due_at = self._lease_at if due_at is None else min(due_at, self._lease_at)
                 self._wait(None if due_at is None else due_at - time.monotonic())
         except FATAL as e:
             self._give_up(e)
@@ -290,19 +306,27 @@ class Worker:
             return
         self._last_recover = now
         max_stalled = None if self.recovery == "reap" else self.max_stalled
+        lease_at = None
         for beat in self._beats:
-            recovered, dead = beat.stalled_check(max_stalled=max_stalled, batch=self.pump_batch)
+            recovered, dead, now_ms, next_ms = beat._stalled_next(max_stalled, self.pump_batch)
             self.counters.add(sweeps=1, recovered=len(recovered), dead=len(dead))
             if recovered or dead:
+                self._busy = True
                 log.info("%s: recovered %d, dead %d", beat.name, len(recovered), len(dead))
+            if next_ms is not None:
+                at = time.monotonic() + (next_ms - now_ms) / 1000
+                lease_at = at if lease_at is None else min(lease_at, at)
+        self._lease_at = lease_at
 
     def _free_slots(self) -> int:
         return max(0, self.concurrency - self.running)
 
     def _wait(self, due_in: float | None) -> None:
         """Park: on `wake` while slots are free, else until a slot frees; never
-        past the beat or the next due time (`due_in` seconds, when known)."""
-        timeout = self.beat_ms / 1000
+        past the beat (an idle worker's: `idle_beat_ms`) or the next due time
+        (`due_in` seconds, when known)."""
+        beat_s = (self.beat_ms if self._busy else self.idle_beat_ms) / 1000
+        timeout = beat_s
         if due_in is not None:
             timeout = min(timeout, due_in)
         if timeout <= 0:
@@ -317,7 +341,7 @@ class Worker:
             self._woken.wait(timeout)
             return
         name = self.queue.name
-        if due_in is None or due_in > self.beat_ms / 1000:
+        if due_in is None or due_in > beat_s:
             # A token left by a claim (work left) or a producer wakes us at once;
             # `stop()` ends the pop with CLIENT UNBLOCK (the id is read once).
             self._park_client_id()
@@ -348,7 +372,7 @@ class Worker:
         streak = 0
         while not self._stop.is_set():
             try:
-                if park._park(name, self.beat_ms / 1000):
+                if park._park(name, self.idle_beat_ms / 1000):
                     self._woken.set()
                 streak = 0
             except FATAL as e:

@@ -231,6 +231,27 @@ impl Client {
         }
     }
 
+    /// STALLED CHECK for a worker's beat: `(recovered, dead, now_ms, next_ms)`,
+    /// where `next_ms` is the first lease deadline past the call's clock reading
+    /// that it saw (`None`: no other lease; `now_ms`: the batch was all expired,
+    /// more may be): an idle worker parks no longer than that.
+    #[pyo3(signature = (queue, max_stalled, batch))]
+    fn _stalled_next<'py>(
+        &self,
+        py: Python<'py>,
+        queue: &Bound<'py, PyAny>,
+        max_stalled: Option<&Bound<'py, PyAny>>,
+        batch: &Bound<'py, PyAny>,
+    ) -> PyResult<StalledNext<'py>> {
+        let q = queue_arg(STALLED, queue)?;
+        let max_stalled = max_stalled.map(|m| count(STALLED, "max_stalled", m, true)).transpose()?;
+        let batch = count(STALLED, "batch", batch, false)?;
+        match self.on(py, STALLED, &q, |c| sweeps::run_plan_timed(c, Kind::Stalled { max_stalled }, &q, batch, None))? {
+            (Outcome::Stalled { recovered, dead }, (now, next)) => Ok((id_list(py, recovered)?, id_list(py, dead)?, now, next)),
+            _ => unreachable!("a stalled check gives two lists"),
+        }
+    }
+
     /// How a plan-backend sweep of `kind` (`"promote"` or `"stalled"`) with
     /// `batch` and `group` splits its selection on this server (`sweeps::group_for`):
     /// `(rows, watch_cap)`: groups of at most `rows` rows; with a `watch_cap`, one
@@ -499,6 +520,9 @@ impl Client {
 fn router_address(r: &Router) -> String {
     r.address().to_string()
 }
+
+/// `_stalled_next`'s reply: recovered and dead ids, the clock reading, the next lease deadline.
+type StalledNext<'py> = (Bound<'py, PyList>, Bound<'py, PyList>, i64, Option<f64>);
 
 fn id_list(py: Python<'_>, ids: Vec<Vec<u8>>) -> PyResult<Bound<'_, PyList>> {
     let strs: Vec<String> = ids.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect();
