@@ -781,6 +781,27 @@ def machine_for(url: str, seed: str | None = None):
             assert self.q.extend(j, FAR) is True
             self.m.active[j.id] = None
 
+        @precondition(lambda self: self.held or self.stale)
+        @rule(k=ids_st, n_held=st.integers(0, 3), n_stale=st.integers(0, 2))
+        def extend_many(self, k, n_held, n_stale):
+            """A worker's keeper: held and stale jobs extended in one call, each
+            answered as `extend` alone would, the stale ones left as they are."""
+            held = sorted(self.held)
+            chosen = list(dict.fromkeys(held[(k + i) % len(held)] for i in range(min(n_held, len(held))))) if held else []
+            stale: list[emq.Job] = []
+            for j in self.stale[k % max(1, len(self.stale)) :] + self.stale:
+                if len(stale) < n_stale and j.id not in chosen and all(j.id != o.id for o in stale):
+                    stale.append(j)
+            jobs = [self.held[i] for i in chosen] + stale
+            jobs = jobs[k % max(1, len(jobs)) :] + jobs[: k % max(1, len(jobs))]
+            before = snapshot(self.r)
+            got = self.q.extend_many(jobs, FAR)
+            assert got == [j.id in chosen for j in jobs]
+            for i in chosen:
+                self.m.active[i] = None
+            if not chosen:
+                assert snapshot(self.r) == before, "an extend of lost leases only wrote"
+
         def _await_dead_scores(self) -> None:
             """Before a call that may kill: the server's clock past every score
             in `dead`, so new entries sort after the old ones (see the module doc)."""

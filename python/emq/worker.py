@@ -459,16 +459,24 @@ class Worker:
         every = self.lease_ms / 3000
         while not self._halt.wait(every):
             with self._running_lock:
-                jobs = list(self._running.values())
-            for job, work in jobs:
+                running = list(self._running.values())
+            # One call per queue extends all of its running jobs (issue 17).
+            by_queue: dict[str, tuple[Queue, list[Job]]] = {}
+            for job, work in running:
+                by_queue.setdefault(work.name, (work, []))[1].append(job)
+            for work, jobs in by_queue.values():
                 try:
-                    if not work.extend(job, self.lease_ms) and self._is_running(job):
-                        self.counters.add(lost_leases=1)
-                        log.warning("lease of job %s was lost", job.id)
+                    kept = work.extend_many(jobs, self.lease_ms)
                 except FATAL as e:
                     self._give_up(e)
+                    continue
                 except EmqError as e:
-                    log.warning("extending job %s: %s", job.id, e)
+                    log.warning("extending %d jobs of %s: %s", len(jobs), work.name, e)
+                    continue
+                for job, ok in zip(jobs, kept):
+                    if not ok and self._is_running(job):
+                        self.counters.add(lost_leases=1)
+                        log.warning("lease of job %s was lost", job.id)
 
     def _drain_running(self) -> None:
         deadline = time.monotonic() + self.grace_s

@@ -22,6 +22,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use emq_plan::add::{NewJob, When};
+use emq_plan::extend_many::Held;
 use emq_plan::lane_control::LaneOp;
 use emq_plan::settle::{Action, Settled};
 use emq_plan::sweep::{Kind, Outcome, PROMOTE, STALLED};
@@ -337,6 +338,25 @@ impl Client {
     /// EXTEND (SPEC §7): whether the lease was extended (`False`: it is lost).
     fn _extend(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, job: &Job, lease_ms: u64) -> PyResult<bool> {
         Ok(self.settle(py, queue, job, Action::Extend { lease_ms })? == Settled::Extended)
+    }
+
+    /// EXTEND of many held jobs of the queue in one call (one clock reading, one
+    /// transaction): for each, whether its lease now ends `lease_ms` from now
+    /// (`False`: lost, and left as it is), as `_extend` would answer it alone.
+    fn _extend_many(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, jobs: Vec<PyRef<'_, Job>>, lease_ms: u64) -> PyResult<Vec<bool>> {
+        let q = queue_arg(emq_plan::settle::EXTEND, queue)?;
+        let held: Vec<Held> = jobs
+            .iter()
+            .map(|j| Held {
+                id: j.id.as_bytes().to_vec(),
+                token: j.token.as_deref().unwrap_or_default().as_bytes().to_vec(),
+                lane: j.lane.as_deref().map(|l| l.as_bytes().to_vec()),
+            })
+            .collect();
+        if held.is_empty() {
+            return Ok(vec![]);
+        }
+        self.on(py, emq_plan::settle::EXTEND, &q, |c| jobs::extend_many(c, &q, &held, lease_ms))
     }
 
     /// COMPLETE (SPEC §7): whether the job is done (`False`: the lease is lost).

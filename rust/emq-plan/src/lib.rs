@@ -16,7 +16,8 @@
 //!   `guard` (§9: what each conversation watches and why), `rows` (reading rows,
 //!   telling ghosts), `offer` (lane control and offer(L), §2), `retention`;
 //! - the conversations: `sweep` (PROMOTE §5, STALLED CHECK §6), `add`, `claim`,
-//!   `settle` (extend, complete, fail), `lane_control` (§7), `look` (reads);
+//!   `settle` (extend, complete, fail), `extend_many` (a worker's running jobs at
+//!   once), `lane_control` (§7), `look` (reads);
 //! - `backoff` (the one capped exponential backoff) and `wire` (the sweeps'
 //!   wire form).
 //!
@@ -31,6 +32,7 @@ pub mod clock;
 pub mod cmd;
 pub mod conversation;
 pub mod error;
+pub mod extend_many;
 pub mod guard;
 pub mod lane_control;
 pub mod look;

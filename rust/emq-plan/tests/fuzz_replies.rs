@@ -7,6 +7,7 @@
 use emq_plan::add::{Add, NewJob, When};
 use emq_plan::claim::Claim;
 use emq_plan::conversation::{Conversation, Step};
+use emq_plan::extend_many::{ExtendMany, Held};
 use emq_plan::lane_control::{LaneControl, LaneOp};
 use emq_plan::look::{CountsRead, Get, GetRetention, Lanes, SetRetention};
 use emq_plan::settle::{Action, Settle};
@@ -249,7 +250,16 @@ fn no_conversation_panics_on_any_reply() {
                     _ => Action::Fail { error: b"e".to_vec(), retry_in_ms: (rng.below(2) == 0).then_some(0) },
                 };
                 let lane = (rng.below(2) == 0).then(|| b"L".to_vec());
-                drive(&mut rng, || Settle::new(keys(), b"a".to_vec(), b"1".to_vec(), lane.clone(), action.clone(), 0.5).unwrap());
+                if rng.below(4) == 0 {
+                    // Many extended at once.
+                    let held = vec![
+                        Held { id: b"a".to_vec(), token: b"1".to_vec(), lane: lane.clone() },
+                        Held { id: b"b".to_vec(), token: b"1".to_vec(), lane: None },
+                    ];
+                    drive(&mut rng, || ExtendMany::new(keys(), held.clone(), 10).unwrap());
+                } else {
+                    drive(&mut rng, || Settle::new(keys(), b"a".to_vec(), b"1".to_vec(), lane.clone(), action.clone(), 0.5).unwrap());
+                }
             }
             5 => {
                 let op = [LaneOp::Pause, LaneOp::Resume, LaneOp::Limit(2)][rng.below(3) as usize];
