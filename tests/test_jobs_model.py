@@ -826,6 +826,30 @@ def machine_for(url: str, seed: str | None = None):
             self.m.complete(j.id)
             self._lose(j.id)
 
+        @precondition(lambda self: self.held or self.stale)
+        @rule(k=ids_st, n_held=st.integers(0, 3), n_stale=st.integers(0, 2))
+        def complete_many(self, k, n_held, n_stale):
+            """A group commit: held and stale jobs completed in one call, each
+            answered as `complete` alone would, the result that of the completes
+            one after another."""
+            held = sorted(self.held)
+            chosen = list(dict.fromkeys(held[(k + i) % len(held)] for i in range(min(n_held, len(held))))) if held else []
+            stale: list[emq.Job] = []
+            for j in self.stale[k % max(1, len(self.stale)) :] + self.stale:
+                if len(stale) < n_stale and j.id not in chosen and all(j.id != o.id for o in stale):
+                    stale.append(j)
+            jobs = [self.held[i] for i in chosen] + stale
+            jobs = jobs[k % max(1, len(jobs)) :] + jobs[: k % max(1, len(jobs))]
+            before = snapshot(self.r)
+            got = self.q.complete_many(jobs)
+            assert got == [j.id in chosen for j in jobs]
+            for j in jobs:
+                if j.id in chosen:
+                    self.m.complete(j.id)
+                    self._lose(j.id)
+            if not chosen:
+                assert snapshot(self.r) == before, "a complete of lost leases only wrote"
+
         @precondition(lambda self: self.held)
         @rule(k=ids_st, retry=st.sampled_from(["now", "far", "backoff"]), error=st.binary(min_size=1, max_size=6))
         def fail(self, k, retry, error):

@@ -186,6 +186,8 @@ class Worker:
         self._lease_at: float | None = None
         self._busy = True
         self._park_id: int | None = None
+        self._parking = False  # the beat is blocked on `wake` (or about to be)
+        self._ending_park = False
         self._can_unblock = True
         self._fatal: EmqError | None = None
 
@@ -196,10 +198,22 @@ class Worker:
         self._stop.set()
         self._freed.set()
         self._woken.set()
-        # A park blocks for up to a beat: end it now, where this user may.
-        park_id = self._park_id
-        if park_id is not None and self._can_unblock and len(self.queues) == 1:
-            self._unblock_park(park_id)
+        # A park blocks for up to a beat: end it now, where this user may (until
+        # run() is over: the stop may come just before the pop blocks).
+        if self._can_unblock and len(self.queues) == 1 and not self._ending_park:
+            self._ending_park = True
+            threading.Thread(target=self._end_park, name="emq-stop", daemon=True).start()
+
+    def _end_park(self) -> None:
+        deadline = time.monotonic() + self.idle_beat_ms / 1000 + 5
+        while not self._halt.is_set() and time.monotonic() < deadline and self._can_unblock:
+            park_id = self._park_id
+            if self._parking and park_id is not None:
+                try:
+                    self._beat.client._unblock(park_id, self.queue.name)
+                except EmqError:
+                    return
+            time.sleep(0.02)
 
     @property
     def running(self) -> int:
@@ -345,8 +359,12 @@ class Worker:
             # A token left by a claim (work left) or a producer wakes us at once;
             # `stop()` ends the pop with CLIENT UNBLOCK (the id is read once).
             self._park_client_id()
-            if not self._stop.is_set():
-                self._park._park(name, timeout)
+            self._parking = True
+            try:
+                if not self._stop.is_set():
+                    self._park._park(name, timeout)
+            finally:
+                self._parking = False
             return
         # Due before the beat: the server times out a blocking pop only on its
         # own tick (every 1/hz s, 100 ms by default), so a timer unblocks the pop
@@ -361,9 +379,12 @@ class Worker:
         timer = threading.Timer(timeout, self._unblock_park, args=(park_id,))
         timer.daemon = True
         timer.start()
+        self._parking = True
         try:
-            self._park._park(name, timeout + 1)
+            if not self._stop.is_set():
+                self._park._park(name, timeout + 1)
         finally:
+            self._parking = False
             timer.cancel()
 
     def _park_on(self, park: Client, name: str) -> None:

@@ -6,6 +6,7 @@ use std::sync::OnceLock;
 
 use emq_plan::add::{Add, NewJob};
 use emq_plan::claim::{Claim, Claimed, CLAIM, MAX_CLAIM};
+use emq_plan::complete_many::CompleteMany;
 use emq_plan::extend_many::{ExtendMany, Held};
 use emq_plan::lane_control::{LaneControl, LaneOp};
 use emq_plan::settle::{Action, Settle, Settled};
@@ -65,6 +66,11 @@ pub fn settle(conn: &mut Conn, queue: &[u8], id: &[u8], token: &[u8], lane: Opti
 /// EXTEND of many held jobs in one call: whether each was extended.
 pub fn extend_many(conn: &mut Conn, queue: &[u8], jobs: &[Held], lease_ms: u64) -> HostResult<Vec<bool>> {
     drive(conn, || Ok(ExtendMany::new(Keys::new(queue), jobs.to_vec(), lease_ms)?), |_| {})
+}
+
+/// COMPLETE of many held jobs in one call: whether each was completed.
+pub fn complete_many(conn: &mut Conn, queue: &[u8], jobs: &[Held]) -> HostResult<Vec<bool>> {
+    drive(conn, || Ok(CompleteMany::new(Keys::new(queue), jobs.to_vec())?), |_| {})
 }
 
 pub fn lane(conn: &mut Conn, queue: &[u8], lane: &[u8], op: LaneOp) -> HostResult<()> {

@@ -345,18 +345,23 @@ impl Client {
     /// (`False`: lost, and left as it is), as `_extend` would answer it alone.
     fn _extend_many(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, jobs: Vec<PyRef<'_, Job>>, lease_ms: u64) -> PyResult<Vec<bool>> {
         let q = queue_arg(emq_plan::settle::EXTEND, queue)?;
-        let held: Vec<Held> = jobs
-            .iter()
-            .map(|j| Held {
-                id: j.id.as_bytes().to_vec(),
-                token: j.token.as_deref().unwrap_or_default().as_bytes().to_vec(),
-                lane: j.lane.as_deref().map(|l| l.as_bytes().to_vec()),
-            })
-            .collect();
+        let held = held_jobs(&jobs);
         if held.is_empty() {
             return Ok(vec![]);
         }
         self.on(py, emq_plan::settle::EXTEND, &q, |c| jobs::extend_many(c, &q, &held, lease_ms))
+    }
+
+    /// COMPLETE of many held jobs of the queue in one call (one clock reading,
+    /// one transaction): for each, whether it is done (`False`: its lease was
+    /// lost, and it is left as it is), as `_complete` would answer it alone.
+    fn _complete_many(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, jobs: Vec<PyRef<'_, Job>>) -> PyResult<Vec<bool>> {
+        let q = queue_arg(emq_plan::settle::COMPLETE, queue)?;
+        let held = held_jobs(&jobs);
+        if held.is_empty() {
+            return Ok(vec![]);
+        }
+        self.on(py, emq_plan::settle::COMPLETE, &q, |c| jobs::complete_many(c, &q, &held))
     }
 
     /// COMPLETE (SPEC §7): whether the job is done (`False`: the lease is lost).
@@ -539,6 +544,17 @@ impl Client {
 /// A router's address: its seed's, without a password.
 fn router_address(r: &Router) -> String {
     r.address().to_string()
+}
+
+/// The held jobs (id, token, lane) a batch call is given.
+fn held_jobs(jobs: &[PyRef<'_, Job>]) -> Vec<Held> {
+    jobs.iter()
+        .map(|j| Held {
+            id: j.id.as_bytes().to_vec(),
+            token: j.token.as_deref().unwrap_or_default().as_bytes().to_vec(),
+            lane: j.lane.as_deref().map(|l| l.as_bytes().to_vec()),
+        })
+        .collect()
 }
 
 /// `_stalled_next`'s reply: recovered and dead ids, the clock reading, the next lease deadline.

@@ -16,8 +16,8 @@
 //!   `guard` (§9: what each conversation watches and why), `rows` (reading rows,
 //!   telling ghosts), `offer` (lane control and offer(L), §2), `retention`;
 //! - the conversations: `sweep` (PROMOTE §5, STALLED CHECK §6), `add`, `claim`,
-//!   `settle` (extend, complete, fail), `extend_many` (a worker's running jobs at
-//!   once), `lane_control` (§7), `look` (reads);
+//!   `settle` (extend, complete, fail), `extend_many` and `complete_many` (a
+//!   worker's jobs at once), `lane_control` (§7), `look` (reads);
 //! - `backoff` (the one capped exponential backoff) and `wire` (the sweeps'
 //!   wire form).
 //!
@@ -30,6 +30,7 @@ pub mod backoff;
 pub mod claim;
 pub mod clock;
 pub mod cmd;
+pub mod complete_many;
 pub mod conversation;
 pub mod error;
 pub mod extend_many;

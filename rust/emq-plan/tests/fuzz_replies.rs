@@ -6,6 +6,7 @@
 
 use emq_plan::add::{Add, NewJob, When};
 use emq_plan::claim::Claim;
+use emq_plan::complete_many::CompleteMany;
 use emq_plan::conversation::{Conversation, Step};
 use emq_plan::extend_many::{ExtendMany, Held};
 use emq_plan::lane_control::{LaneControl, LaneOp};
@@ -256,7 +257,11 @@ fn no_conversation_panics_on_any_reply() {
                         Held { id: b"a".to_vec(), token: b"1".to_vec(), lane: lane.clone() },
                         Held { id: b"b".to_vec(), token: b"1".to_vec(), lane: None },
                     ];
-                    drive(&mut rng, || ExtendMany::new(keys(), held.clone(), 10).unwrap());
+                    if rng.below(2) == 0 {
+                        drive(&mut rng, || ExtendMany::new(keys(), held.clone(), 10).unwrap());
+                    } else {
+                        drive(&mut rng, || CompleteMany::new(keys(), held.clone()).unwrap());
+                    }
                 } else {
                     drive(&mut rng, || Settle::new(keys(), b"a".to_vec(), b"1".to_vec(), lane.clone(), action.clone(), 0.5).unwrap());
                 }

@@ -1,0 +1,186 @@
+//! COMPLETE for many jobs in one call (SPEC §7, issue 17's group commit): each
+//! job is answered as `settle`'s COMPLETE would answer it alone (done while its
+//! row is `active` with its token, else refused and left as it is), under one
+//! clock reading, in one transaction. The result is that of the completes one
+//! after another in the order given (a lane is offered when the job that frees
+//! its slot is reached).
+
+use crate::clock::parse_time;
+use crate::cmd::Cmd;
+use crate::conversation::{Conversation, Step};
+use crate::error::{Error, Result};
+use crate::extend_many::{Held, EXTEND_MAX};
+use crate::guard::{confirm_empty, lease_bucket, lease_mark, relies_on_empty, still_empty};
+use crate::names::Keys;
+use crate::numbers::field_int;
+use crate::offer::{LaneCtl, Offers, CTL_FIELDS};
+use crate::reply::Reply;
+use crate::retention::{self, Retention};
+use crate::settle::COMPLETE;
+
+pub struct CompleteMany {
+    keys: Keys,
+    jobs: Vec<Held>,
+    /// The lanes the jobs name, in the order of their first job.
+    lanes: Vec<Vec<u8>>,
+    answers: Vec<bool>,
+    /// The plan, held while the lane lists it relies on being empty (how many)
+    /// are read again.
+    held: Option<(Vec<Cmd>, usize)>,
+}
+
+const ROW: [&str; 4] = ["state", "token", "lane", "lease"];
+
+impl CompleteMany {
+    /// Checks the call before anything is read: at most `EXTEND_MAX` jobs, each
+    /// with an id, none twice (a job is completed once).
+    pub fn new(keys: Keys, jobs: Vec<Held>) -> Result<Self> {
+        if jobs.len() > EXTEND_MAX {
+            return Err(Error::argument(COMPLETE, "jobs", format!("at most {EXTEND_MAX} a call")));
+        }
+        for (i, j) in jobs.iter().enumerate() {
+            if j.id.is_empty() {
+                return Err(Error::argument(COMPLETE, "job", "has no id"));
+            }
+            if jobs[..i].iter().any(|o| o.id == j.id) {
+                return Err(Error::argument(COMPLETE, "jobs", format!("{:?} is given twice", String::from_utf8_lossy(&j.id))));
+            }
+        }
+        let mut lanes: Vec<Vec<u8>> = vec![];
+        for l in jobs.iter().filter_map(|j| j.lane.as_ref()) {
+            if !lanes.contains(l) {
+                lanes.push(l.clone());
+            }
+        }
+        Ok(CompleteMany { keys, jobs, lanes, answers: vec![], held: None })
+    }
+}
+
+impl Conversation for CompleteMany {
+    type Out = Vec<bool>;
+
+    fn verb(&self) -> &'static str {
+        COMPLETE
+    }
+
+    /// The clock, every row and the control of every lane named (watched, as
+    /// COMPLETE watches them, SPEC §9), the lanes' lengths, the lists' types and
+    /// the retention of done rows.
+    fn start(&mut self) -> Step<Self::Out> {
+        let k = &self.keys;
+        let mut watch: Vec<Vec<u8>> = self.jobs.iter().map(|j| k.job(&j.id)).collect();
+        watch.extend(self.lanes.iter().map(|l| k.lanectl(l)));
+        let mut cmds = vec![Cmd::new("TIME")];
+        cmds.extend(self.jobs.iter().map(|j| Cmd::new("HMGET").arg(k.job(&j.id)).args(ROW)));
+        for l in &self.lanes {
+            cmds.push(Cmd::new("HMGET").arg(k.lanectl(l)).args(CTL_FIELDS));
+            cmds.push(Cmd::new("LLEN").arg(k.lane(l)));
+        }
+        cmds.push(Cmd::new("LLEN").arg(k.ring()));
+        cmds.push(Cmd::new("LLEN").arg(k.wake()));
+        cmds.push(Cmd::new("ZCARD").arg(k.active()));
+        cmds.push(retention::read(k, &["done_ms"]));
+        cmds.push(Cmd::new("ZCARD").arg(k.done()));
+        Step::Read { watch, cmds }
+    }
+
+    fn feed(&mut self, replies: &[Reply]) -> Result<Step<Self::Out>> {
+        if let Some((writes, lists)) = self.held.take() {
+            if !still_empty(replies, lists) {
+                return Err(Error::conflict(COMPLETE, "a lane it found empty got work before the watch"));
+            }
+            return Ok(Step::Exec(writes));
+        }
+        let (n, nl) = (self.jobs.len(), self.lanes.len());
+        if replies.len() != 1 + n + 2 * nl + 5 {
+            return Err(Error::server(COMPLETE, "wrong number of replies"));
+        }
+        let k = self.keys.clone();
+        let now = parse_time(&replies[0]).ok_or_else(|| Error::server(COMPLETE, "TIME gave no clock"))?;
+        let mut lanes: Vec<(LaneCtl, i64, i64)> = Vec::with_capacity(nl); // control, length, jobs leaving active
+        for (l, pair) in self.lanes.iter().zip(replies[1 + n..1 + n + 2 * nl].chunks_exact(2)) {
+            if pair[0].is_wrongtype() || pair[1].is_wrongtype() {
+                return Err(Error::layout(COMPLETE, format!("{} or its control has the wrong type", String::from_utf8_lossy(&k.lane(l)))));
+            }
+            lanes.push((LaneCtl::from_reply(&pair[0]), pair[1].as_int().unwrap_or(0), 0));
+        }
+        let t = &replies[1 + n + 2 * nl..];
+        let (ring_ok, wake_ok) = (!t[0].is_wrongtype(), !t[1].is_wrongtype());
+        if t[2].is_wrongtype() {
+            return Err(Error::layout(COMPLETE, "active has the wrong type"));
+        }
+        let done_ms = Retention::from_reply(COMPLETE, &k, &["done_ms"], &t[3])?.done_ms;
+        let mut done: Vec<&[u8]> = vec![];
+        let mut offers = Offers::default();
+        let mut marks: Vec<i64> = vec![];
+        self.answers = Vec::with_capacity(n);
+        for (j, r) in self.jobs.iter().zip(&replies[1..=n]) {
+            if r.is_wrongtype() {
+                return Err(Error::layout(COMPLETE, format!("{} has the wrong type", String::from_utf8_lossy(&k.job(&j.id)))));
+            }
+            let f = r.fields();
+            let field = |i: usize| f.get(i).copied().flatten();
+            let held = field(0) == Some(b"active".as_slice()) && field(1) == Some(j.token.as_slice());
+            if held && field(2) != j.lane.as_deref() {
+                return Err(Error::argument(COMPLETE, "job", "names another lane than its row"));
+            }
+            self.answers.push(held);
+            if !held {
+                continue;
+            }
+            done.push(&j.id);
+            if let Some(l) = &j.lane {
+                // As its own COMPLETE would: the lane gives back the job's slot, then offer(L).
+                let i = self.lanes.iter().position(|x| x == l).expect("every job's lane was read");
+                let (ctl, len, left) = &mut lanes[i];
+                ctl.active = (ctl.active - 1).max(0);
+                *left += 1;
+                offers.offer(l, *len, ctl);
+            }
+            if let Some(b) = field(3).and_then(field_int).map(|lease| lease_bucket(lease as f64)) {
+                if !marks.contains(&b) {
+                    marks.push(b);
+                }
+            }
+        }
+        if done.is_empty() {
+            return Ok(Step::Done(std::mem::take(&mut self.answers)));
+        }
+        if done_ms != 0 && t[4].is_wrongtype() {
+            return Err(retention::wrong_type(COMPLETE, &k.done()));
+        }
+        let mut w: Vec<Cmd> = marks.into_iter().map(|b| lease_mark(&k, b)).collect();
+        w.push(Cmd::new("ZREM").arg(k.active()).args(&done));
+        for id in &done {
+            retention::done_writes(&k, id, now, done_ms, &mut w);
+        }
+        let mut relied = vec![];
+        for (l, (ctl, len, left)) in self.lanes.iter().zip(lanes) {
+            if left == 0 {
+                continue;
+            }
+            w.push(Cmd::new("HSET").arg(k.lanectl(l)).arg("active").arg(ctl.active.to_string()));
+            if relies_on_empty(len, &ctl) {
+                relied.push(l.clone());
+            }
+        }
+        if offers.offered_any() {
+            if !ring_ok || !wake_ok {
+                return Err(Error::layout(COMPLETE, "ring or wake has the wrong type"));
+            }
+            offers.writes(&k, &mut w);
+        }
+        if !relied.is_empty() {
+            self.held = Some((w, relied.len()));
+            return Ok(confirm_empty(&k, &relied));
+        }
+        Ok(Step::Exec(w))
+    }
+
+    fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out> {
+        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
+            return Err(Error::server(COMPLETE, message));
+        }
+        Ok(std::mem::take(&mut self.answers))
+    }
+}
