@@ -781,11 +781,9 @@ def machine_for(url: str, seed: str | None = None):
             assert self.q.extend(j, FAR) is True
             self.m.active[j.id] = None
 
-        @precondition(lambda self: self.held or self.stale)
-        @rule(k=ids_st, n_held=st.integers(0, 3), n_stale=st.integers(0, 2))
-        def extend_many(self, k, n_held, n_stale):
-            """A worker's keeper: held and stale jobs extended in one call, each
-            answered as `extend` alone would, the stale ones left as they are."""
+        def _batch(self, k: int, n_held: int, n_stale: int) -> tuple[list[emq.Job], list[str]]:
+            """A batch call's jobs: up to `n_held` held ones and `n_stale` stale ones
+            (ids not held, none twice), rotated by `k`; and the held ids chosen."""
             held = sorted(self.held)
             chosen = list(dict.fromkeys(held[(k + i) % len(held)] for i in range(min(n_held, len(held))))) if held else []
             stale: list[emq.Job] = []
@@ -793,7 +791,14 @@ def machine_for(url: str, seed: str | None = None):
                 if len(stale) < n_stale and j.id not in chosen and all(j.id != o.id for o in stale):
                     stale.append(j)
             jobs = [self.held[i] for i in chosen] + stale
-            jobs = jobs[k % max(1, len(jobs)) :] + jobs[: k % max(1, len(jobs))]
+            return jobs[k % max(1, len(jobs)) :] + jobs[: k % max(1, len(jobs))], chosen
+
+        @precondition(lambda self: self.held or self.stale)
+        @rule(k=ids_st, n_held=st.integers(0, 3), n_stale=st.integers(0, 2))
+        def extend_many(self, k, n_held, n_stale):
+            """A worker's keeper: held and stale jobs extended in one call, each
+            answered as `extend` alone would, the stale ones left as they are."""
+            jobs, chosen = self._batch(k, n_held, n_stale)
             before = snapshot(self.r)
             got = self.q.extend_many(jobs, FAR)
             assert got == [j.id in chosen for j in jobs]
@@ -832,14 +837,7 @@ def machine_for(url: str, seed: str | None = None):
             """A group commit: held and stale jobs completed in one call, each
             answered as `complete` alone would, the result that of the completes
             one after another."""
-            held = sorted(self.held)
-            chosen = list(dict.fromkeys(held[(k + i) % len(held)] for i in range(min(n_held, len(held))))) if held else []
-            stale: list[emq.Job] = []
-            for j in self.stale[k % max(1, len(self.stale)) :] + self.stale:
-                if len(stale) < n_stale and j.id not in chosen and all(j.id != o.id for o in stale):
-                    stale.append(j)
-            jobs = [self.held[i] for i in chosen] + stale
-            jobs = jobs[k % max(1, len(jobs)) :] + jobs[: k % max(1, len(jobs))]
+            jobs, chosen = self._batch(k, n_held, n_stale)
             before = snapshot(self.r)
             got = self.q.complete_many(jobs)
             assert got == [j.id in chosen for j in jobs]

@@ -9,10 +9,9 @@ use crate::clock::parse_time;
 use crate::cmd::Cmd;
 use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
-use crate::extend_many::{Held, EXTEND_MAX};
-use crate::guard::{confirm_empty, lease_bucket, lease_mark, relies_on_empty, still_empty};
+use crate::extend_many::{held_rows, lease_marks_of, row_reads, Held, EXTEND_MAX};
+use crate::guard::{confirm_empty, relies_on_empty, still_empty};
 use crate::names::Keys;
-use crate::numbers::field_int;
 use crate::offer::{LaneCtl, Offers, CTL_FIELDS};
 use crate::reply::Reply;
 use crate::retention::{self, Retention};
@@ -28,8 +27,6 @@ pub struct CompleteMany {
     /// are read again.
     held: Option<(Vec<Cmd>, usize)>,
 }
-
-const ROW: [&str; 4] = ["state", "token", "lane", "lease"];
 
 impl CompleteMany {
     /// Checks the call before anything is read: at most `EXTEND_MAX` jobs, each
@@ -71,7 +68,7 @@ impl Conversation for CompleteMany {
         let mut watch: Vec<Vec<u8>> = self.jobs.iter().map(|j| k.job(&j.id)).collect();
         watch.extend(self.lanes.iter().map(|l| k.lanectl(l)));
         let mut cmds = vec![Cmd::new("TIME")];
-        cmds.extend(self.jobs.iter().map(|j| Cmd::new("HMGET").arg(k.job(&j.id)).args(ROW)));
+        cmds.extend(row_reads(k, &self.jobs));
         for l in &self.lanes {
             cmds.push(Cmd::new("HMGET").arg(k.lanectl(l)).args(CTL_FIELDS));
             cmds.push(Cmd::new("LLEN").arg(k.lane(l)));
@@ -112,18 +109,9 @@ impl Conversation for CompleteMany {
         let done_ms = Retention::from_reply(COMPLETE, &k, &["done_ms"], &t[3])?.done_ms;
         let mut done: Vec<&[u8]> = vec![];
         let mut offers = Offers::default();
-        let mut marks: Vec<i64> = vec![];
+        let mut seconds: Vec<i64> = vec![];
         self.answers = Vec::with_capacity(n);
-        for (j, r) in self.jobs.iter().zip(&replies[1..=n]) {
-            if r.is_wrongtype() {
-                return Err(Error::layout(COMPLETE, format!("{} has the wrong type", String::from_utf8_lossy(&k.job(&j.id)))));
-            }
-            let f = r.fields();
-            let field = |i: usize| f.get(i).copied().flatten();
-            let held = field(0) == Some(b"active".as_slice()) && field(1) == Some(j.token.as_slice());
-            if held && field(2) != j.lane.as_deref() {
-                return Err(Error::argument(COMPLETE, "job", "names another lane than its row"));
-            }
+        for (j, (held, second)) in self.jobs.iter().zip(held_rows(COMPLETE, &k, &self.jobs, &replies[1..=n])?) {
             self.answers.push(held);
             if !held {
                 continue;
@@ -137,11 +125,7 @@ impl Conversation for CompleteMany {
                 *left += 1;
                 offers.offer(l, *len, ctl);
             }
-            if let Some(b) = field(3).and_then(field_int).map(|lease| lease_bucket(lease as f64)) {
-                if !marks.contains(&b) {
-                    marks.push(b);
-                }
-            }
+            seconds.extend(second);
         }
         if done.is_empty() {
             return Ok(Step::Done(std::mem::take(&mut self.answers)));
@@ -149,7 +133,7 @@ impl Conversation for CompleteMany {
         if done_ms != 0 && t[4].is_wrongtype() {
             return Err(retention::wrong_type(COMPLETE, &k.done()));
         }
-        let mut w: Vec<Cmd> = marks.into_iter().map(|b| lease_mark(&k, b)).collect();
+        let mut w = lease_marks_of(&k, seconds);
         w.push(Cmd::new("ZREM").arg(k.active()).args(&done));
         for id in &done {
             retention::done_writes(&k, id, now, done_ms, &mut w);

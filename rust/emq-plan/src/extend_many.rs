@@ -32,7 +32,47 @@ pub struct ExtendMany {
     answers: Vec<bool>,
 }
 
+/// The row fields a batch call reads for each job.
 const ROW: [&str; 4] = ["state", "token", "lane", "lease"];
+
+/// The read of each job's row, in order (their replies go to [`held_rows`]).
+pub fn row_reads<'a>(keys: &'a Keys, jobs: &'a [Held]) -> impl Iterator<Item = Cmd> + 'a {
+    jobs.iter().map(move |j| Cmd::new("HMGET").arg(keys.job(&j.id)).args(ROW))
+}
+
+/// Each job's row as [`row_reads`] read it: whether the job is still held
+/// (`active` with its token), and the second its lease ends in (whose mark the
+/// call sets, `crate::guard`). As for the single calls, a row of the wrong type
+/// is a layout error and a held job naming another lane than its row an
+/// argument error.
+pub fn held_rows(verb: &'static str, keys: &Keys, jobs: &[Held], replies: &[Reply]) -> Result<Vec<(bool, Option<i64>)>> {
+    jobs.iter()
+        .zip(replies)
+        .map(|(j, r)| {
+            if r.is_wrongtype() {
+                return Err(Error::layout(verb, format!("{} has the wrong type", String::from_utf8_lossy(&keys.job(&j.id)))));
+            }
+            let f = r.fields();
+            let field = |i: usize| f.get(i).copied().flatten();
+            let held = field(0) == Some(b"active".as_slice()) && field(1) == Some(j.token.as_slice());
+            if held && field(2) != j.lane.as_deref() {
+                return Err(Error::argument(verb, "job", "names another lane than its row"));
+            }
+            Ok((held, field(3).and_then(field_int).map(|lease| lease_bucket(lease as f64))))
+        })
+        .collect()
+}
+
+/// The lease marks of `seconds`, each once, in order of first appearance.
+pub fn lease_marks_of(keys: &Keys, seconds: impl IntoIterator<Item = i64>) -> Vec<Cmd> {
+    let mut seen: Vec<i64> = vec![];
+    for b in seconds {
+        if !seen.contains(&b) {
+            seen.push(b);
+        }
+    }
+    seen.into_iter().map(|b| lease_mark(keys, b)).collect()
+}
 
 impl ExtendMany {
     /// Checks the call before anything is read: a positive lease, at most
@@ -65,7 +105,7 @@ impl Conversation for ExtendMany {
         let k = &self.keys;
         let watch = self.jobs.iter().map(|j| k.job(&j.id)).collect();
         let mut cmds = vec![Cmd::new("TIME")];
-        cmds.extend(self.jobs.iter().map(|j| Cmd::new("HMGET").arg(k.job(&j.id)).args(ROW)));
+        cmds.extend(row_reads(k, &self.jobs));
         cmds.push(Cmd::new("ZCARD").arg(k.active()));
         Step::Read { watch, cmds }
     }
@@ -82,18 +122,9 @@ impl Conversation for ExtendMany {
         let k = &self.keys;
         let deadline = later(now, self.lease_ms).to_string();
         let mut zadd = Cmd::new("ZADD").arg(k.active()).arg("XX");
-        let (mut rows, mut marks): (Vec<Cmd>, Vec<i64>) = (vec![], vec![]);
+        let (mut rows, mut seconds): (Vec<Cmd>, Vec<i64>) = (vec![], vec![]);
         self.answers = Vec::with_capacity(n);
-        for (j, r) in self.jobs.iter().zip(&replies[1..=n]) {
-            if r.is_wrongtype() {
-                return Err(Error::layout(EXTEND, format!("{} has the wrong type", String::from_utf8_lossy(&k.job(&j.id)))));
-            }
-            let f = r.fields();
-            let field = |i: usize| f.get(i).copied().flatten();
-            let held = field(0) == Some(b"active".as_slice()) && field(1) == Some(j.token.as_slice());
-            if held && field(2) != j.lane.as_deref() {
-                return Err(Error::argument(EXTEND, "job", "names another lane than its row"));
-            }
+        for (j, (held, second)) in self.jobs.iter().zip(held_rows(EXTEND, k, &self.jobs, &replies[1..=n])?) {
             let again = held && self.jobs.iter().zip(&self.answers).any(|(o, &ok)| ok && o.id == j.id);
             self.answers.push(held);
             if !held || again {
@@ -102,16 +133,12 @@ impl Conversation for ExtendMany {
             zadd = zadd.arg(&deadline).arg(&j.id);
             rows.push(Cmd::new("HSET").arg(k.job(&j.id)).arg("lease").arg(&deadline));
             // The old lease's second: a stalled check that selected it watches it (`crate::guard`).
-            if let Some(b) = field(3).and_then(field_int).map(|lease| lease_bucket(lease as f64)) {
-                if !marks.contains(&b) {
-                    marks.push(b);
-                }
-            }
+            seconds.extend(second);
         }
         if rows.is_empty() {
             return Ok(Step::Done(std::mem::take(&mut self.answers)));
         }
-        let mut w: Vec<Cmd> = marks.into_iter().map(|b| lease_mark(k, b)).collect();
+        let mut w = lease_marks_of(k, seconds);
         w.push(zadd);
         w.extend(rows);
         Ok(Step::Exec(w))
