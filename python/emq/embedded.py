@@ -9,6 +9,11 @@ takes nearly half of its time: benches/README.md, "The server's allocator"). So 
 built on libc malloc is started with the system's jemalloc preloaded when there is
 one (Debian: `libjemalloc2`, which `redis-server` depends on); `EMQ_SERVER_MALLOC=build`,
 or `Server(malloc="build")`, keeps the allocator the binary was built with.
+
+`Server(module=True)` (or `EMQ_SERVER_MODULE=1`) loads emq's server module, which
+`./dev module` builds (`EMQ_SERVER_MODULE=/path/libemq_module.so`: that file):
+`EMQ.PROMOTE` and `EMQ.STALLED.CHECK` become commands of the server, run with
+`backend="module"`.
 """
 
 from __future__ import annotations
@@ -69,6 +74,33 @@ def jemalloc_library() -> str | None:
     return ctypes.util.find_library("jemalloc")  # a soname the loader finds itself
 
 
+MODULE_FILE = "libemq_module.so"
+
+
+def module_path() -> str | None:
+    """emq's server module: `EMQ_SERVER_MODULE` when it names a file, else the one
+    `./dev module` built in this checkout (`target/release/`), else None."""
+    env = os.environ.get("EMQ_SERVER_MODULE", "")
+    if env not in ("", "0", "1"):
+        return env
+    for candidate in (Path(__file__).parent / MODULE_FILE, Path(__file__).parents[2] / "target" / "release" / MODULE_FILE):
+        if candidate.is_file():
+            return str(candidate)
+    return None
+
+
+def _module_arg(module: bool | str | None) -> str | None:
+    if module is None:
+        env = os.environ.get("EMQ_SERVER_MODULE", "")
+        module = env if env not in ("", "0", "1") else env == "1"
+    if module is False:
+        return None
+    path = module_path() if module is True else module
+    if not path or not os.path.isfile(path):
+        raise FileNotFoundError(f"emq: the server module {path or MODULE_FILE!r} was not found: build it with ./dev module")
+    return os.path.abspath(path)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -83,12 +115,24 @@ class Server:
     redis-server alike. `extra` are more config directives (`--appendonly yes`, …).
     `malloc`: `"jemalloc"` (the default, or `EMQ_SERVER_MALLOC`) preloads the
     system's jemalloc into a server built on libc malloc (see the module's doc);
-    `"build"` runs the binary as it was built.
+    `"build"` runs the binary as it was built. `module`: load emq's server module
+    (True: `module_path()`; a path: that file; None: as `EMQ_SERVER_MODULE` says).
     """
 
-    def __init__(self, binary: str | None = None, *, extra: list[str] | None = None, port: int | None = None, malloc: str | None = None):
+    def __init__(
+        self,
+        binary: str | None = None,
+        *,
+        extra: list[str] | None = None,
+        port: int | None = None,
+        malloc: str | None = None,
+        module: bool | str | None = None,
+    ):
         self.binary = binary or valkey_binary()
         self.extra = list(extra or [])
+        self.module = _module_arg(module)
+        if self.module:
+            self.extra += ["--loadmodule", self.module]
         self.port = port
         malloc = malloc or os.environ.get("EMQ_SERVER_MALLOC") or "jemalloc"
         if malloc not in ("jemalloc", "build"):

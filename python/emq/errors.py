@@ -10,6 +10,7 @@ discard it (`READONLY`, `OOM`, `NOPERM`, `MOVED`, …).
     ├── DuplicateJobError                 another job has this id; nothing written
     ├── ContentionError                   EXEC kept being aborted; nothing written
     ├── ScriptingError                    the Lua backend may not run scripts
+    ├── ModuleMissingError                the module backend: the server has no emq module
     ├── PermissionError (also builtins.PermissionError)   NOPERM: an ACL denies a command or key
     ├── ConnectionError (also builtins.ConnectionError)   the server could not be reached, or the connection broke
     │   ├── TimeoutError (also builtins.TimeoutError)     no reply within the timeout; nothing was written
@@ -71,6 +72,11 @@ class AuthenticationError(ConnectionError):
 
 class ScriptingError(EmqError):
     """The Lua backend cannot run: scripting is not allowed for this user."""
+
+
+class ModuleMissingError(EmqError):
+    """The module backend cannot run: the server has not loaded emq's module
+    (`EMQ.PROMOTE` is an unknown command there). README, "The server module"."""
 
 
 class DuplicateJobError(EmqError):
@@ -143,6 +149,7 @@ __all__ = [
     "ReadOnlyError",
     "RedirectError",
     "ScriptingError",
+    "ModuleMissingError",
     "ServerError",
     "TimeoutError",
     "UnavailableError",

@@ -1,5 +1,7 @@
 """The two sweeps (SPEC §5, §6), on the plan backend (in-process, under a narrow
-WATCH guard) or the Lua backend (the reference scripts, by EVALSHA)."""
+WATCH guard), the Lua backend (the reference scripts, by EVALSHA) or the module
+backend (`EMQ.PROMOTE`, `EMQ.STALLED.CHECK`: emq's server module runs the same
+plans inside the server; README, "The server module")."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from typing import Any, Literal
 
 from ._core import Client
 
-Backend = Literal["plan", "lua"]
+Backend = Literal["plan", "lua", "module"]
 ClientLike = Client | str
 
 

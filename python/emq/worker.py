@@ -31,6 +31,7 @@ from .errors import (
     AuthenticationError,
     EmqError,
     LayoutError,
+    ModuleMissingError,
     PermissionError,
     ScriptingError,
 )
@@ -41,7 +42,7 @@ log = logging.getLogger("emq.worker")
 Recovery = Literal["reap", "stalled", "off"]
 
 # Errors no retry mends: the worker stops with them.
-FATAL = (ArgumentError, LayoutError, AuthenticationError, PermissionError, ScriptingError)
+FATAL = (ArgumentError, LayoutError, AuthenticationError, PermissionError, ScriptingError, ModuleMissingError)
 
 # Where a user may not CLIENT UNBLOCK: how long before a due time a parked
 # worker stops blocking on the server and waits on its own clock (more than one

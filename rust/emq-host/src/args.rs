@@ -80,7 +80,8 @@ pub fn backend_arg(verb: &str, b: &Bound<'_, PyAny>) -> HostResult<Backend> {
     match text_arg(verb, "backend", b)?.as_str() {
         "plan" => Ok(Backend::Plan),
         "lua" => Ok(Backend::Lua),
-        other => Err(HostError::Argument(format!("{verb}: backend must be \"plan\" or \"lua\", not {other:?}"))),
+        "module" => Ok(Backend::Module),
+        other => Err(HostError::Argument(format!("{verb}: backend must be \"plan\", \"lua\" or \"module\", not {other:?}"))),
     }
 }
 
@@ -90,7 +91,7 @@ pub fn group_arg(verb: &str, g: Option<&Bound<'_, PyAny>>, backend: Backend) -> 
     let Some(g) = g.filter(|g| !g.is_none()) else { return Ok(None) };
     let g = count(verb, "group", g, false)?;
     if backend != Backend::Plan {
-        return Err(HostError::Argument(format!("{verb}: group applies to backend=\"plan\"; a script is one call")));
+        return Err(HostError::Argument(format!("{verb}: group applies to backend=\"plan\"; a script or a module command is one call")));
     }
     Ok(Some(g))
 }

@@ -34,6 +34,8 @@ pub enum HostError {
     /// A cluster that kept redirecting a call (a slot migrating, a failover)
     /// past its budget (`cluster::Router::run`).
     Cluster(String),
+    /// `backend="module"` on a server that has not loaded emq's module.
+    NoModule(String),
 }
 
 impl HostError {
@@ -72,7 +74,7 @@ impl From<PlanError> for HostError {
 }
 
 /// The classes of `emq.errors`, in `HostError`'s order, imported once.
-const CLASSES: [&str; 16] = [
+const CLASSES: [&str; 17] = [
     "LayoutError",
     "ArgumentError",
     "ContentionError",
@@ -89,6 +91,7 @@ const CLASSES: [&str; 16] = [
     "UnavailableError",
     "ServerError",
     "ClusterError",
+    "ModuleMissingError",
 ];
 
 static TYPES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
@@ -120,6 +123,7 @@ impl From<HostError> for PyErr {
             HostError::Unavailable(m) => (13, m),
             HostError::Server(m) => (14, m),
             HostError::Cluster(m) => (15, m),
+            HostError::NoModule(m) => (16, m),
         };
         Python::attach(|py| match class(py, i) {
             Ok(ty) => PyErr::from_type(ty, msg),

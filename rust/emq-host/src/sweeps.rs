@@ -1,5 +1,6 @@
-//! Running a sweep: the plan backend (reads, guard, one MULTI/EXEC, retries) and
-//! the Lua backend (the reference scripts, by EVALSHA).
+//! Running a sweep: the plan backend (reads, guard, one MULTI/EXEC, retries),
+//! the Lua backend (the reference scripts, by EVALSHA) and the module backend
+//! (the wire form, `EMQ.PROMOTE …`, run by emq's server module from the same plans).
 
 use std::sync::{LazyLock, OnceLock};
 
@@ -32,6 +33,7 @@ fn script(body: &str) -> String {
 pub enum Backend {
     Plan,
     Lua,
+    Module,
 }
 
 /// The most keys a stalled check watches in one transaction where `WATCH` is
@@ -67,6 +69,7 @@ pub fn run(conn: &mut Conn, backend: Backend, kind: Kind, queue: &[u8], batch: u
     match backend {
         Backend::Plan => run_plan_timed(conn, kind, queue, batch, group).map(|(outcome, _)| outcome),
         Backend::Lua => run_lua(conn, kind, queue, batch),
+        Backend::Module => run_module(conn, kind, queue, batch),
     }
 }
 
@@ -90,19 +93,45 @@ pub fn run_plan_timed(
     Ok((outcome, timing))
 }
 
+/// The seed's tail of both forms (SPEC §5, §6): the key count, the keys, the
+/// prefix, `max_stalled` (empty: no limit), the batch.
+fn tail(kind: Kind, queue: &[u8], batch: u64) -> Vec<Vec<u8>> {
+    let keys = Keys::new(queue);
+    let mut t = match kind {
+        Kind::Promote => vec![b"2".to_vec(), keys.schedule(), keys.pending(), keys.prefix.clone()],
+        Kind::Stalled { max_stalled } => vec![
+            b"3".to_vec(),
+            keys.active(),
+            keys.pending(),
+            keys.dead(),
+            keys.prefix.clone(),
+            max_stalled.map(|m| m.to_string()).unwrap_or_default().into_bytes(),
+        ],
+    };
+    t.push(batch.to_string().into_bytes());
+    t
+}
+
+/// The module backend: the wire form, one command that the server's module runs.
+fn run_module(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<Outcome> {
+    let reply = conn.one_write(Cmd::new(kind.verb()).args(tail(kind, queue, batch)))?;
+    match reply {
+        Reply::Error { message, .. } if message.starts_with("ERR unknown command") => Err(HostError::NoModule(format!(
+            "{}: the server has not loaded emq's module ({message}); load it (README, \"The server module\") or use backend=\"plan\"",
+            kind.verb()
+        ))),
+        reply => outcome(kind, reply),
+    }
+}
+
 /// The Lua backend: `EVALSHA`, loading the script when the server lacks it.
 fn run_lua(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<Outcome> {
-    let keys = Keys::new(queue);
-    let (script, ks, argv) = match kind {
-        Kind::Promote => (PROMOTE_LUA.as_str(), vec![keys.schedule(), keys.pending()], vec![keys.prefix.clone()]),
-        Kind::Stalled { max_stalled } => (
-            STALLED_LUA.as_str(),
-            vec![keys.active(), keys.pending(), keys.dead()],
-            vec![keys.prefix.clone(), max_stalled.map(|m| m.to_string()).unwrap_or_default().into_bytes()],
-        ),
+    let script = match kind {
+        Kind::Promote => PROMOTE_LUA.as_str(),
+        Kind::Stalled { .. } => STALLED_LUA.as_str(),
     };
     let sha = script_sha(kind);
-    let call = Cmd::new("EVALSHA").arg(sha).arg(ks.len().to_string()).args(&ks).args(&argv).arg(batch.to_string());
+    let call = Cmd::new("EVALSHA").arg(sha).args(tail(kind, queue, batch));
     let mut reply = conn.one_write(call.clone())?;
     if matches!(&reply, Reply::Error { code, .. } if code == "NOSCRIPT") {
         let loaded = conn.one(Cmd::new("SCRIPT").arg("LOAD").arg(script))?;
@@ -112,13 +141,22 @@ fn run_lua(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<
             reply = conn.one_write(call)?;
         }
     }
+    match reply {
+        Reply::Error { code, message } if code == "NOPERM" && is_script_command_denied(&message) => Err(HostError::Scripting(format!(
+            "{}: scripting is not allowed for this connection's user ({message}); backend=\"plan\" needs no scripts",
+            kind.verb()
+        ))),
+        reply => outcome(kind, reply),
+    }
+}
+
+/// A script's or the module's reply (they give the same replies and error codes).
+fn outcome(kind: Kind, reply: Reply) -> HostResult<Outcome> {
     let verb = kind.verb();
     match reply {
         Reply::Error { code, message } => Err(match code.as_str() {
             "EMQLAYOUT" => HostError::Layout(message.trim_start_matches("EMQLAYOUT ").to_string()),
-            "NOPERM" if is_script_command_denied(&message) => HostError::Scripting(format!(
-                "{verb}: scripting is not allowed for this connection's user ({message}); backend=\"plan\" needs no scripts"
-            )),
+            "EMQARG" => HostError::Argument(message.trim_start_matches("EMQARG ").to_string()),
             _ => HostError::classify(verb, &code, &message),
         }),
         Reply::Int(n) => Ok(Outcome::Promoted(n)),

@@ -56,8 +56,12 @@ pub fn parse(args: &[&[u8]]) -> Result<Request> {
     let kind = if verb == PROMOTE {
         Kind::Promote
     } else {
-        let m = count_arg(argv[1], true).ok_or_else(|| Error::argument(verb, "max_stalled", "must be a non-negative integer"))?;
-        Kind::Stalled { max_stalled: Some(m) }
+        // Empty: no limit (nothing dies), as the Lua script takes it.
+        let max_stalled = match argv[1] {
+            b"" => None,
+            m => Some(count_arg(m, true).ok_or_else(|| Error::argument(verb, "max_stalled", "must be a non-negative integer or empty"))?),
+        };
+        Kind::Stalled { max_stalled }
     };
     Ok(Request { kind, queue: queue.to_vec(), batch })
 }
@@ -78,6 +82,8 @@ mod tests {
         assert_eq!((r.kind, r.queue.as_slice(), r.batch), (Kind::Promote, &b"orders"[..], 100));
         let r = p("EMQ.STALLED.CHECK 3 emq:{orders}:active emq:{orders}:pending emq:{orders}:dead emq:{orders}: 1 100").unwrap();
         assert_eq!(r.kind, Kind::Stalled { max_stalled: Some(1) });
+        let r = p("EMQ.STALLED.CHECK 3 emq:{orders}:active emq:{orders}:pending emq:{orders}:dead emq:{orders}:  100").unwrap();
+        assert_eq!(r.kind, Kind::Stalled { max_stalled: None });
     }
 
     #[test]

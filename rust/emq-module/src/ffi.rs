@@ -1,0 +1,360 @@
+//! The few functions of the Redis/Valkey module API this host uses, declared by
+//! hand (no bindgen, no libclang) and looked up once at load time, as
+//! `redismodule.h`'s `RedisModule_Init` does: the first word of the load
+//! context is the server's `GetApi`, which gives each function by name. Valkey
+//! answers the `RedisModule_` names too, so one table serves both servers.
+//!
+//! Everything here is `unsafe` glue; `lib.rs` and `exec.rs` keep to the safe
+//! wrappers at the bottom.
+
+use std::ffi::{c_char, c_int, c_longlong, c_void, CStr};
+use std::sync::OnceLock;
+
+#[repr(C)]
+pub struct Ctx {
+    _private: [u8; 0],
+}
+#[repr(C)]
+pub struct RString {
+    _private: [u8; 0],
+}
+#[repr(C)]
+pub struct CallReply {
+    _private: [u8; 0],
+}
+#[repr(C)]
+pub struct Key {
+    _private: [u8; 0],
+}
+
+const READ: c_int = 1;
+const WRITE: c_int = 2;
+/// `RedisModule_KeyType`.
+pub const KEYTYPE_EMPTY: c_int = 0;
+pub const KEYTYPE_HASH: c_int = 3;
+const HASH_NONE: c_int = 0;
+const NOTIFY_HASH: c_int = 1 << 6;
+
+pub const OK: c_int = 0;
+pub const ERR: c_int = 1;
+const APIVER_1: c_int = 1;
+
+/// `RedisModule_CallReplyType` (RESP2 replies: the call asks for no RESP3).
+pub const REPLY_STRING: c_int = 0;
+pub const REPLY_ERROR: c_int = 1;
+pub const REPLY_INTEGER: c_int = 2;
+pub const REPLY_ARRAY: c_int = 3;
+pub const REPLY_NULL: c_int = 4;
+
+pub type CmdFunc = unsafe extern "C" fn(*mut Ctx, *mut *mut RString, c_int) -> c_int;
+type GetApi = unsafe extern "C" fn(*const c_char, *mut c_void) -> c_int;
+
+/// The API table, filled once by `init`.
+pub struct Api {
+    set_module_attribs: unsafe extern "C" fn(*mut Ctx, *const c_char, c_int, c_int),
+    create_command: unsafe extern "C" fn(*mut Ctx, *const c_char, CmdFunc, *const c_char, c_int, c_int, c_int) -> c_int,
+    string_ptr_len: unsafe extern "C" fn(*const RString, *mut usize) -> *const c_char,
+    create_string: unsafe extern "C" fn(*mut Ctx, *const c_char, usize) -> *mut RString,
+    free_string: unsafe extern "C" fn(*mut Ctx, *mut RString),
+    call: unsafe extern "C" fn(*mut Ctx, *const c_char, *const c_char, ...) -> *mut CallReply,
+    call_reply_type: unsafe extern "C" fn(*mut CallReply) -> c_int,
+    call_reply_string_ptr: unsafe extern "C" fn(*mut CallReply, *mut usize) -> *const c_char,
+    call_reply_integer: unsafe extern "C" fn(*mut CallReply) -> c_longlong,
+    call_reply_length: unsafe extern "C" fn(*mut CallReply) -> usize,
+    call_reply_array_element: unsafe extern "C" fn(*mut CallReply, usize) -> *mut CallReply,
+    free_call_reply: unsafe extern "C" fn(*mut CallReply),
+    reply_with_error: unsafe extern "C" fn(*mut Ctx, *const c_char) -> c_int,
+    reply_with_long_long: unsafe extern "C" fn(*mut Ctx, c_longlong) -> c_int,
+    reply_with_array: unsafe extern "C" fn(*mut Ctx, std::ffi::c_long) -> c_int,
+    reply_with_string_buffer: unsafe extern "C" fn(*mut Ctx, *const c_char, usize) -> c_int,
+    open_key: unsafe extern "C" fn(*mut Ctx, *mut RString, c_int) -> *mut Key,
+    close_key: unsafe extern "C" fn(*mut Key),
+    key_type: unsafe extern "C" fn(*mut Key) -> c_int,
+    hash_get: unsafe extern "C" fn(*mut Key, c_int, ...) -> c_int,
+    hash_set: unsafe extern "C" fn(*mut Key, c_int, ...) -> c_int,
+    replicate: unsafe extern "C" fn(*mut Ctx, *const c_char, *const c_char, ...) -> c_int,
+    notify_keyspace_event: unsafe extern "C" fn(*mut Ctx, c_int, *const c_char, *mut RString) -> c_int,
+}
+
+static API: OnceLock<Api> = OnceLock::new();
+
+/// Looks up every function (`name` without its `RedisModule_` prefix).
+///
+/// # Safety
+/// `ctx` is the context the server passed to `RedisModule_OnLoad`.
+unsafe fn lookup(ctx: *mut Ctx) -> Option<Api> {
+    // SAFETY: the module ABI puts the server's GetApi first in the load context.
+    let get_api: GetApi = unsafe { std::mem::transmute::<*mut c_void, GetApi>(*ctx.cast::<*mut c_void>()) };
+    macro_rules! get {
+        ($name:literal) => {{
+            let mut f: *mut c_void = std::ptr::null_mut();
+            let name = concat!("RedisModule_", $name, "\0");
+            // SAFETY: GetApi writes a function pointer into `f` or fails.
+            if unsafe { get_api(name.as_ptr().cast(), std::ptr::addr_of_mut!(f).cast()) } != OK || f.is_null() {
+                return None;
+            }
+            // SAFETY: the server's function has the signature redismodule.h gives it.
+            unsafe { std::mem::transmute_copy(&f) }
+        }};
+    }
+    Some(Api {
+        set_module_attribs: get!("SetModuleAttribs"),
+        create_command: get!("CreateCommand"),
+        string_ptr_len: get!("StringPtrLen"),
+        create_string: get!("CreateString"),
+        free_string: get!("FreeString"),
+        call: get!("Call"),
+        call_reply_type: get!("CallReplyType"),
+        call_reply_string_ptr: get!("CallReplyStringPtr"),
+        call_reply_integer: get!("CallReplyInteger"),
+        call_reply_length: get!("CallReplyLength"),
+        call_reply_array_element: get!("CallReplyArrayElement"),
+        free_call_reply: get!("FreeCallReply"),
+        reply_with_error: get!("ReplyWithError"),
+        reply_with_long_long: get!("ReplyWithLongLong"),
+        reply_with_array: get!("ReplyWithArray"),
+        reply_with_string_buffer: get!("ReplyWithStringBuffer"),
+        open_key: get!("OpenKey"),
+        close_key: get!("CloseKey"),
+        key_type: get!("KeyType"),
+        hash_get: get!("HashGet"),
+        hash_set: get!("HashSet"),
+        replicate: get!("Replicate"),
+        notify_keyspace_event: get!("NotifyKeyspaceEvent"),
+    })
+}
+
+fn api() -> &'static Api {
+    API.get().expect("the module API is looked up at load time")
+}
+
+/// `RedisModule_Init`: the API table, then the module's name.
+///
+/// # Safety
+/// `ctx` is the context the server passed to `RedisModule_OnLoad`.
+pub unsafe fn init(ctx: *mut Ctx, name: &CStr, version: c_int) -> bool {
+    if API.get().is_none() {
+        // SAFETY: as the caller promises.
+        let Some(table) = (unsafe { lookup(ctx) }) else { return false };
+        let _ = API.set(table);
+    }
+    // SAFETY: a load context and a C string.
+    unsafe { (api().set_module_attribs)(ctx, name.as_ptr(), version, APIVER_1) };
+    true
+}
+
+/// Registers a command; `first`, `last`, `step`: its key positions.
+///
+/// # Safety
+/// `ctx` is the load context.
+pub unsafe fn create_command(ctx: *mut Ctx, name: &CStr, f: CmdFunc, flags: &CStr, first: c_int, last: c_int, step: c_int) -> bool {
+    // SAFETY: a load context and C strings.
+    unsafe { (api().create_command)(ctx, name.as_ptr(), f, flags.as_ptr(), first, last, step) == OK }
+}
+
+/// A command's arguments as byte slices, valid for the command's call.
+///
+/// # Safety
+/// `argv` holds `argc` strings the server passed to a command function.
+pub unsafe fn args<'a>(argv: *mut *mut RString, argc: c_int) -> Vec<&'a [u8]> {
+    let n = usize::try_from(argc).unwrap_or(0);
+    (0..n)
+        .map(|i| {
+            let mut len = 0usize;
+            // SAFETY: `i < argc`; the server's strings outlive the command call.
+            unsafe {
+                let p = (api().string_ptr_len)(*argv.add(i), &mut len);
+                std::slice::from_raw_parts(p.cast::<u8>(), len)
+            }
+        })
+        .collect()
+}
+
+/// A reply of `RedisModule_Call`, freed when dropped.
+pub struct Reply(*mut CallReply);
+
+impl Drop for Reply {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: a top-level reply of Call, freed once.
+            unsafe { (api().free_call_reply)(self.0) }
+        }
+    }
+}
+
+/// A borrowed (nested) reply.
+#[derive(Clone, Copy)]
+pub struct ReplyRef<'a>(*mut CallReply, std::marker::PhantomData<&'a Reply>);
+
+impl Reply {
+    pub fn get(&self) -> Option<ReplyRef<'_>> {
+        (!self.0.is_null()).then_some(ReplyRef(self.0, std::marker::PhantomData))
+    }
+}
+
+impl<'a> ReplyRef<'a> {
+    pub fn kind(self) -> c_int {
+        // SAFETY: a live reply.
+        unsafe { (api().call_reply_type)(self.0) }
+    }
+    pub fn bytes(self) -> &'a [u8] {
+        let mut len = 0usize;
+        // SAFETY: a live string or error reply; the bytes live as long as the reply.
+        unsafe {
+            let p = (api().call_reply_string_ptr)(self.0, &mut len);
+            if p.is_null() {
+                return &[];
+            }
+            std::slice::from_raw_parts(p.cast::<u8>(), len)
+        }
+    }
+    pub fn integer(self) -> i64 {
+        // SAFETY: a live reply.
+        unsafe { (api().call_reply_integer)(self.0) }
+    }
+    pub fn len(self) -> usize {
+        // SAFETY: a live reply.
+        unsafe { (api().call_reply_length)(self.0) }
+    }
+    pub fn item(self, i: usize) -> Option<ReplyRef<'a>> {
+        // SAFETY: a live array reply; the element lives as long as its parent.
+        let p = unsafe { (api().call_reply_array_element)(self.0, i) };
+        (!p.is_null()).then_some(ReplyRef(p, std::marker::PhantomData))
+    }
+}
+
+/// `RedisModule_Call(ctx, name, "v" [+ "!"], argv, argc)`: the arguments as
+/// server strings, made and freed here. `replicate`: the call is propagated to
+/// replicas and the AOF as itself (the writes; reads are not).
+pub fn call(ctx: *mut Ctx, name: &[u8], args: &[&[u8]], replicate: bool) -> Reply {
+    let a = api();
+    let mut cname = Vec::with_capacity(name.len() + 1);
+    cname.extend_from_slice(name);
+    cname.push(0);
+    // SAFETY: `ctx` is the command's context; each string is freed below, after
+    // the call (which takes its own references).
+    unsafe {
+        let mut argv: Vec<*mut RString> = args.iter().map(|s| (a.create_string)(ctx, s.as_ptr().cast(), s.len())).collect();
+        let fmt: &[u8] = if replicate { b"v!\0" } else { b"v\0" };
+        let r = (a.call)(ctx, cname.as_ptr().cast(), fmt.as_ptr().cast(), argv.as_mut_ptr(), argv.len());
+        for s in argv {
+            (a.free_string)(ctx, s);
+        }
+        Reply(r)
+    }
+}
+
+/// Server strings made from bytes, freed when dropped.
+pub struct Strings {
+    ctx: *mut Ctx,
+    pub items: Vec<*mut RString>,
+}
+
+impl Strings {
+    pub fn new(ctx: *mut Ctx, args: &[&[u8]]) -> Strings {
+        let a = api();
+        // SAFETY: the command's context; the server copies the bytes.
+        let items = args.iter().map(|s| unsafe { (a.create_string)(ctx, s.as_ptr().cast(), s.len()) }).collect();
+        Strings { ctx, items }
+    }
+}
+
+impl Drop for Strings {
+    fn drop(&mut self) {
+        for s in self.items.drain(..) {
+            // SAFETY: made by `new`, freed once.
+            unsafe { (api().free_string)(self.ctx, s) }
+        }
+    }
+}
+
+/// A key opened with the key API, closed when dropped (a write signals the
+/// key as modified then: a client's `WATCH` on it sees the change).
+pub struct OpenKey(*mut Key);
+
+impl OpenKey {
+    pub fn read(ctx: *mut Ctx, name: *mut RString) -> OpenKey {
+        // SAFETY: the command's context and a live string; NULL for a missing key.
+        OpenKey(unsafe { (api().open_key)(ctx, name, READ) })
+    }
+    pub fn write(ctx: *mut Ctx, name: *mut RString) -> OpenKey {
+        // SAFETY: as `read`.
+        OpenKey(unsafe { (api().open_key)(ctx, name, READ | WRITE) })
+    }
+    pub fn kind(&self) -> c_int {
+        if self.0.is_null() {
+            return KEYTYPE_EMPTY;
+        }
+        // SAFETY: an open key.
+        unsafe { (api().key_type)(self.0) }
+    }
+    /// A field of a hash (the key is one): its value, or None.
+    pub fn hash_get(&self, field: *mut RString) -> Option<Vec<u8>> {
+        if self.0.is_null() {
+            return None;
+        }
+        let mut value: *mut RString = std::ptr::null_mut();
+        // SAFETY: an open hash key, a field string, a slot for the value and the
+        // NULL that ends the list; the value is ours to free.
+        unsafe {
+            (api().hash_get)(self.0, HASH_NONE, field, std::ptr::addr_of_mut!(value), std::ptr::null_mut::<c_void>());
+            if value.is_null() {
+                return None;
+            }
+            let mut len = 0usize;
+            let p = (api().string_ptr_len)(value, &mut len);
+            let out = std::slice::from_raw_parts(p.cast::<u8>(), len).to_vec();
+            (api().free_string)(std::ptr::null_mut(), value);
+            Some(out)
+        }
+    }
+    /// Sets one field of a hash (created if the key is empty).
+    pub fn hash_set(&self, field: *mut RString, value: *mut RString) {
+        // SAFETY: a key open for writing, a field and value, the ending NULL.
+        unsafe { (api().hash_set)(self.0, HASH_NONE, field, value, std::ptr::null_mut::<c_void>()) };
+    }
+}
+
+impl Drop for OpenKey {
+    fn drop(&mut self) {
+        if !self.0.is_null() {
+            // SAFETY: opened by this value, closed once.
+            unsafe { (api().close_key)(self.0) }
+        }
+    }
+}
+
+/// Propagates `name args…` to replicas and the AOF, as a command would.
+pub fn replicate(ctx: *mut Ctx, name: &CStr, args: &mut [*mut RString]) {
+    // SAFETY: the command's context; "v": a vector of live strings and its length.
+    unsafe { (api().replicate)(ctx, name.as_ptr(), c"v".as_ptr(), args.as_mut_ptr(), args.len()) };
+}
+
+/// The keyspace event a hash command fires (`notify-keyspace-events`).
+pub fn notify_hash(ctx: *mut Ctx, event: &CStr, key: *mut RString) {
+    // SAFETY: the command's context, a C string, a live key name.
+    unsafe { (api().notify_keyspace_event)(ctx, NOTIFY_HASH, event.as_ptr(), key) };
+}
+
+/// The command's reply.
+pub fn reply_error(ctx: *mut Ctx, message: &str) {
+    // A RESP error is one line: no CR, LF or NUL.
+    let line: Vec<u8> = message.bytes().map(|b| if matches!(b, b'\r' | b'\n' | 0) { b' ' } else { b }).chain([0]).collect();
+    // SAFETY: the command's context; a NUL-terminated string.
+    unsafe { (api().reply_with_error)(ctx, line.as_ptr().cast()) };
+}
+
+pub fn reply_int(ctx: *mut Ctx, n: i64) {
+    // SAFETY: the command's context.
+    unsafe { (api().reply_with_long_long)(ctx, n) };
+}
+
+pub fn reply_array(ctx: *mut Ctx, len: usize) {
+    // SAFETY: the command's context.
+    unsafe { (api().reply_with_array)(ctx, std::ffi::c_long::try_from(len).unwrap_or(0)) };
+}
+
+pub fn reply_bytes(ctx: *mut Ctx, b: &[u8]) {
+    // SAFETY: the command's context; the server copies the bytes.
+    unsafe { (api().reply_with_string_buffer)(ctx, b.as_ptr().cast(), b.len()) };
+}

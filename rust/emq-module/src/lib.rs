@@ -1,0 +1,93 @@
+//! emq's server module: `EMQ.PROMOTE` and `EMQ.STALLED.CHECK` (SPEC §5, §6)
+//! as native commands of Redis 7 and Valkey 8/9, run by the same plans as the
+//! client host (`emq-plan`), inside the server: no round trips, no `WATCH`, no
+//! script interpreter.
+//!
+//! Load it with `--loadmodule libemq_module.so` (or `MODULE LOAD`); the client
+//! runs a sweep on it with `backend="module"`.
+//!
+//! `unsafe` lives in `ffi` (the module API) and in the two entry points below.
+
+#![allow(unsafe_code)]
+
+mod exec;
+mod ffi;
+
+use std::ffi::{c_int, CStr};
+
+use emq_plan::error::{Error, ErrorKind};
+use emq_plan::sweep::{Outcome, Sweep};
+use emq_plan::{wire, Keys};
+
+use ffi::{Ctx, RString};
+
+/// The module's name (`MODULE LIST`) and version.
+const NAME: &CStr = c"emq";
+const VERSION: c_int = 1;
+
+/// Called by the server when it loads the module.
+///
+/// # Safety
+/// Called by the server with its load context.
+#[no_mangle]
+pub unsafe extern "C" fn RedisModule_OnLoad(ctx: *mut Ctx, _argv: *mut *mut RString, _argc: c_int) -> c_int {
+    // SAFETY: the server's load context.
+    unsafe {
+        if !ffi::init(ctx, NAME, VERSION) {
+            return ffi::ERR;
+        }
+        // Key positions: the wire form has a fixed key count (2 or 3, checked), so
+        // a fixed range routes a call in a cluster.
+        let flags = c"write deny-oom";
+        if !ffi::create_command(ctx, c"EMQ.PROMOTE", sweep_command, flags, 2, 3, 1)
+            || !ffi::create_command(ctx, c"EMQ.STALLED.CHECK", sweep_command, flags, 2, 4, 1)
+        {
+            return ffi::ERR;
+        }
+    }
+    ffi::OK
+}
+
+/// Both commands: the wire form checked (`wire::parse`), then the sweep.
+unsafe extern "C" fn sweep_command(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int) -> c_int {
+    // SAFETY: the server's arguments for this call.
+    let args = unsafe { ffi::args(argv, argc) };
+    // A panic must not cross into the server (it would abort it): it becomes an error reply.
+    let result = std::panic::catch_unwind(|| sweep(ctx, &args))
+        .unwrap_or_else(|_| Err(Error::server("emq module", "ERR the sweep panicked; nothing more was written")));
+    match result {
+        Ok(Outcome::Promoted(n)) => ffi::reply_int(ctx, n),
+        Ok(Outcome::Stalled { recovered, dead }) => {
+            ffi::reply_array(ctx, 2);
+            for ids in [recovered, dead] {
+                ffi::reply_array(ctx, ids.len());
+                for id in ids {
+                    ffi::reply_bytes(ctx, &id);
+                }
+            }
+        }
+        Err(e) => ffi::reply_error(ctx, &error_line(&e)),
+    }
+    ffi::OK
+}
+
+fn sweep(ctx: *mut Ctx, args: &[&[u8]]) -> emq_plan::error::Result<Outcome> {
+    let req = wire::parse(args)?;
+    let mut s = Sweep::new(req.kind, Keys::new(&req.queue), req.batch);
+    exec::run(ctx, &mut s)
+}
+
+/// The error reply, with the codes of the Lua scripts' replies: `EMQLAYOUT`,
+/// `EMQARG`, and a server error as the server gave it (its own code first).
+fn error_line(e: &Error) -> String {
+    match e.kind {
+        ErrorKind::Layout => format!("EMQLAYOUT {}", e.message),
+        ErrorKind::Argument => format!("EMQARG {}", e.message),
+        _ => match e.message.split_once(": ") {
+            Some((_, server)) if server.split(' ').next().is_some_and(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_uppercase())) => {
+                server.to_string()
+            }
+            _ => format!("ERR {}", e.message),
+        },
+    }
+}

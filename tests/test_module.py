@@ -1,0 +1,259 @@
+"""emq's server module (rust/emq-module): EMQ.PROMOTE and EMQ.STALLED.CHECK run
+by the plans inside the server, sent by `backend="module"`.
+
+The differential tests (test_sweeps_differential.py) hold the module to the Lua
+reference from every random state, three ways with the plan. These are the rest:
+the wire form's refusals, bytes that are not UTF-8, a server without the module,
+replication and the AOF (a replica without the module applies what it wrote),
+deny-oom, and cluster routing by its key positions.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+
+import emq
+from conftest import _started
+from emq.embedded import Server, module_path
+from test_sweeps_differential import dump, reset
+
+import servers as _servers
+from servers import binary
+
+pytestmark = pytest.mark.skipif(module_path() is None, reason="emq's server module is not built (./dev module)")
+
+# The issue's servers: the embedded Valkey 9 and Debian's Redis 7.0 (Valkey 8.1 runs the
+# module in the differential tests).
+KINDS = ["valkey", "redis"]
+
+Q = "mq"
+P = b"emq:{mq}:"
+
+
+@pytest.fixture(params=KINDS)
+def server(request, servers):
+    from conftest import fresh_server
+
+    return fresh_server(servers, request.param)
+
+
+@pytest.fixture
+def r(server):
+    c = redis.Redis.from_url(server.url)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def client(server):
+    c = emq.connect(server.url)
+    yield c
+    c.close()
+
+
+def state(now_ms: int, ids: list[bytes], lane: bytes | None = None, data: bytes = b"x") -> dict:
+    """Due ids in `schedule`, and the same ids' leases run out in `active`, each
+    with a row (in `lane`, if given)."""
+    d: dict = {
+        P + b"schedule": ("zset", {i: float(now_ms - 10 - n) for n, i in enumerate(ids)}),
+    }
+    for i in ids:
+        row = {b"state": b"scheduled", b"data": data}
+        if lane is not None:
+            row[b"lane"] = lane
+        d[P + b"job:" + i] = ("hash", row)
+    return d
+
+
+def stalled_state(now_ms: int, ids: list[bytes], lane: bytes | None = None) -> dict:
+    d: dict = {P + b"active": ("zset", {i: float(now_ms - 5_000 - n) for n, i in enumerate(ids)})}
+    for n, i in enumerate(ids):
+        row = {b"state": b"active", b"token": b"t", b"lease": b"1", b"stalls": str(n % 3).encode()}
+        if lane is not None:
+            row[b"lane"] = lane
+        d[P + b"job:" + i] = ("hash", row)
+    return d
+
+
+def both(r, client, start: dict, call) -> list:
+    """`call(backend)` from `start` on the Lua and module backends: [(reply, dump)]."""
+    out = []
+    for backend in ("lua", "module"):
+        reset(r, start)
+        try:
+            reply = call(backend)
+        except emq.EmqError as e:
+            reply = e
+        out.append((reply, dump(r)))
+    return out
+
+
+def test_bytes_that_are_not_utf8_are_ids_lanes_and_values_like_any_other(r, client):
+    """Ids, lane names and row values that are not UTF-8 are bytes to the module
+    (a host that decoded them as text would fail or kill the server)."""
+    now = client.time_ms()
+    ids = [b"\xff\xfe", b"\x80abc", b"ok", b"\xc3\x28"]
+    for make, call in [
+        (lambda: state(now, ids, lane=b"\xfflane\x00", data=b"\x00\xff\xfe"), lambda be: emq.promote(client, Q, batch=10, backend=be)),
+        (lambda: state(now, ids, data=b"\xed\xa0\x80"), lambda be: emq.promote(client, Q, batch=10, backend=be)),
+        (
+            lambda: stalled_state(now, ids, lane=b"\xe2\x28\xa1"),
+            lambda be: emq.stalled_check(client, Q, max_stalled=1, batch=10, backend=be),
+        ),
+    ]:
+        (lr, la), (mr, ma) = both(r, client, make(), call)
+        assert not isinstance(mr, Exception), mr
+        assert mr == lr
+        # Lease marks and dead entries carry the clock's second: compare all but those.
+        strip = lambda d: {k: v for k, v in d.items() if b":leases:" not in k and not k.endswith(b":dead")}  # noqa: E731
+        assert strip(ma) == strip(la)
+        assert r.ping()
+    # The raw command, with a prefix that is not UTF-8: refused as a layout, the server alive.
+    with pytest.raises(redis.ResponseError, match="EMQLAYOUT"):
+        r.execute_command("EMQ.PROMOTE", "2", b"emq:{\xff}:schedule", b"emq:{\xfe}:pending", b"emq:{\xff}:", "1")
+    assert r.ping()
+
+
+def test_bad_input_is_refused_as_the_plan_refuses_it_and_writes_nothing(r, client):
+    now = client.time_ms()
+    start = state(now, [b"a", b"b"])
+    S, A = "EMQ.PROMOTE", "EMQ.STALLED.CHECK"
+    pk = [P.decode() + "schedule", P.decode() + "pending", P.decode()]
+    sk = [P.decode() + "active", P.decode() + "pending", P.decode() + "dead", P.decode()]
+    cases = [
+        ([S, "2", *pk, "0"], emq.ArgumentError, "batch"),
+        ([S, "2", *pk, "-3"], emq.ArgumentError, "batch"),
+        ([S, "2", *pk, "1.5"], emq.ArgumentError, "batch"),
+        ([A, "3", *sk, "x", "10"], emq.ArgumentError, "max_stalled"),
+        ([A, "3", *sk, "1", "0"], emq.ArgumentError, "batch"),
+        ([S, "1", *pk, "10"], emq.LayoutError, "expected 2 keys and 2 arguments"),
+        ([S, "2", pk[1], pk[0], pk[2], "10"], emq.LayoutError, "is not"),
+        ([S, "2", *pk[:2], "emq:mq:", "10"], emq.LayoutError, "queue prefix"),
+    ]
+    for args, cls, words in cases:
+        reset(r, start)
+        errors = []
+        for backend in ("plan", "module"):
+            with pytest.raises(cls, match=words) as e:
+                emq.wire(client, *args, backend=backend)
+            errors.append(str(e.value))
+            assert dump(r) == start, f"{args}: {backend} wrote before refusing"
+        assert errors[0] == errors[1], errors
+        assert args[0] in errors[1]
+    # The raw command's reply codes are the Lua scripts': EMQARG, EMQLAYOUT.
+    with pytest.raises(redis.ResponseError, match=r"^EMQARG EMQ.PROMOTE: batch must be a positive integer"):
+        r.execute_command(S, "2", *pk, "0")
+    with pytest.raises(redis.ResponseError, match=r"^EMQLAYOUT EMQ.PROMOTE: layout: expected 2 keys"):
+        r.execute_command(S, "3", *pk, "0")
+    # A key of the wrong type: the same layout error as the plan's, nothing written.
+    bad = dict(start)
+    bad[P + b"pending"] = ("string", b"v")
+    (lr, la), (mr, ma) = both(r, client, bad, lambda be: emq.promote(client, Q, batch=10, backend=be))
+    assert isinstance(lr, emq.LayoutError) and isinstance(mr, emq.LayoutError)
+    assert la == ma == bad
+    # group is the plan's alone.
+    with pytest.raises(emq.ArgumentError, match="group"):
+        emq.promote(client, Q, backend="module", group=2)
+
+
+def test_a_server_without_the_module_says_so():
+    with Server(binary("valkey"), module=False) as s:
+        c = emq.connect(s.url)
+        r = redis.Redis.from_url(s.url)
+        r.zadd(P + b"schedule", {b"a": 1})
+        r.hset(P + b"job:a", "state", "scheduled")
+        before = dump(r)
+        with pytest.raises(emq.ModuleMissingError, match="EMQ.PROMOTE: the server has not loaded emq's module"):
+            emq.promote(c, Q, backend="module")
+        with pytest.raises(emq.ModuleMissingError, match="EMQ.STALLED.CHECK"):
+            emq.stalled_check(c, Q, backend="module")
+        assert dump(r) == before
+        assert emq.promote(c, Q, backend="plan") == 1
+        c.close()
+        r.close()
+
+
+def test_deny_oom_refuses_before_anything_is_written(r, client):
+    now = client.time_ms()
+    start = state(now, [b"a", b"b", b"c"])
+    reset(r, start)
+    r.config_set("maxmemory", 1)
+    try:
+        with pytest.raises(emq.OutOfMemoryError, match="EMQ.PROMOTE"):
+            emq.promote(client, Q, backend="module")
+    finally:
+        r.config_set("maxmemory", 0)
+    assert dump(r) == start
+    assert emq.promote(client, Q, backend="module") == 3
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_replica_without_the_module_and_an_aof_reload_end_with_the_primarys_keyspace(kind):
+    """The module's writes reach replicas and the AOF as the commands themselves
+    (never as EMQ.*), so a replica without the module, and the primary restarted
+    from its AOF without the module, hold what the primary holds."""
+    pair = _servers.start_replicated(kind, primary_extra=["--appendonly", "yes", "--appendfsync", "always"], module=True)
+    try:
+        primary, replica = redis.Redis.from_url(pair.primary.url), redis.Redis.from_url(pair.replica.url)
+        c = emq.connect(pair.primary.url)
+        q = emq.Queue(c, Q)
+        q.add_many([{"data": "x", "id": f"f{i}", "delay_ms": 1} for i in range(30)])
+        q.add_many([{"data": "x", "id": f"l{i}", "delay_ms": 1, "lane": "L"} for i in range(20)])
+        time.sleep(0.01)
+        assert emq.promote(c, Q, batch=40, backend="module") == 40
+        assert emq.promote(c, Q, batch=40, backend="module") == 10
+        claimed = q.claim(25, lease_ms=1)
+        assert len(claimed) == 25
+        time.sleep(0.01)
+        recovered, dead = emq.stalled_check(c, Q, max_stalled=0, batch=10, backend="module")
+        assert len(recovered) + len(dead) == 10 and dead
+        recovered, dead = emq.stalled_check(c, Q, max_stalled=5, batch=100, backend="module")
+        assert len(recovered) == 15 and not dead
+        assert primary.execute_command("WAIT", 1, 5000) == 1
+        want = dump(primary)
+        assert want and dump(replica) == want
+        aof = primary.config_get("dir")["dir"]
+        c.close()
+        primary.close()
+        pair.primary.proc.terminate()  # not stop(): that removes the data directory
+        pair.primary.proc.wait(10)
+        # The same data directory, the AOF loaded by a server without the module.
+        again = Server(binary(kind), extra=["--appendonly", "yes", "--dir", aof], module=False).start()
+        try:
+            with redis.Redis.from_url(again.url) as r2:
+                assert dump(r2) == want
+        finally:
+            again.stop()
+        replica.close()
+    finally:
+        pair.stop()
+
+
+def test_in_a_cluster_the_key_positions_route_the_commands(_production_servers):
+    """The commands' key positions (2 to 3, 2 to 4) route them: the node that does
+    not own the queue's slot answers MOVED, keys of two slots CROSSSLOT, and the
+    client sends each queue's sweep to its owner."""
+    c = _started(_production_servers, ("cluster", "valkey", "module"), lambda: _servers.start_cluster("valkey", module=True))
+    c.flush()
+    client = emq.connect(c.nodes[0].url)
+    for i in range(3):
+        q = c.queue_on(i, "mod")
+        queue = emq.Queue(client, q)
+        queue.add_many([{"data": "x", "id": f"j{n}", "delay_ms": 1} for n in range(5)])
+        time.sleep(0.01)
+        assert emq.promote(client, q, batch=10, backend="module") == 5
+        assert queue.counts()["pending"] == 5
+        other = c.node((i + 1) % 3)
+        p = f"emq:{{{q}}}:"
+        with pytest.raises(redis.exceptions.MovedError):
+            other.execute_command("EMQ.PROMOTE", "2", p + "schedule", p + "pending", p, "10")
+        with pytest.raises(redis.exceptions.MovedError):
+            other.execute_command("EMQ.STALLED.CHECK", "3", p + "active", p + "pending", p + "dead", p, "1", "10")
+        other.close()
+    a, b = c.queue_on(0, "x"), c.queue_on(1, "y")
+    with c.node(0) as n0, pytest.raises(redis.ResponseError, match="(CROSSSLOT|hash to the same slot)"):
+        n0.execute_command("EMQ.PROMOTE", "2", f"emq:{{{a}}}:schedule", f"emq:{{{b}}}:pending", f"emq:{{{a}}}:", "10")
+    client.close()
