@@ -6,10 +6,11 @@
 //! `MULTI`/`EXEC`), so a replica without the module applies exactly them.
 //!
 //! Most commands go through `RedisModule_Call`, which parses and runs them as a
-//! client's. The ones a sweep sends per row (`HGET`, `HMGET`, `EXISTS`, `HSET`)
-//! are done with the key API instead, with the same replies, errors, keyspace
-//! events and propagation: a call re-parses a command and builds its reply,
-//! which costs more than the work itself at a few fields a row.
+//! client's. The ones a sweep sends per row (`HGET`, `HMGET`, `EXISTS`, `HSET`, `HDEL`)
+//! and its selection (`ZRANGE key 0 N WITHSCORES`) are done with the key API
+//! instead, with the same replies, errors, keyspace events and propagation: a
+//! call re-parses a command and builds its reply (a thousand scores printed and
+//! parsed again), which costs more than the work itself.
 
 use emq_plan::conversation::{Conversation, Step};
 use emq_plan::error::{Error, Result};
@@ -25,7 +26,7 @@ pub fn run<C: Conversation>(ctx: *mut Ctx, c: &mut C) -> Result<C::Out> {
             Step::Done(out) => return Ok(out),
             Step::Watch(_) => c.feed(&[])?,
             Step::Read { cmds, .. } => {
-                let replies: Vec<Reply> = cmds.iter().map(|cmd| one(ctx, cmd, false)).collect();
+                let replies = Reads::new(ctx).run(&cmds);
                 c.feed(&replies)?
             }
             Step::Exec(writes) => {
@@ -35,7 +36,7 @@ pub fn run<C: Conversation>(ctx: *mut Ctx, c: &mut C) -> Result<C::Out> {
             Step::Group { writes, cmds, .. } => {
                 let replies = apply(ctx, c.verb(), &writes)?;
                 c.committed(Some(&replies))?;
-                let replies: Vec<Reply> = cmds.iter().map(|cmd| one(ctx, cmd, false)).collect();
+                let replies = Reads::new(ctx).run(&cmds);
                 c.feed(&replies)?
             }
         };
@@ -47,8 +48,17 @@ pub fn run<C: Conversation>(ctx: *mut Ctx, c: &mut C) -> Result<C::Out> {
 /// there, as a script's do.
 fn apply(ctx: *mut Ctx, verb: &str, writes: &[Cmd]) -> Result<Vec<Reply>> {
     let mut replies = Vec::with_capacity(writes.len());
+    let mut args = vec![];
     for w in writes {
-        match one(ctx, w, true) {
+        args.clear();
+        args.extend(w.iter_args());
+        let reply = match args.as_slice() {
+            [name, rest @ ..] if name.eq_ignore_ascii_case(b"HSET") && rest.len() >= 3 && rest.len() % 2 == 1 => hset(ctx, rest),
+            [name, rest @ ..] if name.eq_ignore_ascii_case(b"HDEL") && rest.len() >= 2 => hdel(ctx, rest),
+            [name, rest @ ..] => call(ctx, name, rest, true),
+            [] => error("ERR empty command"),
+        };
+        match reply {
             Reply::Error { message, .. } => return Err(Error::server(verb, message)),
             r => replies.push(r),
         }
@@ -56,44 +66,110 @@ fn apply(ctx: *mut Ctx, verb: &str, writes: &[Cmd]) -> Result<Vec<Reply>> {
     Ok(replies)
 }
 
+/// One read step's commands. Nothing is written between them, so a key whose
+/// type a row read saw needs no second lookup for the `EXISTS` that follows.
+struct Reads<'a> {
+    ctx: *mut Ctx,
+    /// Keys the row reads opened, in order, and whether each exists.
+    seen: Vec<(&'a [u8], bool)>,
+    /// The next of `seen` an `EXISTS` is likely to name (the plans count rows in
+    /// the order they read them).
+    at: usize,
+}
+
+impl<'a> Reads<'a> {
+    fn new(ctx: *mut Ctx) -> Self {
+        Reads { ctx, seen: vec![], at: 0 }
+    }
+
+    fn run(mut self, cmds: &'a [Cmd]) -> Vec<Reply> {
+        let mut args: Vec<&'a [u8]> = vec![];
+        cmds.iter()
+            .map(|cmd| {
+                args.clear();
+                args.extend(cmd.iter_args());
+                match args.as_slice() {
+                    [name, key, field] if name.eq_ignore_ascii_case(b"HGET") => match self.hash_fields(key, &[field]) {
+                        Ok(mut v) => v.pop().unwrap_or(Reply::Nil),
+                        Err(e) => e,
+                    },
+                    [name, key, fields @ ..] if name.eq_ignore_ascii_case(b"HMGET") && !fields.is_empty() => {
+                        self.hash_fields(key, fields).map_or_else(|e| e, Reply::Array)
+                    }
+                    [name, keys @ ..] if name.eq_ignore_ascii_case(b"EXISTS") && !keys.is_empty() => self.exists(keys),
+                    [name, key, b"0", stop, ws] if name.eq_ignore_ascii_case(b"ZRANGE") && ws.eq_ignore_ascii_case(b"WITHSCORES") => {
+                        match std::str::from_utf8(stop).ok().and_then(|s| s.parse::<usize>().ok()) {
+                            Some(stop) => self.zset_head(key, stop.saturating_add(1)),
+                            None => call(self.ctx, name, &args[1..], false),
+                        }
+                    }
+                    [name, rest @ ..] => call(self.ctx, name, rest, false),
+                    [] => error("ERR empty command"),
+                }
+            })
+            .collect()
+    }
+
+    /// `HMGET key field…`: each value or nil; a key of another type is
+    /// `WRONGTYPE`, an empty one all nils.
+    fn hash_fields(&mut self, key: &'a [u8], fields: &[&[u8]]) -> std::result::Result<Vec<Reply>, Reply> {
+        let name = ffi::Strings::new(self.ctx, &[key]);
+        let k = ffi::OpenKey::read(self.ctx, name.items[0]);
+        let kind = k.kind();
+        self.seen.push((key, kind != ffi::KEYTYPE_EMPTY));
+        match kind {
+            ffi::KEYTYPE_EMPTY => Ok(vec![Reply::Nil; fields.len()]),
+            ffi::KEYTYPE_HASH => Ok(fields.iter().map(|f| k.hash_get(self.ctx, f).map_or(Reply::Nil, Reply::Bulk)).collect()),
+            _ => Err(error(WRONGTYPE)),
+        }
+    }
+
+    /// `ZRANGE key 0 n-1 WITHSCORES`: members and scores (as the server prints
+    /// them: the plans parse them back to the same doubles).
+    fn zset_head(&self, key: &[u8], n: usize) -> Reply {
+        let name = ffi::Strings::new(self.ctx, &[key]);
+        let k = ffi::OpenKey::read(self.ctx, name.items[0]);
+        match k.kind() {
+            ffi::KEYTYPE_EMPTY => Reply::Array(vec![]),
+            ffi::KEYTYPE_ZSET => Reply::Array(
+                k.zset_head(n).into_iter().flat_map(|(m, s)| [Reply::Bulk(m), Reply::Bulk(score_text(s).into_bytes())]).collect(),
+            ),
+            _ => error(WRONGTYPE),
+        }
+    }
+
+    /// `EXISTS key…`: how many of the keys exist.
+    fn exists(&mut self, keys: &[&[u8]]) -> Reply {
+        let mut n = 0i64;
+        for &key in keys {
+            let known = match self.seen.get(self.at) {
+                Some(&(k, exists)) if k == key => {
+                    self.at += 1;
+                    Some(exists)
+                }
+                _ => None,
+            };
+            let exists = known.unwrap_or_else(|| {
+                let name = ffi::Strings::new(self.ctx, &[key]);
+                ffi::OpenKey::read(self.ctx, name.items[0]).kind() != ffi::KEYTYPE_EMPTY
+            });
+            n += i64::from(exists);
+        }
+        Reply::Int(n)
+    }
+}
+
+/// A score as text that parses back to the same double: an integer where it is
+/// one (scores are times in ms), else Rust's shortest round-trip form; `inf`, `-inf`.
+fn score_text(s: f64) -> String {
+    if s.fract() == 0.0 && s.abs() < 1e15 {
+        #[allow(clippy::cast_possible_truncation)] // integral and below 2^53
+        return (s as i64).to_string();
+    }
+    s.to_string()
+}
+
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
-
-/// One command: a row command by the key API, any other by `RedisModule_Call`.
-fn one(ctx: *mut Ctx, cmd: &Cmd, write: bool) -> Reply {
-    let args = cmd.to_args();
-    let Some((name, rest)) = args.split_first() else { return error("ERR empty command") };
-    match (name.to_ascii_uppercase().as_slice(), rest) {
-        (b"HGET", [_, _]) if !write => return hget(ctx, rest).map_or_else(|e| e, |mut v| v.pop().unwrap_or(Reply::Nil)),
-        (b"HMGET", [_, _, ..]) if !write => return hget(ctx, rest).map_or_else(|e| e, Reply::Array),
-        (b"EXISTS", [_, ..]) if !write => return exists(ctx, rest),
-        (b"HSET", [_, _, _, ..]) if write && rest.len() % 2 == 1 => return hset(ctx, rest),
-        _ => {}
-    }
-    let r = ffi::call(ctx, name, rest, write);
-    match r.get() {
-        Some(r) => convert(r),
-        None => error(&format!("ERR the server refused {} from the module", String::from_utf8_lossy(name))),
-    }
-}
-
-/// `HMGET key field…` (`HGET` is one field): each value or nil; a key of another
-/// type is `WRONGTYPE`, an empty one all nils.
-fn hget(ctx: *mut Ctx, args: &[&[u8]]) -> std::result::Result<Vec<Reply>, Reply> {
-    let s = ffi::Strings::new(ctx, args);
-    let key = ffi::OpenKey::read(ctx, s.items[0]);
-    match key.kind() {
-        ffi::KEYTYPE_EMPTY => Ok(vec![Reply::Nil; args.len() - 1]),
-        ffi::KEYTYPE_HASH => Ok(s.items[1..].iter().map(|&f| key.hash_get(f).map_or(Reply::Nil, Reply::Bulk)).collect()),
-        _ => Err(error(WRONGTYPE)),
-    }
-}
-
-/// `EXISTS key…`: how many of the keys exist.
-fn exists(ctx: *mut Ctx, args: &[&[u8]]) -> Reply {
-    let s = ffi::Strings::new(ctx, args);
-    let n = s.items.iter().filter(|&&k| ffi::OpenKey::read(ctx, k).kind() != ffi::KEYTYPE_EMPTY).count();
-    Reply::Int(i64::try_from(n).unwrap_or(i64::MAX))
-}
 
 /// `HSET key field value…`, propagated as itself, with its keyspace event. Its
 /// reply (the count of new fields, which no plan reads) is given as 0.
@@ -111,6 +187,36 @@ fn hset(ctx: *mut Ctx, args: &[&[u8]]) -> Reply {
     ffi::notify_hash(ctx, c"hset", s.items[0]);
     ffi::replicate(ctx, c"HSET", &mut s.items);
     Reply::Int(0)
+}
+
+/// `HDEL key field…`, propagated as itself (a key left without fields is
+/// deleted, as HDEL does), with its keyspace event. Its reply (the count of
+/// fields removed, which no plan reads) is given as 0.
+fn hdel(ctx: *mut Ctx, args: &[&[u8]]) -> Reply {
+    let mut s = ffi::Strings::new(ctx, args);
+    {
+        let key = ffi::OpenKey::write(ctx, s.items[0]);
+        match key.kind() {
+            ffi::KEYTYPE_EMPTY => return Reply::Int(0),
+            ffi::KEYTYPE_HASH => {}
+            _ => return error(WRONGTYPE),
+        }
+        for &field in &s.items[1..] {
+            key.hash_del(field);
+        }
+    }
+    ffi::notify_hash(ctx, c"hdel", s.items[0]);
+    ffi::replicate(ctx, c"HDEL", &mut s.items);
+    Reply::Int(0)
+}
+
+/// One command by `RedisModule_Call` (`write`: propagated as itself).
+fn call(ctx: *mut Ctx, name: &[u8], rest: &[&[u8]], write: bool) -> Reply {
+    let r = ffi::call(ctx, name, rest, write);
+    match r.get() {
+        Some(r) => convert(r),
+        None => error(&format!("ERR the server refused {} from the module", String::from_utf8_lossy(name))),
+    }
 }
 
 fn error(message: &str) -> Reply {

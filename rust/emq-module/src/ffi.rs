@@ -32,7 +32,9 @@ const WRITE: c_int = 2;
 /// `RedisModule_KeyType`.
 pub const KEYTYPE_EMPTY: c_int = 0;
 pub const KEYTYPE_HASH: c_int = 3;
+pub const KEYTYPE_ZSET: c_int = 5;
 const HASH_NONE: c_int = 0;
+const HASH_CFIELDS: c_int = 1 << 2;
 const NOTIFY_HASH: c_int = 1 << 6;
 
 pub const OK: c_int = 0;
@@ -74,6 +76,13 @@ pub struct Api {
     hash_set: unsafe extern "C" fn(*mut Key, c_int, ...) -> c_int,
     replicate: unsafe extern "C" fn(*mut Ctx, *const c_char, *const c_char, ...) -> c_int,
     notify_keyspace_event: unsafe extern "C" fn(*mut Ctx, c_int, *const c_char, *mut RString) -> c_int,
+    zset_first_in_score_range: unsafe extern "C" fn(*mut Key, f64, f64, c_int, c_int) -> c_int,
+    zset_range_current_element: unsafe extern "C" fn(*mut Key, *mut f64) -> *mut RString,
+    zset_range_next: unsafe extern "C" fn(*mut Key) -> c_int,
+    zset_range_stop: unsafe extern "C" fn(*mut Key),
+    alloc: unsafe extern "C" fn(usize) -> *mut c_void,
+    realloc: unsafe extern "C" fn(*mut c_void, usize) -> *mut c_void,
+    free: unsafe extern "C" fn(*mut c_void),
 }
 
 static API: OnceLock<Api> = OnceLock::new();
@@ -121,6 +130,13 @@ unsafe fn lookup(ctx: *mut Ctx) -> Option<Api> {
         hash_set: get!("HashSet"),
         replicate: get!("Replicate"),
         notify_keyspace_event: get!("NotifyKeyspaceEvent"),
+        zset_first_in_score_range: get!("ZsetFirstInScoreRange"),
+        zset_range_current_element: get!("ZsetRangeCurrentElement"),
+        zset_range_next: get!("ZsetRangeNext"),
+        zset_range_stop: get!("ZsetRangeStop"),
+        alloc: get!("Alloc"),
+        realloc: get!("Realloc"),
+        free: get!("Free"),
     })
 }
 
@@ -244,6 +260,38 @@ pub fn call(ctx: *mut Ctx, name: &[u8], args: &[&[u8]], replicate: bool) -> Repl
     }
 }
 
+/// The module's heap is the server's (`RedisModule_Alloc`): its allocator (jemalloc
+/// where the server has it), and counted in `INFO memory` as the server's own.
+/// Nothing allocates before `RedisModule_OnLoad` has looked the API up.
+pub struct ServerAlloc;
+
+/// The server's allocator aligns to 16 bytes (jemalloc, glibc malloc on x86_64
+/// and aarch64); larger alignments, which emq never asks for, are refused.
+const MAX_ALIGN: usize = 16;
+
+// SAFETY: `Alloc`/`Realloc`/`Free` are the server's malloc family, which gives
+// blocks aligned to MAX_ALIGN; a larger alignment gets null (an allocation error).
+unsafe impl std::alloc::GlobalAlloc for ServerAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if layout.align() > MAX_ALIGN {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: the API was looked up at load time.
+        unsafe { (api().alloc)(layout.size()).cast() }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: std::alloc::Layout) {
+        // SAFETY: a block of `alloc` or `realloc`.
+        unsafe { (api().free)(ptr.cast()) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        if layout.align() > MAX_ALIGN {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: a block of `alloc` or `realloc`.
+        unsafe { (api().realloc)(ptr.cast(), new_size).cast() }
+    }
+}
+
 /// Server strings made from bytes, freed when dropped.
 pub struct Strings {
     ctx: *mut Ctx,
@@ -289,15 +337,26 @@ impl OpenKey {
         unsafe { (api().key_type)(self.0) }
     }
     /// A field of a hash (the key is one): its value, or None.
-    pub fn hash_get(&self, field: *mut RString) -> Option<Vec<u8>> {
+    pub fn hash_get(&self, ctx: *mut Ctx, field: &[u8]) -> Option<Vec<u8>> {
         if self.0.is_null() {
             return None;
         }
         let mut value: *mut RString = std::ptr::null_mut();
-        // SAFETY: an open hash key, a field string, a slot for the value and the
-        // NULL that ends the list; the value is ours to free.
+        // A short field without NUL goes as a C string from the stack, not a server string.
+        let mut cfield = [0u8; 64];
+        // SAFETY: an open hash key, a field (a C string, or a server string freed
+        // here), a slot for the value and the NULL that ends the list; the value
+        // is ours to free.
         unsafe {
-            (api().hash_get)(self.0, HASH_NONE, field, std::ptr::addr_of_mut!(value), std::ptr::null_mut::<c_void>());
+            if field.len() < cfield.len() && !field.contains(&0) {
+                cfield[..field.len()].copy_from_slice(field);
+                let f = cfield.as_ptr().cast::<c_char>();
+                (api().hash_get)(self.0, HASH_CFIELDS, f, std::ptr::addr_of_mut!(value), std::ptr::null_mut::<c_void>());
+            } else {
+                let f = (api().create_string)(ctx, field.as_ptr().cast(), field.len());
+                (api().hash_get)(self.0, HASH_NONE, f, std::ptr::addr_of_mut!(value), std::ptr::null_mut::<c_void>());
+                (api().free_string)(ctx, f);
+            }
             if value.is_null() {
                 return None;
             }
@@ -308,6 +367,46 @@ impl OpenKey {
             Some(out)
         }
     }
+    /// The first `n` members of a sorted set (the key is one) with their scores,
+    /// in the set's order.
+    pub fn zset_head(&self, n: usize) -> Vec<(Vec<u8>, f64)> {
+        let mut out = vec![];
+        if self.0.is_null() || n == 0 {
+            return out;
+        }
+        let a = api();
+        // SAFETY: an open sorted set; each element is ours to free; the range is stopped.
+        unsafe {
+            if (a.zset_first_in_score_range)(self.0, f64::NEG_INFINITY, f64::INFINITY, 0, 0) != OK {
+                return out;
+            }
+            while out.len() < n {
+                let mut score = 0f64;
+                let member = (a.zset_range_current_element)(self.0, &mut score);
+                if member.is_null() {
+                    break;
+                }
+                let mut len = 0usize;
+                let p = (a.string_ptr_len)(member, &mut len);
+                out.push((std::slice::from_raw_parts(p.cast::<u8>(), len).to_vec(), score));
+                (a.free_string)(std::ptr::null_mut(), member);
+                if (a.zset_range_next)(self.0) == 0 {
+                    break;
+                }
+            }
+            (a.zset_range_stop)(self.0);
+        }
+        out
+    }
+
+    /// Deletes one field of a hash (`REDISMODULE_HASH_DELETE` as the value); a hash
+    /// left empty is deleted when the key is closed.
+    pub fn hash_del(&self, field: *mut RString) {
+        let delete = std::ptr::without_provenance_mut::<RString>(1);
+        // SAFETY: a key open for writing, a field, the API's delete marker, the ending NULL.
+        unsafe { (api().hash_set)(self.0, HASH_NONE, field, delete, std::ptr::null_mut::<c_void>()) };
+    }
+
     /// Sets one field of a hash (created if the key is empty).
     pub fn hash_set(&self, field: *mut RString, value: *mut RString) {
         // SAFETY: a key open for writing, a field and value, the ending NULL.

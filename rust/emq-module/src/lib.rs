@@ -21,6 +21,10 @@ use emq_plan::{wire, Keys};
 
 use ffi::{Ctx, RString};
 
+#[cfg(not(test))]
+#[global_allocator]
+static ALLOC: ffi::ServerAlloc = ffi::ServerAlloc;
+
 /// The module's name (`MODULE LIST`) and version.
 const NAME: &CStr = c"emq";
 const VERSION: c_int = 1;

@@ -61,17 +61,33 @@ impl Cmd {
         self.argc
     }
 
-    /// The arguments, name first (decoded from the buffer: for tests and messages).
+    /// The arguments, name first (decoded from the buffer).
     pub fn to_args(&self) -> Vec<&[u8]> {
         let mut out = Vec::with_capacity(self.argc);
-        let mut at = 0;
-        while at < self.buf.len() {
-            let cr = at + self.buf[at..].iter().position(|&b| b == b'\r').expect("a length line");
-            let len: usize = std::str::from_utf8(&self.buf[at + 1..cr]).expect("digits").parse().expect("a length");
-            out.push(&self.buf[cr + 2..cr + 2 + len]);
-            at = cr + 2 + len + 2;
-        }
+        out.extend(self.iter_args());
         out
+    }
+
+    /// The arguments, name first, without collecting them (a host that runs the
+    /// command in the server reads them in place).
+    pub fn iter_args(&self) -> impl Iterator<Item = &[u8]> {
+        let buf = &self.buf;
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            if at >= buf.len() {
+                return None;
+            }
+            // `$<digits>\r\n<arg>\r\n`, as `arg_parts` wrote it.
+            let mut len = 0usize;
+            let mut i = at + 1;
+            while buf[i] != b'\r' {
+                len = len * 10 + usize::from(buf[i] - b'0');
+                i += 1;
+            }
+            let arg = &buf[i + 2..i + 2 + len];
+            at = i + 2 + len + 2;
+            Some(arg)
+        })
     }
 
     pub fn name(&self) -> &[u8] {
