@@ -77,7 +77,7 @@ unsafe extern "C" fn sweep_command(ctx: *mut Ctx, argv: *mut *mut RString, argc:
 
 fn sweep(ctx: *mut Ctx, args: &[&[u8]]) -> emq_plan::error::Result<Outcome> {
     let req = wire::parse(args)?;
-    let mut s = Sweep::new(req.kind, Keys::new(&req.queue), req.batch);
+    let mut s = Sweep::in_server(req.kind, Keys::new(&req.queue), req.batch);
     exec::run(ctx, &mut s)
 }
 

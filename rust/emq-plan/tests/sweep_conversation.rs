@@ -508,3 +508,29 @@ fn lease_buckets() {
     assert_eq!(lease_bucket(1_700_000_000_123.0), 1_700_000_000);
     assert_eq!(lease_bucket(f64::INFINITY), i64::MAX);
 }
+
+/// In the server (the module host) a sweep has no guard: no watch step, no
+/// re-read under it; the reads and the plan are the guarded call's.
+#[test]
+fn in_the_server_a_sweep_reads_once_and_watches_nothing() {
+    let sel = || members(&[("a", NOW - 5), ("b", NOW - 4)]);
+    let rows = [field(None), field(None), Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+    // The guarded promote, for comparison: the watch, then GET promotions again.
+    let mut guarded = promote();
+    guarded.start();
+    let cmds = select_promote(&mut guarded, &[time(), sel()]);
+    let want = writes(guarded.feed(&[[promotions()].as_slice(), &rows].concat()).unwrap());
+
+    let mut s = Sweep::in_server(Kind::Promote, Keys::new(b"q"), 10);
+    s.start();
+    let (watch, in_server_cmds) = read(s.feed(&[time(), sel(), promotions()]).unwrap());
+    assert!(watch.is_empty(), "nothing is watched");
+    assert_eq!(in_server_cmds, cmds, "the same reads, without the re-read");
+    assert_eq!(writes(s.feed(&rows).unwrap()), want, "the same plan");
+
+    let mut s = Sweep::in_server(Kind::Stalled { max_stalled: Some(1) }, Keys::new(b"q"), 10);
+    s.start();
+    let (watch, cmds) = read(s.feed(&[time(), sel()]).unwrap());
+    assert!(watch.is_empty());
+    assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:job:a", "lane", "stalls"]), "no ZRANGE again first");
+}

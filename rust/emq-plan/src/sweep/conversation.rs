@@ -35,6 +35,11 @@
 //! one clock reading; an aborted group is read and planned again; the reply
 //! covers every group.
 //!
+//! **In the server** (`Sweep::in_server`: the module host, where nothing runs
+//! between a command's reads and its writes) there is no guard: step 2's watch
+//! and the re-read under it are left out; every other read and the plan are the
+//! same.
+//!
 //! Nothing watches `schedule`, `active`, `pending` or the ring, and a lane list
 //! only in step 4's case, so producers, claims of other ids and ring rotation
 //! never abort a sweep (`crate::guard` says why that is enough, SPEC §9).
@@ -119,6 +124,8 @@ pub struct Sweep {
     guess: Option<(Read, Plan)>,
     /// Times the current group was aborted and taken up again.
     retries: u32,
+    /// Run inside the server (`in_server`): no watch, no re-read under it.
+    in_server: bool,
 }
 
 impl Sweep {
@@ -145,7 +152,15 @@ impl Sweep {
             outcome: None,
             guess: None,
             retries: 0,
+            in_server: false,
         }
+    }
+
+    /// A sweep run inside the server, by a host whose reads and writes nothing
+    /// can come between (a module command): one transaction, and no guard, so
+    /// neither the watch nor the re-read under it (the rest is the same plan).
+    pub fn in_server(kind: Kind, keys: Keys, batch: u64) -> Self {
+        Sweep { in_server: true, ..Self::new(kind, keys, batch) }
     }
 
     /// Groups only where the call's watch would pass `cap` keys (see `watch_cap`).
@@ -250,6 +265,9 @@ impl Sweep {
         self.groups = (0..n).step_by(size).map(|a| a..(a + size).min(n)).collect();
         // Step 2: the watch (a promote's on `P promotions`, a stalled check's on
         // its first group's lease marks and rows), sent ahead of the reads under it.
+        if self.in_server {
+            return Ok(self.rows_reads());
+        }
         self.stage = Stage::Watched;
         Ok(Step::Watch(self.watch_of(self.groups[0].clone())))
     }
@@ -264,9 +282,11 @@ impl Sweep {
 
     // -- 2 to 4. every row and lane, the first group under its watch ---------------
 
-    /// The reads of every selected row (under the first group's watch).
+    /// The reads of every selected row (under the first group's watch; in the
+    /// server, without the re-read).
     fn rows_reads(&mut self) -> Step {
-        let mut cmds = vec![match self.kind {
+        let mut cmds = vec![];
+        cmds.extend((!self.in_server).then(|| match self.kind {
             // A promote: `P promotions` again. Unchanged, no promote ran between the
             // selection and the watch, and only a promote takes a due member or
             // writes its row (guard.rs): the selection stands, whatever its size.
@@ -278,7 +298,7 @@ impl Sweep {
                 let last = (self.groups[0].len() - 1 + RE_READ_SLACK).to_string();
                 Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(last).arg("WITHSCORES")
             }
-        }];
+        }));
         cmds.extend(rows::reads(&self.keys, &self.read.ids, self.fields()));
         cmds.push(Cmd::new("LLEN").arg(self.keys.pending()));
         cmds.push(Cmd::new("LLEN").arg(self.keys.ring()));
@@ -298,13 +318,14 @@ impl Sweep {
     fn rows_read(&mut self, replies: &[Reply]) -> Result<Step> {
         let n = self.read.ids.len();
         let stalled = matches!(self.kind, Kind::Stalled { .. });
-        let (re_read, extra) = (1, 3 + usize::from(stalled) + usize::from(self.checks_retention()));
+        let (re_read, extra) = (usize::from(!self.in_server), 3 + usize::from(stalled) + usize::from(self.checks_retention()));
         let reads = rows::reply_count(n);
         if replies.len() != re_read + reads + extra {
             return Err(self.host_error("rows: wrong number of replies"));
         }
         let first = self.groups[0].clone();
         let stands = match self.kind {
+            _ if self.in_server => true,
             Kind::Promote => self.promotions.as_ref() == Some(&replies[0]),
             Kind::Stalled { .. } => {
                 replies[0].as_array().is_some_and(|a| still_selected(a, &self.read.ids[first.clone()], &self.read.scores[first]))
