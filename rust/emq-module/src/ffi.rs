@@ -265,7 +265,7 @@ pub fn call(ctx: *mut Ctx, name: &[u8], args: &[&[u8]], replicate: bool) -> Repl
 /// Nothing allocates before `RedisModule_OnLoad` has looked the API up.
 pub struct ServerAlloc;
 
-/// The server's allocator aligns to 16 bytes (jemalloc, glibc malloc on x86_64
+/// The server's allocator aligns to 16 bytes (jemalloc, glibc malloc on x86-64
 /// and aarch64); larger alignments, which emq never asks for, are refused.
 const MAX_ALIGN: usize = 16;
 
