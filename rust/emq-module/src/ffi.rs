@@ -80,8 +80,12 @@ pub struct Api {
     zset_range_current_element: unsafe extern "C" fn(*mut Key, *mut f64) -> *mut RString,
     zset_range_next: unsafe extern "C" fn(*mut Key) -> c_int,
     zset_range_stop: unsafe extern "C" fn(*mut Key),
+    // The heap (`ServerAlloc`), which `cargo test` builds leave to the system.
+    #[cfg_attr(test, allow(dead_code))]
     alloc: unsafe extern "C" fn(usize) -> *mut c_void,
+    #[cfg_attr(test, allow(dead_code))]
     realloc: unsafe extern "C" fn(*mut c_void, usize) -> *mut c_void,
+    #[cfg_attr(test, allow(dead_code))]
     free: unsafe extern "C" fn(*mut c_void),
 }
 
@@ -263,10 +267,12 @@ pub fn call(ctx: *mut Ctx, name: &[u8], args: &[&[u8]], replicate: bool) -> Repl
 /// The module's heap is the server's (`RedisModule_Alloc`): its allocator (jemalloc
 /// where the server has it), and counted in `INFO memory` as the server's own.
 /// Nothing allocates before `RedisModule_OnLoad` has looked the API up.
+#[cfg_attr(test, allow(dead_code))]
 pub struct ServerAlloc;
 
 /// The server's allocator aligns to 16 bytes (jemalloc, glibc malloc on x86-64
 /// and aarch64); larger alignments, which emq never asks for, are refused.
+#[cfg_attr(test, allow(dead_code))]
 const MAX_ALIGN: usize = 16;
 
 // SAFETY: `Alloc`/`Realloc`/`Free` are the server's malloc family, which gives
