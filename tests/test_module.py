@@ -257,3 +257,27 @@ def test_in_a_cluster_the_key_positions_route_the_commands(_production_servers):
     with c.node(0) as n0, pytest.raises(redis.ResponseError, match="(CROSSSLOT|hash to the same slot)"):
         n0.execute_command("EMQ.PROMOTE", "2", f"emq:{{{a}}}:schedule", f"emq:{{{b}}}:pending", f"emq:{{{a}}}:", "10")
     client.close()
+
+
+def test_an_acl_user_needs_only_the_module_commands(r, server):
+    """The module's own reads and writes are not the user's commands: a user
+    allowed only EMQ.PROMOTE and EMQ.STALLED.CHECK (and the handshake) on
+    `~emq:*` runs both sweeps; without them, a PermissionError, nothing written."""
+    c0 = emq.connect(server.url)
+    now = c0.time_ms()
+    c0.close()
+    start = {**state(now, [b"a", b"b"]), **stalled_state(now, [b"c"])}
+    reset(r, start)
+    _servers.set_user(r, "sweeper", "pw", ["hello", "ping", "emq.promote", "emq.stalled.check"])
+    _servers.set_user(r, "nobody", "pw", ["hello", "ping", "time"])
+    url = server.url.replace("redis://", "redis://{}:pw@")
+    c = emq.connect(url.format("nobody"))
+    for call in (lambda: emq.promote(c, Q, backend="module"), lambda: emq.stalled_check(c, Q, backend="module")):
+        with pytest.raises(emq.PermissionError):
+            call()
+    assert dump(r) == start
+    c.close()
+    c = emq.connect(url.format("sweeper"))
+    assert emq.promote(c, Q, batch=10, backend="module") == 2
+    assert emq.stalled_check(c, Q, batch=10, backend="module") == (["c"], [])
+    c.close()

@@ -49,12 +49,15 @@ pub fn run<C: Conversation>(ctx: *mut Ctx, c: &mut C) -> Result<C::Out> {
 fn apply(ctx: *mut Ctx, verb: &str, writes: &[Cmd]) -> Result<Vec<Reply>> {
     let mut replies = Vec::with_capacity(writes.len());
     let mut args = vec![];
+    let mut words = Words::new(ctx);
     for w in writes {
         args.clear();
         args.extend(w.iter_args());
         let reply = match args.as_slice() {
-            [name, rest @ ..] if name.eq_ignore_ascii_case(b"HSET") && rest.len() >= 3 && rest.len() % 2 == 1 => hset(ctx, rest),
-            [name, rest @ ..] if name.eq_ignore_ascii_case(b"HDEL") && rest.len() >= 2 => hdel(ctx, rest),
+            [name, rest @ ..] if name.eq_ignore_ascii_case(b"HSET") && rest.len() >= 3 && rest.len() % 2 == 1 => {
+                hset(ctx, &mut words, rest)
+            }
+            [name, rest @ ..] if name.eq_ignore_ascii_case(b"HDEL") && rest.len() >= 2 => hdel(ctx, &mut words, rest),
             [name, rest @ ..] => call(ctx, name, rest, true),
             [] => error("ERR empty command"),
         };
@@ -171,42 +174,89 @@ fn score_text(s: f64) -> String {
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
+/// The server strings of the fields and values a write plan repeats row after
+/// row (`state`, `pending`, `token`, `lease`, …), made once per plan: a row
+/// write then makes one string, its key.
+struct Words {
+    ctx: *mut Ctx,
+    known: Vec<(Vec<u8>, ffi::Strings)>,
+}
+
+/// How many distinct words are kept; past it, each is made anew.
+const WORDS: usize = 16;
+
+impl Words {
+    fn new(ctx: *mut Ctx) -> Self {
+        Words { ctx, known: vec![] }
+    }
+
+    /// The strings of `key` (made anew) and `rest` (kept), in order.
+    fn command(&mut self, key: &[u8], rest: &[&[u8]]) -> (ffi::Strings, Vec<*mut ffi::RString>) {
+        let key = ffi::Strings::new(self.ctx, &[key]);
+        let mut all = Vec::with_capacity(rest.len() + 1);
+        all.push(key.items[0]);
+        let mut fresh = vec![];
+        for &w in rest {
+            match self.known.iter().find(|(b, _)| b.as_slice() == w) {
+                Some((_, s)) => all.push(s.items[0]),
+                None if self.known.len() < WORDS && w.len() <= 32 => {
+                    let s = ffi::Strings::new(self.ctx, &[w]);
+                    all.push(s.items[0]);
+                    self.known.push((w.to_vec(), s));
+                }
+                None => {
+                    let s = ffi::Strings::new(self.ctx, &[w]);
+                    all.push(s.items[0]);
+                    fresh.push(s);
+                }
+            }
+        }
+        // The key string and any fresh ones are freed with the first value;
+        // kept words live as long as `self`.
+        let mut owned = key;
+        for s in &mut fresh {
+            owned.items.append(&mut s.items);
+        }
+        (owned, all)
+    }
+}
+
 /// `HSET key field value…`, propagated as itself, with its keyspace event. Its
 /// reply (the count of new fields, which no plan reads) is given as 0.
-fn hset(ctx: *mut Ctx, args: &[&[u8]]) -> Reply {
-    let mut s = ffi::Strings::new(ctx, args);
+fn hset(ctx: *mut Ctx, words: &mut Words, args: &[&[u8]]) -> Reply {
+    let (_owned, mut s) = words.command(args[0], &args[1..]);
     {
-        let key = ffi::OpenKey::write(ctx, s.items[0]);
+        let key = ffi::OpenKey::write(ctx, s[0]);
         if !matches!(key.kind(), ffi::KEYTYPE_EMPTY | ffi::KEYTYPE_HASH) {
             return error(WRONGTYPE);
         }
-        for pair in s.items[1..].chunks_exact(2) {
+        for pair in s[1..].chunks_exact(2) {
             key.hash_set(pair[0], pair[1]);
         }
     }
-    ffi::notify_hash(ctx, c"hset", s.items[0]);
-    ffi::replicate(ctx, c"HSET", &mut s.items);
+    ffi::notify_hash(ctx, c"hset", s[0]);
+    ffi::replicate(ctx, c"HSET", &mut s);
     Reply::Int(0)
 }
 
 /// `HDEL key field…`, propagated as itself (a key left without fields is
 /// deleted, as HDEL does), with its keyspace event. Its reply (the count of
 /// fields removed, which no plan reads) is given as 0.
-fn hdel(ctx: *mut Ctx, args: &[&[u8]]) -> Reply {
-    let mut s = ffi::Strings::new(ctx, args);
+fn hdel(ctx: *mut Ctx, words: &mut Words, args: &[&[u8]]) -> Reply {
+    let (_owned, mut s) = words.command(args[0], &args[1..]);
     {
-        let key = ffi::OpenKey::write(ctx, s.items[0]);
+        let key = ffi::OpenKey::write(ctx, s[0]);
         match key.kind() {
             ffi::KEYTYPE_EMPTY => return Reply::Int(0),
             ffi::KEYTYPE_HASH => {}
             _ => return error(WRONGTYPE),
         }
-        for &field in &s.items[1..] {
+        for &field in &s[1..] {
             key.hash_del(field);
         }
     }
-    ffi::notify_hash(ctx, c"hdel", s.items[0]);
-    ffi::replicate(ctx, c"HDEL", &mut s.items);
+    ffi::notify_hash(ctx, c"hdel", s[0]);
+    ffi::replicate(ctx, c"HDEL", &mut s);
     Reply::Int(0)
 }
 
