@@ -281,3 +281,24 @@ def test_an_acl_user_needs_only_the_module_commands(r, server):
     assert emq.promote(c, Q, batch=10, backend="module") == 2
     assert emq.stalled_check(c, Q, batch=10, backend="module") == (["c"], [])
     c.close()
+
+
+def test_the_embedded_server_loads_the_module_when_asked(monkeypatch):
+    def loaded(s: Server) -> bool:
+        with redis.Redis.from_url(s.url) as r:
+            return any(m[b"name"] == b"emq" for m in r.module_list())
+
+    monkeypatch.delenv("EMQ_SERVER_MODULE", raising=False)
+    with Server() as s:
+        assert not loaded(s), "not unless asked"
+    with Server(module=True) as s:
+        assert loaded(s)
+    monkeypatch.setenv("EMQ_SERVER_MODULE", "1")
+    with Server() as s:
+        assert loaded(s)
+    monkeypatch.setenv("EMQ_SERVER_MODULE", str(module_path()))
+    with Server() as s:
+        assert loaded(s)
+    monkeypatch.setenv("EMQ_SERVER_MODULE", "/nonexistent/libemq_module.so")
+    with pytest.raises(FileNotFoundError, match="./dev module"):
+        Server()
