@@ -44,6 +44,12 @@ Recovery = Literal["reap", "stalled", "off"]
 # Errors no retry mends: the worker stops with them.
 FATAL = (ArgumentError, LayoutError, AuthenticationError, PermissionError, ScriptingError, ModuleMissingError)
 
+# A busy worker's beat comes round each time jobs finish; it promotes at most
+# this often (seconds) unless a due time it saw has come or its last promote
+# was cut by its batch. A job due meanwhile starts at most this late, and no
+# worker parks without promoting first.
+BUSY_PROMOTE_S = 0.005
+
 # Where a user may not CLIENT UNBLOCK: how long before a due time a parked
 # worker stops blocking on the server and waits on its own clock (more than one
 # server tick, 1/hz, 100 ms by default).
@@ -94,6 +100,94 @@ def _seconds(name: str, value: object, *, none_ok: bool) -> None:
 def degraded_sleep(streak: int, *, base_ms: int = 50, cap_ms: int = 5000) -> float:
     """Seconds to back off after `streak` failed beats: growing, capped, jittered."""
     return backoff_s(streak, base_ms, cap_ms)
+
+
+class _Waiter:
+    """A finished job waiting for its group commit: its answer, or the turn to lead."""
+
+    __slots__ = ("answer", "done", "event", "lead")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.answer: bool | None = None
+        self.done = False
+        self.lead = False
+
+
+class GroupCommit:
+    """Completes the finished jobs of one queue together (SPEC §8, issue 17).
+
+    A handler thread whose job finished joins the queue of finished jobs. If no
+    commit is under way it leads: one `complete_many` for every job that has
+    finished by then (each answered as `complete` alone would: refused alone
+    when its lease was lost), then it hands the lead to the first job that
+    finished meanwhile and returns. Under load, jobs finish while a commit is on
+    the wire and go together in the next; alone, a job is completed at once,
+    with no added wait. A job id held twice (a run whose lease was lost, and the
+    new run) goes in separate commits.
+    """
+
+    MAX = 1000  # jobs a commit
+
+    def __init__(self, work: Queue, settle: Callable[[Callable[[], object]], object]):
+        self.work = work
+        self._settle = settle
+        self._lock = threading.Lock()
+        self._finished: list[tuple[Job, _Waiter]] = []
+        self._leading = False
+        self.commits = 0
+
+    def complete(self, job: Job) -> bool | None:
+        """True: done; False: its lease was lost (refused); None: gave up (the
+        server stayed unreachable for a lease, or an error stopped the worker)."""
+        me = _Waiter()
+        with self._lock:
+            self._finished.append((job, me))
+            lead = not self._leading
+            self._leading = True
+        if not lead:
+            me.event.wait()
+            if not me.lead:
+                return me.answer
+        return self._lead(me)
+
+    def _take(self) -> list[tuple[Job, _Waiter]]:
+        """The next commit's jobs, in the order they finished: no id twice."""
+        batch: list[tuple[Job, _Waiter]] = []
+        ids: set[str] = set()
+        rest = []
+        for item in self._finished:
+            if len(batch) < self.MAX and item[0].id not in ids:
+                ids.add(item[0].id)
+                batch.append(item)
+            else:
+                rest.append(item)
+        self._finished = rest
+        return batch
+
+    def _lead(self, me: _Waiter) -> bool | None:
+        while True:
+            with self._lock:
+                batch = self._take()
+            jobs = [job for job, _ in batch]
+            answers = self._settle(lambda: self.work.complete_many(jobs))
+            self.commits += 1
+            for i, (_, w) in enumerate(batch):
+                w.answer = answers[i] if isinstance(answers, list) else None
+                w.done = True
+                if w is not me:
+                    w.event.set()
+            with self._lock:
+                if not self._finished:
+                    self._leading = False
+                    return me.answer
+                if me.done:
+                    # Jobs finished during the commit: the first of them leads the next.
+                    nxt = self._finished[0][1]
+                    nxt.lead = True
+                    nxt.event.set()
+                    return me.answer
+            # This job's id was held twice: it waits for the next commit, leading it.
 
 
 class Worker:
@@ -161,15 +255,20 @@ class Worker:
         work_of: dict[int, Client] = {}
         self._beats: list[Queue] = []
         self._works: dict[str, Queue] = {}
+        self._commits: dict[str, GroupCommit] = {}
         self._parks: list[Client] = []
         for q in queues:
             if id(q.client) not in beat_of:
                 beat_of[id(q.client)], work_of[id(q.client)] = q.client.sibling(), q.client.sibling()
             self._beats.append(Queue(beat_of[id(q.client)], q.name))
             self._works[q.name] = Queue(work_of[id(q.client)], q.name)
+            self._commits[q.name] = GroupCommit(self._works[q.name], self._settle)
             self._parks.append(q.client.sibling(read_timeout=idle_beat_ms / 1000 + 5))
         self._beat, self._park = self._beats[0], self._parks[0]
         self._turn = 0  # which queue claims first this beat: each in turn
+        # Each queue's last promote: when (monotonic s), how many it moved, and the
+        # next due time it saw (see `_promote`).
+        self._promoted: dict[str, tuple[float, int, float | None]] = {}
         self._woken = threading.Event()  # several queues: a park thread saw a token
         self._stop = threading.Event()  # claim nothing more
         self._halt = threading.Event()  # stop extending leases: run() is over
@@ -279,11 +378,8 @@ class Worker:
             self._turn += 1
             due_at = None  # the earliest next due time any promote saw (monotonic s)
             for beat in order:
-                moved, now_ms, next_ms = beat._promote_next(self.pump_batch)
-                self.counters.add(sweeps=1, moved=moved)
-                self._busy = self._busy or moved > 0
-                if next_ms is not None:
-                    at = time.monotonic() + (next_ms - now_ms) / 1000
+                at = self._promote(beat)
+                if at is not None:
                     due_at = at if due_at is None else min(due_at, at)
             for beat in order:
                 free = self._free_slots()
@@ -312,6 +408,24 @@ class Worker:
             pause = degraded_sleep(self._streak)
             log.warning("beat degraded (%d in a row): %s; backing off %.0f ms", self._streak, e, pause * 1000)
             self._stop.wait(pause)
+
+    def _promote(self, beat: Queue) -> float | None:
+        """The beat's promote on one queue: the next due time it knows of
+        (monotonic s). While jobs run, one promote in `BUSY_PROMOTE_S` serves
+        the beats that come round as jobs finish, unless a due time has come or
+        the last promote was cut by its batch."""
+        now = time.monotonic()
+        last = self._promoted.get(beat.name)
+        if last is not None and self.running > 0:
+            at, moved, due_at = last
+            if now - at < BUSY_PROMOTE_S and moved < self.pump_batch and (due_at is None or due_at > now):
+                return due_at
+        moved, now_ms, next_ms = beat._promote_next(self.pump_batch)
+        self.counters.add(sweeps=1, moved=moved)
+        self._busy = self._busy or moved > 0
+        due_at = None if next_ms is None else time.monotonic() + (next_ms - now_ms) / 1000
+        self._promoted[beat.name] = (now, moved, due_at)
+        return due_at
 
     def _recover(self) -> None:
         if self.recovery == "off":
@@ -445,7 +559,7 @@ class Worker:
                 outcome = self._settle(functools.partial(work.fail, job, e))
                 self.counters.add(failed=1, refused=outcome == "refused")
             else:
-                done = self._settle(lambda: work.complete(job))
+                done = self._commits[work.name].complete(job)
                 self.counters.add(completed=bool(done), refused=done is False)
         finally:
             with self._running_lock:

@@ -135,9 +135,7 @@ impl Conversation for CompleteMany {
         }
         let mut w = lease_marks_of(&k, seconds);
         w.push(Cmd::new("ZREM").arg(k.active()).args(&done));
-        for id in &done {
-            retention::done_writes(&k, id, now, done_ms, &mut w);
-        }
+        retention::many_done_writes(&k, &done, now, done_ms, &mut w);
         let mut relied = vec![];
         for (l, (ctl, len, left)) in self.lanes.iter().zip(lanes) {
             if left == 0 {

@@ -121,18 +121,35 @@ pub fn wrong_type(verb: &str, key: &[u8]) -> Error {
 /// it has left `active` (see the module doc): deleted at once, or marked done
 /// and listed in `P done` (with its expiry unless kept forever).
 pub fn done_writes(keys: &Keys, id: &[u8], now: i64, done_ms: i64, w: &mut Vec<Cmd>) {
-    let job = keys.job(id);
+    many_done_writes(keys, &[id], now, done_ms, w);
+}
+
+/// `done_writes` for many rows done at the same `now`: the rows' writes, then
+/// one `ZADD` of them all to `P done` and one trim of its expired entries. The
+/// same keyspace as their completes one after another under that clock: each
+/// would list its row at `now` and trim entries older than `now - done_ms`,
+/// which none of the new ones is.
+pub fn many_done_writes(keys: &Keys, ids: &[&[u8]], now: i64, done_ms: i64, w: &mut Vec<Cmd>) {
     if done_ms == 0 {
-        w.push(Cmd::new("DEL").arg(&job));
+        for id in ids {
+            w.push(Cmd::new("DEL").arg(keys.job(id)));
+        }
         return;
     }
     let now_s = now.to_string();
-    w.push(Cmd::new("HSET").arg(&job).arg("state").arg("done").arg("finished").arg(&now_s));
-    w.push(Cmd::new("HDEL").arg(&job).arg("token").arg("lease"));
-    if done_ms > 0 {
-        w.push(Cmd::new("PEXPIREAT").arg(&job).arg(now.saturating_add(done_ms).to_string()));
+    for id in ids {
+        let job = keys.job(id);
+        w.push(Cmd::new("HSET").arg(&job).arg("state").arg("done").arg("finished").arg(&now_s));
+        w.push(Cmd::new("HDEL").arg(&job).arg("token").arg("lease"));
+        if done_ms > 0 {
+            w.push(Cmd::new("PEXPIREAT").arg(&job).arg(now.saturating_add(done_ms).to_string()));
+        }
     }
-    w.push(Cmd::new("ZADD").arg(keys.done()).arg(&now_s).arg(id));
+    let mut add = Cmd::new("ZADD").arg(keys.done());
+    for id in ids {
+        add = add.arg(&now_s).arg(id);
+    }
+    w.push(add);
     if done_ms > 0 {
         let before = format!("({}", now.saturating_sub(done_ms));
         w.push(Cmd::new("ZREMRANGEBYSCORE").arg(keys.done()).arg("-inf").arg(before));

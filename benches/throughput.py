@@ -1,0 +1,134 @@
+"""End-to-end worker throughput and the server's cost per job (issue 17's goals).
+
+One server started here (the embedded Valkey 9.1 on jemalloc, or `--server
+redis`); `--procs` worker processes (`emq.Worker`, no-op handler, `--concurrency`
+threads each) started first and idle; then `--jobs` ready no-op jobs are added
+in batches of 100 (`add_many`) as fast as one producer can. Measured from the
+first add to the moment every job is done:
+
+- jobs/s (per run, and per worker process);
+- server CPU per job: `INFO cpu` (sys + user) over the run, divided by the jobs:
+  adds, claims, completes, sweeps, parks, everything;
+- server commands per job (`INFO commandstats` calls, those inside `EXEC`
+  included) and transactions (`EXEC`) per job.
+
+    python benches/throughput.py                          # 1 process, 30,000 jobs, 3 runs
+    python benches/throughput.py --procs 4 --jobs 60000
+    python benches/throughput.py --server redis
+
+Medians over `--runs`. The processes share this machine's cores with the server
+and the producer (2 here): the figure is what those cores allow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import emq  # noqa: E402
+from emq.embedded import Server, valkey_binary  # noqa: E402
+
+Q = "tput"
+
+
+def worker_proc(url: str, concurrency: int, stop) -> None:
+    c = emq.connect(url)
+    w = emq.Worker(emq.Queue(c, Q), lambda job: None, concurrency=concurrency, beat_ms=1000, pump_batch=1000)
+
+    def watch():
+        stop.wait()
+        w.stop()
+
+    import threading
+
+    threading.Thread(target=watch, daemon=True).start()
+    w.run()
+
+
+def cpu(c: emq.Client) -> float:
+    i = c.info("cpu")
+    return float(i["used_cpu_sys"]) + float(i["used_cpu_user"])
+
+
+def commandstats(c: emq.Client) -> dict[str, int]:
+    out = {}
+    for k, v in c.info("commandstats").items():
+        if k.startswith("cmdstat_"):
+            f = dict(x.split("=", 1) for x in v.split(","))
+            out[k[8:]] = int(f["calls"])
+    return out
+
+
+def one_run(url: str, args) -> dict:
+    c = emq.connect(url)
+    c.command("FLUSHALL")
+    ctx = mp.get_context("spawn")
+    stop = ctx.Event()
+    procs = [ctx.Process(target=worker_proc, args=(url, args.concurrency, stop), daemon=True) for _ in range(args.procs)]
+    for p in procs:
+        p.start()
+    time.sleep(args.settle)
+    q = emq.Queue(c, Q)
+    c.command("CONFIG", "RESETSTAT")
+    cpu0, t0 = cpu(c), time.perf_counter()
+    for i in range(0, args.jobs, 100):
+        q.add_many([b"x"] * min(100, args.jobs - i))
+    # Done when nothing is pending or held: three small reads every 5 ms (counts()
+    # scans for lanes, which would cost the server more than the jobs do).
+    keys = [f"emq:{{{Q}}}:{k}" for k in ("pending", "active", "schedule")]
+    while c.command("LLEN", keys[0]) or c.command("ZCARD", keys[1]) or c.command("ZCARD", keys[2]):
+        time.sleep(0.005)
+    t1, cpu1 = time.perf_counter(), cpu(c)
+    stats = commandstats(c)
+    stop.set()
+    for p in procs:
+        p.join(10)
+        if p.is_alive():
+            p.kill()
+    c.close()
+    calls = sum(v for k, v in stats.items() if k not in ("info", "config|resetstat"))
+    execs = stats.get("exec", 0)
+    return {
+        "jobs_per_s": args.jobs / (t1 - t0),
+        "server_us_per_job": (cpu1 - cpu0) * 1e6 / args.jobs,
+        "commands_per_job": calls / args.jobs,
+        "exec_per_job": execs / args.jobs,
+        "calls_per_job": {k: v / args.jobs for k, v in sorted(stats.items(), key=lambda kv: -kv[1])},
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--server", choices=("valkey", "redis"), default="valkey")
+    ap.add_argument("--procs", type=int, default=1)
+    ap.add_argument("--concurrency", type=int, default=16)
+    ap.add_argument("--jobs", type=int, default=30000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--settle", type=float, default=1.5)
+    ap.add_argument("--stats", action="store_true", help="also print each command's calls per job (the last run)")
+    args = ap.parse_args(argv)
+    binary = valkey_binary() if args.server == "valkey" else shutil.which("redis-server")
+    with Server(binary) as s:
+        runs = [one_run(s.url, args) for _ in range(args.runs)]
+    med = {k: statistics.median(r[k] for r in runs) for k in ("jobs_per_s", "server_us_per_job", "commands_per_job", "exec_per_job")}
+    print(
+        f"{args.server}, {args.procs} worker process(es) x {args.concurrency} threads, {args.jobs:,} jobs, medians of {args.runs}: "
+        f"{med['jobs_per_s']:,.0f} jobs/s ({med['jobs_per_s'] / args.procs:,.0f} per process), "
+        f"server {med['server_us_per_job']:.1f} us/job, {med['commands_per_job']:.1f} commands/job, "
+        f"{med['exec_per_job']:.2f} EXEC/job"
+    )
+    if args.stats:
+        for name, per in runs[-1]["calls_per_job"].items():
+            print(f"   {name:24} {per:.3f} calls/job")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

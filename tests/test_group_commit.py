@@ -1,0 +1,76 @@
+"""The worker's group commit (SPEC §8, issue 17): handler threads whose jobs
+finish while a commit is on the wire are completed together by the next one
+(`complete_many`), each answered as its own `complete` would be."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import emq
+from emq.worker import GroupCommit
+
+
+def finish_together(commit: GroupCommit, jobs: list) -> list:
+    """`commit.complete(job)` for each job on its own thread, all released at once."""
+    answers: list = [None] * len(jobs)
+    gate = threading.Barrier(len(jobs))
+
+    def one(i: int) -> None:
+        gate.wait()
+        answers[i] = commit.complete(jobs[i])
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    return answers
+
+
+def test_jobs_that_finish_together_are_answered_each_as_complete_would(client):
+    q = emq.Queue(client, "gc")
+    q.add_many([b"a", b"b", b"c", b"d"])
+    a, b, c, d = sorted(q.claim(4, lease_ms=60_000), key=lambda j: j.data)
+    # b's lease is lost: recovered, and claimed again (another token).
+    q.extend(b, 1)
+    time.sleep(0.01)
+    assert q.stalled_check(max_stalled=None) == ([b.id], [])
+    b2 = q.claim(1, lease_ms=60_000)[0]
+    assert b2.id == b.id and b2.token != b.token
+    # c is already done.
+    assert q.complete(c)
+    commit = GroupCommit(q, lambda call: call())
+    # The stale run of b and its new run finish together: separate commits, no id twice.
+    answers = finish_together(commit, [a, b, c, d, b2])
+    assert answers == [True, False, False, True, True]
+    assert commit.commits <= 4
+    counts = q.counts()
+    assert counts["active"] == 0 and counts["pending"] == 0 and counts["done"] == 4
+    assert q.get(b.id).state == "done"
+
+
+def test_a_busy_worker_completes_its_jobs_in_fewer_commits_than_jobs(client):
+    """Eight handlers released at once finish together: one leads a commit, the
+    others join the next, so a round of eight takes two commits or so, never
+    eight (what a complete per job would take)."""
+    q = emq.Queue(client, "gc-busy")
+    rounds = 6
+    q.add_many([b"x"] * (8 * rounds))
+    gate = threading.Barrier(8)
+
+    def handler(job):
+        gate.wait(10)
+
+    w = emq.Worker(q, handler, concurrency=8, beat_ms=50)
+    t = threading.Thread(target=w.run, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 30
+    while w.counters.completed < 8 * rounds and time.monotonic() < deadline:
+        time.sleep(0.01)
+    w.stop()
+    t.join(10)
+    assert w.counters.completed == 8 * rounds
+    commits = w._commits["gc-busy"].commits
+    assert commits < 8 * rounds / 2, f"{commits} commits for {8 * rounds} jobs"
+    assert q.counts()["done"] == 8 * rounds
