@@ -38,7 +38,14 @@ from emq.embedded import Server, valkey_binary  # noqa: E402
 Q = "tput"
 
 
-def worker_proc(url: str, concurrency: int, stop) -> None:
+def worker_proc(url: str, concurrency: int, stop, single: bool = False) -> None:
+    if single:
+        # What the worker did before its group commit: a complete per job, a
+        # promote every beat (for the comparison only).
+        import emq.worker as W
+
+        W.BUSY_PROMOTE_S = 0.0
+        W.GroupCommit.complete = lambda self, job: self._settle(lambda: self.work.complete(job))  # type: ignore[method-assign]
     c = emq.connect(url)
     w = emq.Worker(emq.Queue(c, Q), lambda job: None, concurrency=concurrency, beat_ms=1000, pump_batch=1000)
 
@@ -66,12 +73,12 @@ def commandstats(c: emq.Client) -> dict[str, int]:
     return out
 
 
-def one_run(url: str, args) -> dict:
+def one_run(url: str, args, single: bool = False) -> dict:
     c = emq.connect(url)
     c.command("FLUSHALL")
     ctx = mp.get_context("spawn")
     stop = ctx.Event()
-    procs = [ctx.Process(target=worker_proc, args=(url, args.concurrency, stop), daemon=True) for _ in range(args.procs)]
+    procs = [ctx.Process(target=worker_proc, args=(url, args.concurrency, stop, single), daemon=True) for _ in range(args.procs)]
     for p in procs:
         p.start()
     time.sleep(args.settle)
@@ -113,17 +120,30 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--settle", type=float, default=1.5)
     ap.add_argument("--stats", action="store_true", help="also print each command's calls per job (the last run)")
+    ap.add_argument(
+        "--compare-single",
+        action="store_true",
+        help="also run workers that complete each job alone and promote every beat (as before the group commit), alternating",
+    )
     args = ap.parse_args(argv)
     binary = valkey_binary() if args.server == "valkey" else shutil.which("redis-server")
+    modes = [False, True] if args.compare_single else [False]
+    runs: dict[bool, list] = {m: [] for m in modes}
     with Server(binary) as s:
-        runs = [one_run(s.url, args) for _ in range(args.runs)]
-    med = {k: statistics.median(r[k] for r in runs) for k in ("jobs_per_s", "server_us_per_job", "commands_per_job", "exec_per_job")}
-    print(
-        f"{args.server}, {args.procs} worker process(es) x {args.concurrency} threads, {args.jobs:,} jobs, medians of {args.runs}: "
-        f"{med['jobs_per_s']:,.0f} jobs/s ({med['jobs_per_s'] / args.procs:,.0f} per process), "
-        f"server {med['server_us_per_job']:.1f} us/job, {med['commands_per_job']:.1f} commands/job, "
-        f"{med['exec_per_job']:.2f} EXEC/job"
-    )
+        for i in range(args.runs):
+            for m in modes[i % len(modes) :] + modes[: i % len(modes)]:
+                runs[m].append(one_run(s.url, args, m))
+    for m in modes:
+        rs = runs[m]
+        med = {k: statistics.median(r[k] for r in rs) for k in ("jobs_per_s", "server_us_per_job", "commands_per_job", "exec_per_job")}
+        print(
+            f"{args.server}{' (a complete per job)' if m else ''}, {args.procs} worker process(es) x {args.concurrency} threads, "
+            f"{args.jobs:,} jobs, medians of {args.runs}: "
+            f"{med['jobs_per_s']:,.0f} jobs/s ({med['jobs_per_s'] / args.procs:,.0f} per process), "
+            f"server {med['server_us_per_job']:.1f} us/job, {med['commands_per_job']:.1f} commands/job, "
+            f"{med['exec_per_job']:.2f} EXEC/job"
+        )
+    runs = runs[False]  # type: ignore[assignment]
     if args.stats:
         for name, per in runs[-1]["calls_per_job"].items():
             print(f"   {name:24} {per:.3f} calls/job")

@@ -170,7 +170,7 @@ class GroupCommit:
             with self._lock:
                 batch = self._take()
             jobs = [job for job, _ in batch]
-            answers = self._settle(lambda: self.work.complete_many(jobs))
+            answers = self._settle(functools.partial(self.work.complete_many, jobs))
             self.commits += 1
             for i, (_, w) in enumerate(batch):
                 w.answer = answers[i] if isinstance(answers, list) else None
