@@ -483,7 +483,7 @@ BAD_WIRE_BATCH = ["0", "-1", "-0", "1.5", "abc", "", "+1", " 1", "1 ", "1e2", "0
 WIRE_ARGUMENT = (
     [(promote_wire(batch=b), PROMOTE, "batch") for b in BAD_WIRE_BATCH]
     + [(stalled_wire(batch=b), STALLED, "batch") for b in BAD_WIRE_BATCH]
-    + [(stalled_wire(max_stalled=m), STALLED, "max_stalled") for m in ["-1", "x", "", "1.5", "+0", " 0", "None", "1e1"]]
+    + [(stalled_wire(max_stalled=m), STALLED, "max_stalled") for m in ["-1", "x", "1.5", "+0", " 0", "None", "1e1"]]
 )
 
 
@@ -538,6 +538,15 @@ def test_wire_good_forms_work(r, client, backend):
     assert emq.wire(client, *promote_wire(batch="2"), backend=backend) == 2
     assert emq.wire(client, *stalled_wire(max_stalled="0", batch="1"), backend=backend) == [[], ["f1"]]
     assert emq.wire(client, *stalled_wire(max_stalled="1"), backend=backend) == [["l1"], ["d1"]]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_wire_empty_max_stalled_means_no_limit(r, client, backend):
+    """An empty `max_stalled` is no limit (as the Lua tail and the module take
+    it, SPEC §6): every expired job is recovered, none dies."""
+    due_everywhere(r, client)
+    recovered, dead = emq.wire(client, *stalled_wire(max_stalled=""), backend=backend)
+    assert recovered and dead == []
 
 
 # --------------------------------------------------------------------------- nothing due
