@@ -74,3 +74,42 @@ def test_a_busy_worker_completes_its_jobs_in_fewer_commits_than_jobs(client):
     commits = w._commits["gc-busy"].commits
     assert commits < 8 * rounds / 2, f"{commits} commits for {8 * rounds} jobs"
     assert q.counts()["done"] == 8 * rounds
+
+
+def test_a_commit_that_raises_leaves_nobody_waiting(client):
+    """An error that is not the server's (a bug, an interrupt) in the leader's
+    commit: its jobs get no answer, the others still commit, nobody hangs."""
+    q = emq.Queue(client, "gc-raise")
+    q.add_many([b"a", b"b", b"c"])
+    jobs = q.claim(3, lease_ms=60_000)
+    calls = []
+
+    def settle(call):
+        calls.append(call)
+        if len(calls) == 1:
+            time.sleep(0.05)  # the others finish meanwhile
+            raise RuntimeError("boom")
+        return call()
+
+    commit = GroupCommit(q, settle)
+    answers: list = [None] * 3
+    errors: list = []
+
+    def one(i):
+        try:
+            answers[i] = commit.complete(jobs[i])
+        except RuntimeError as e:
+            errors.append(e)
+
+    first = threading.Thread(target=one, args=(0,))
+    first.start()
+    time.sleep(0.01)
+    rest = [threading.Thread(target=one, args=(i,)) for i in (1, 2)]
+    for t in rest:
+        t.start()
+    for t in [first, *rest]:
+        t.join(10)
+        assert not t.is_alive(), "a handler waits forever"
+    assert len(errors) == 1 and answers[0] is None
+    assert answers[1:] == [True, True]
+    assert q.counts()["active"] == 1

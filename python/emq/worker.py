@@ -170,7 +170,23 @@ class GroupCommit:
             with self._lock:
                 batch = self._take()
             jobs = [job for job, _ in batch]
-            answers = self._settle(functools.partial(self.work.complete_many, jobs))
+            try:
+                answers = self._settle(functools.partial(self.work.complete_many, jobs))
+            except BaseException:
+                # Not a server's error (those `settle` handles): nobody may wait on
+                # this commit forever. Its jobs get no answer; the lead passes on.
+                for _, w in batch:
+                    w.done = True
+                    if w is not me:
+                        w.event.set()
+                with self._lock:
+                    # This job too, if it waited for a later commit: it is answered by the error.
+                    self._finished = [item for item in self._finished if item[1] is not me]
+                    self._leading = bool(self._finished)
+                    if self._finished:
+                        self._finished[0][1].lead = True
+                        self._finished[0][1].event.set()
+                raise
             self.commits += 1
             for i, (_, w) in enumerate(batch):
                 w.answer = answers[i] if isinstance(answers, list) else None
