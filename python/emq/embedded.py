@@ -77,11 +77,17 @@ def jemalloc_library() -> str | None:
 MODULE_FILE = "libemq_module.so"
 
 
+def _module_env() -> str | bool:
+    """`EMQ_SERVER_MODULE`: a path, True (`1`: the built module), or False (unset, empty, `0`)."""
+    env = os.environ.get("EMQ_SERVER_MODULE", "")
+    return env if env not in ("", "0", "1") else env == "1"
+
+
 def module_path() -> str | None:
     """emq's server module: `EMQ_SERVER_MODULE` when it names a file, else the one
     `./dev module` built in this checkout (`target/release/`), else None."""
-    env = os.environ.get("EMQ_SERVER_MODULE", "")
-    if env not in ("", "0", "1"):
+    env = _module_env()
+    if isinstance(env, str):
         return env
     for candidate in (Path(__file__).parent / MODULE_FILE, Path(__file__).parents[2] / "target" / "release" / MODULE_FILE):
         if candidate.is_file():
@@ -91,8 +97,7 @@ def module_path() -> str | None:
 
 def _module_arg(module: bool | str | None) -> str | None:
     if module is None:
-        env = os.environ.get("EMQ_SERVER_MODULE", "")
-        module = env if env not in ("", "0", "1") else env == "1"
+        module = _module_env()
     if module is False:
         return None
     path = module_path() if module is True else module

@@ -174,36 +174,38 @@ class GroupCommit:
                 answers = self._settle(functools.partial(self.work.complete_many, jobs))
             except BaseException:
                 # Not a server's error (those `settle` handles): nobody may wait on
-                # this commit forever. Its jobs get no answer; the lead passes on.
-                for _, w in batch:
-                    w.done = True
-                    if w is not me:
-                        w.event.set()
+                # this commit forever. Its jobs get no answer; the lead passes on
+                # (this job too is answered by the error, if it waited for a later commit).
+                self._answer(batch, me, None)
                 with self._lock:
-                    # This job too, if it waited for a later commit: it is answered by the error.
                     self._finished = [item for item in self._finished if item[1] is not me]
-                    self._leading = bool(self._finished)
-                    if self._finished:
-                        self._finished[0][1].lead = True
-                        self._finished[0][1].event.set()
+                    self._hand_on()
                 raise
             self.commits += 1
-            for i, (_, w) in enumerate(batch):
-                w.answer = answers[i] if isinstance(answers, list) else None
-                w.done = True
-                if w is not me:
-                    w.event.set()
+            self._answer(batch, me, answers if isinstance(answers, list) else None)
             with self._lock:
-                if not self._finished:
-                    self._leading = False
-                    return me.answer
-                if me.done:
-                    # Jobs finished during the commit: the first of them leads the next.
-                    nxt = self._finished[0][1]
-                    nxt.lead = True
-                    nxt.event.set()
+                if me.done or not self._finished:
+                    self._hand_on()
                     return me.answer
             # This job's id was held twice: it waits for the next commit, leading it.
+
+    @staticmethod
+    def _answer(batch: list[tuple[Job, _Waiter]], me: _Waiter, answers: list[bool] | None) -> None:
+        """Gives each job of a commit its answer (None: none) and wakes the others."""
+        for i, (_, w) in enumerate(batch):
+            w.answer = answers[i] if answers is not None else None
+            w.done = True
+            if w is not me:
+                w.event.set()
+
+    def _hand_on(self) -> None:
+        """(Under the lock.) The first job that finished meanwhile leads the next
+        commit; none: nobody leads."""
+        self._leading = bool(self._finished)
+        if self._finished:
+            nxt = self._finished[0][1]
+            nxt.lead = True
+            nxt.event.set()
 
 
 class Worker:
