@@ -55,9 +55,9 @@ fn apply(ctx: *mut Ctx, verb: &str, writes: &[Cmd]) -> Result<Vec<Reply>> {
         args.extend(w.iter_args());
         let reply = match args.as_slice() {
             [name, rest @ ..] if name.eq_ignore_ascii_case(b"HSET") && rest.len() >= 3 && rest.len() % 2 == 1 => {
-                hset(ctx, &mut words, rest)
+                hash_write(ctx, &mut words, rest, HashOp::Set)
             }
-            [name, rest @ ..] if name.eq_ignore_ascii_case(b"HDEL") && rest.len() >= 2 => hdel(ctx, &mut words, rest),
+            [name, rest @ ..] if name.eq_ignore_ascii_case(b"HDEL") && rest.len() >= 2 => hash_write(ctx, &mut words, rest, HashOp::Del),
             [name, rest @ ..] => call(ctx, name, rest, true),
             [] => error("ERR empty command"),
         };
@@ -116,8 +116,7 @@ impl<'a> Reads<'a> {
     /// `HMGET key field…`: each value or nil; a key of another type is
     /// `WRONGTYPE`, an empty one all nils.
     fn hash_fields(&mut self, key: &'a [u8], fields: &[&[u8]]) -> std::result::Result<Vec<Reply>, Reply> {
-        let name = ffi::Strings::new(self.ctx, &[key]);
-        let k = ffi::OpenKey::read(self.ctx, name.items[0]);
+        let (_name, k) = open_read(self.ctx, key);
         let kind = k.kind();
         self.seen.push((key, kind != ffi::KEYTYPE_EMPTY));
         match kind {
@@ -130,8 +129,7 @@ impl<'a> Reads<'a> {
     /// `ZRANGE key 0 n-1 WITHSCORES`: members and scores (as the server prints
     /// them: the plans parse them back to the same doubles).
     fn zset_head(&self, key: &[u8], n: usize) -> Reply {
-        let name = ffi::Strings::new(self.ctx, &[key]);
-        let k = ffi::OpenKey::read(self.ctx, name.items[0]);
+        let (_name, k) = open_read(self.ctx, key);
         match k.kind() {
             ffi::KEYTYPE_EMPTY => Reply::Array(vec![]),
             ffi::KEYTYPE_ZSET => Reply::Array(
@@ -152,14 +150,18 @@ impl<'a> Reads<'a> {
                 }
                 _ => None,
             };
-            let exists = known.unwrap_or_else(|| {
-                let name = ffi::Strings::new(self.ctx, &[key]);
-                ffi::OpenKey::read(self.ctx, name.items[0]).kind() != ffi::KEYTYPE_EMPTY
-            });
+            let exists = known.unwrap_or_else(|| open_read(self.ctx, key).1.kind() != ffi::KEYTYPE_EMPTY);
             n += i64::from(exists);
         }
         Reply::Int(n)
     }
+}
+
+/// `key` opened for reading, with its name (kept while the key is open).
+fn open_read(ctx: *mut Ctx, key: &[u8]) -> (ffi::Strings, ffi::OpenKey) {
+    let name = ffi::Strings::new(ctx, &[key]);
+    let k = ffi::OpenKey::read(ctx, name.items[0]);
+    (name, k)
 }
 
 /// A score as text that parses back to the same double: an integer where it is
@@ -190,73 +192,61 @@ impl Words {
         Words { ctx, known: vec![] }
     }
 
-    /// The strings of `key` (made anew) and `rest` (kept), in order.
+    /// The strings of `key` and `rest`, in order: the key's and any word not kept
+    /// are made anew and freed with the first value; kept words live as long as `self`.
     fn command(&mut self, key: &[u8], rest: &[&[u8]]) -> (ffi::Strings, Vec<*mut ffi::RString>) {
-        let key = ffi::Strings::new(self.ctx, &[key]);
+        let mut owned = ffi::Strings::new(self.ctx, &[key]);
         let mut all = Vec::with_capacity(rest.len() + 1);
-        all.push(key.items[0]);
-        let mut fresh = vec![];
+        all.push(owned.items[0]);
         for &w in rest {
-            match self.known.iter().find(|(b, _)| b.as_slice() == w) {
-                Some((_, s)) => all.push(s.items[0]),
+            let s = match self.known.iter().find(|(b, _)| b.as_slice() == w) {
+                Some((_, s)) => s.items[0],
                 None if self.known.len() < WORDS && w.len() <= 32 => {
                     let s = ffi::Strings::new(self.ctx, &[w]);
-                    all.push(s.items[0]);
+                    let p = s.items[0];
                     self.known.push((w.to_vec(), s));
+                    p
                 }
-                None => {
-                    let s = ffi::Strings::new(self.ctx, &[w]);
-                    all.push(s.items[0]);
-                    fresh.push(s);
-                }
-            }
-        }
-        // The key string and any fresh ones are freed with the first value;
-        // kept words live as long as `self`.
-        let mut owned = key;
-        for s in &mut fresh {
-            owned.items.append(&mut s.items);
+                None => owned.push(w),
+            };
+            all.push(s);
         }
         (owned, all)
     }
 }
 
-/// `HSET key field value…`, propagated as itself, with its keyspace event. Its
-/// reply (the count of new fields, which no plan reads) is given as 0.
-fn hset(ctx: *mut Ctx, words: &mut Words, args: &[&[u8]]) -> Reply {
-    let (_owned, mut s) = words.command(args[0], &args[1..]);
-    {
-        let key = ffi::OpenKey::write(ctx, s[0]);
-        if !matches!(key.kind(), ffi::KEYTYPE_EMPTY | ffi::KEYTYPE_HASH) {
-            return error(WRONGTYPE);
-        }
-        for pair in s[1..].chunks_exact(2) {
-            key.hash_set(pair[0], pair[1]);
-        }
-    }
-    ffi::notify_hash(ctx, c"hset", s[0]);
-    ffi::replicate(ctx, c"HSET", &mut s);
-    Reply::Int(0)
+#[derive(Clone, Copy, PartialEq)]
+enum HashOp {
+    /// `HSET key field value…`
+    Set,
+    /// `HDEL key field…` (a key left without fields is deleted, as HDEL does)
+    Del,
 }
 
-/// `HDEL key field…`, propagated as itself (a key left without fields is
-/// deleted, as HDEL does), with its keyspace event. Its reply (the count of
-/// fields removed, which no plan reads) is given as 0.
-fn hdel(ctx: *mut Ctx, words: &mut Words, args: &[&[u8]]) -> Reply {
+/// `HSET` or `HDEL` with the key API, propagated as itself, with its keyspace
+/// event. Its reply (a count of fields, which no plan reads) is given as 0.
+fn hash_write(ctx: *mut Ctx, words: &mut Words, args: &[&[u8]], op: HashOp) -> Reply {
     let (_owned, mut s) = words.command(args[0], &args[1..]);
     {
         let key = ffi::OpenKey::write(ctx, s[0]);
         match key.kind() {
-            ffi::KEYTYPE_EMPTY => return Reply::Int(0),
             ffi::KEYTYPE_HASH => {}
+            // Nothing to delete: nothing written, nothing propagated.
+            ffi::KEYTYPE_EMPTY if op == HashOp::Del => return Reply::Int(0),
+            ffi::KEYTYPE_EMPTY => {}
             _ => return error(WRONGTYPE),
         }
-        for &field in &s[1..] {
-            key.hash_del(field);
+        match op {
+            HashOp::Set => s[1..].chunks_exact(2).for_each(|pair| key.hash_set(pair[0], pair[1])),
+            HashOp::Del => s[1..].iter().for_each(|&field| key.hash_del(field)),
         }
     }
-    ffi::notify_hash(ctx, c"hdel", s[0]);
-    ffi::replicate(ctx, c"HDEL", &mut s);
+    let (name, event) = match op {
+        HashOp::Set => (c"HSET", c"hset"),
+        HashOp::Del => (c"HDEL", c"hdel"),
+    };
+    ffi::notify_hash(ctx, event, s[0]);
+    ffi::replicate(ctx, name, &mut s);
     Reply::Int(0)
 }
 

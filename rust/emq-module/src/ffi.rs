@@ -306,10 +306,19 @@ pub struct Strings {
 
 impl Strings {
     pub fn new(ctx: *mut Ctx, args: &[&[u8]]) -> Strings {
-        let a = api();
+        let mut s = Strings { ctx, items: Vec::with_capacity(args.len()) };
+        for a in args {
+            s.push(a);
+        }
+        s
+    }
+
+    /// One more string, freed with the others; gives it.
+    pub fn push(&mut self, bytes: &[u8]) -> *mut RString {
         // SAFETY: the command's context; the server copies the bytes.
-        let items = args.iter().map(|s| unsafe { (a.create_string)(ctx, s.as_ptr().cast(), s.len()) }).collect();
-        Strings { ctx, items }
+        let s = unsafe { (api().create_string)(self.ctx, bytes.as_ptr().cast(), bytes.len()) };
+        self.items.push(s);
+        s
     }
 }
 
