@@ -244,9 +244,7 @@ impl Client {
         max_stalled: Option<&Bound<'py, PyAny>>,
         batch: &Bound<'py, PyAny>,
     ) -> PyResult<StalledNext<'py>> {
-        let q = queue_arg(STALLED, queue)?;
-        let max_stalled = max_stalled.map(|m| count(STALLED, "max_stalled", m, true)).transpose()?;
-        let batch = count(STALLED, "batch", batch, false)?;
+        let (q, max_stalled, batch) = stalled_args(queue, max_stalled, batch)?;
         match self.on(py, STALLED, &q, |c| sweeps::run_plan_timed(c, Kind::Stalled { max_stalled }, &q, batch, None))? {
             (Outcome::Stalled { recovered, dead }, (now, next)) => Ok((id_list(py, recovered)?, id_list(py, dead)?, now, next)),
             _ => unreachable!("a stalled check gives two lists"),
@@ -282,9 +280,8 @@ impl Client {
         backend: &Bound<'py, PyAny>,
         group: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
-        let q = queue_arg(STALLED, queue)?;
-        let max_stalled = max_stalled.map(|m| count(STALLED, "max_stalled", m, true)).transpose()?;
-        let (batch, backend) = (count(STALLED, "batch", batch, false)?, backend_arg(STALLED, backend)?);
+        let (q, max_stalled, batch) = stalled_args(queue, max_stalled, batch)?;
+        let backend = backend_arg(STALLED, backend)?;
         let group = group_arg(STALLED, group, backend)?;
         let outcome = self.on(py, STALLED, &q, |c| sweeps::run(c, backend, Kind::Stalled { max_stalled }, &q, batch, group))?;
         let Outcome::Stalled { recovered, dead } = outcome else { unreachable!("a stalled check gives two lists") };
@@ -559,6 +556,17 @@ fn held_jobs(jobs: &[PyRef<'_, Job>]) -> Vec<Held> {
 
 /// `_stalled_next`'s reply: recovered and dead ids, the clock reading, the next lease deadline.
 type StalledNext<'py> = (Bound<'py, PyList>, Bound<'py, PyList>, i64, Option<f64>);
+
+/// A stalled check's queue, `max_stalled` (None: nothing dies) and `batch`, checked.
+fn stalled_args(
+    queue: &Bound<'_, PyAny>,
+    max_stalled: Option<&Bound<'_, PyAny>>,
+    batch: &Bound<'_, PyAny>,
+) -> HostResult<(Vec<u8>, Option<u64>, u64)> {
+    let q = queue_arg(STALLED, queue)?;
+    let max_stalled = max_stalled.map(|m| count(STALLED, "max_stalled", m, true)).transpose()?;
+    Ok((q, max_stalled, count(STALLED, "batch", batch, false)?))
+}
 
 fn id_list(py: Python<'_>, ids: Vec<Vec<u8>>) -> PyResult<Bound<'_, PyList>> {
     let strs: Vec<String> = ids.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect();
