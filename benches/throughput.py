@@ -27,6 +27,7 @@ import multiprocessing as mp
 import shutil
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -52,8 +53,6 @@ def worker_proc(url: str, concurrency: int, stop, single: bool = False) -> None:
     def watch():
         stop.wait()
         w.stop()
-
-    import threading
 
     threading.Thread(target=watch, daemon=True).start()
     w.run()
