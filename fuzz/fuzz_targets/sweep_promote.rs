@@ -12,5 +12,7 @@ fuzz_target!(|data: &[u8]| {
     let batch = emq_fuzz::batch(&mut u);
     // Most rows per transaction: often fewer than the batch, so groups follow one another.
     let group = u.int_in_range(1..=4usize).unwrap_or(1);
-    drive(Replies::new(u, &keys, vec![]), || Sweep::grouped(Kind::Promote, keys.clone(), batch, group));
+    // A bare selection (members without scores) where the host would choose it.
+    let bare = u.arbitrary::<bool>().unwrap_or(false);
+    drive(Replies::new(u, &keys, vec![]), || Sweep::grouped(Kind::Promote, keys.clone(), batch, group).bare_selection(bare));
 });

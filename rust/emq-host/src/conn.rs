@@ -98,6 +98,17 @@ impl Conn {
         Ok(flat)
     }
 
+    /// Whether the server prints a score slowly: Redis before 7.2 formats every
+    /// double it replies with `%.17g` (7.2 and Valkey use a shortest-form
+    /// printer), so a thousand scores cost it about ten times the members
+    /// alone (`benches/README.md`). From the handshake's `HELLO`.
+    pub fn slow_scores(&mut self) -> HostResult<bool> {
+        let (name, version) = self.wire()?.server.clone();
+        let mut v = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
+        let (major, minor) = (v.next().unwrap_or(0), v.next().unwrap_or(0));
+        Ok(name == "redis" && (major, minor) < (7, 2))
+    }
+
     /// Connects now (if not connected): a bad address or refused credentials fail here.
     pub fn connect(&mut self) -> HostResult<()> {
         self.wire().map(drop)

@@ -54,6 +54,13 @@ pub struct Grouping {
     pub watch_cap: Option<u64>,
 }
 
+/// The smallest batch whose promote reads its selection without scores where
+/// the server prints them slowly (`Sweep::bare_selection`): a batch that large
+/// is a backlog's, whose first members are all due. A smaller one (a worker's
+/// beat) is more often cut by `now` in the middle, which costs the bare form a
+/// second read.
+pub const BARE_SELECTION_MIN: u64 = 256;
+
 /// `group` rows when given; else the whole batch, in one transaction, unless a
 /// stalled check where `WATCH` is not flat would watch more than
 /// [`GROUP_ON_LISTED_WATCH`] keys.
@@ -88,8 +95,10 @@ pub fn run_plan_timed(
     let g = group_for(conn, kind, batch, group)?;
     let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let (rows, cap) = (size(g.rows), g.watch_cap.map(size));
+    let bare = batch >= BARE_SELECTION_MIN && conn.slow_scores()?;
     let mut timing = (0, None);
-    let outcome = drive(conn, || Ok(Sweep::grouped(kind, keys.clone(), batch, rows).watch_cap(cap)), |s| timing = s.timing())?;
+    let make = || Ok(Sweep::grouped(kind, keys.clone(), batch, rows).watch_cap(cap).bare_selection(bare));
+    let outcome = drive(conn, make, |s| timing = s.timing())?;
     Ok((outcome, timing))
 }
 

@@ -219,7 +219,8 @@ fn no_conversation_panics_on_any_reply() {
         match i % 9 {
             0 => {
                 let group = 1 + rng.below(3) as usize;
-                drive(&mut rng, || Sweep::grouped(Kind::Promote, keys(), batch, group));
+                let bare = rng.below(2) == 0;
+                drive(&mut rng, || Sweep::grouped(Kind::Promote, keys(), batch, group).bare_selection(bare));
             }
             1 => {
                 let max_stalled = Some(rng.below(3));

@@ -534,3 +534,115 @@ fn in_the_server_a_sweep_reads_once_and_watches_nothing() {
     assert!(watch.is_empty());
     assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:job:a", "lane", "stalls"]), "no ZRANGE again first");
 }
+
+// -- a bare selection (`Sweep::bare_selection`) -------------------------------------
+
+fn bare(batch: u64) -> Sweep {
+    Sweep::new(Kind::Promote, Keys::new(b"q"), batch).bare_selection(true)
+}
+
+/// `ZRANGE` without scores: the members.
+fn ids(items: &[&str]) -> Reply {
+    Reply::Array(items.iter().map(|m| bulk(m)).collect())
+}
+
+#[test]
+fn a_bare_selection_reads_members_and_three_probes() {
+    let mut s = bare(3);
+    let (watch, cmds) = read(s.start());
+    assert!(watch.is_empty());
+    let z = "emq:{q}:schedule";
+    assert_eq!(
+        cmds,
+        vec![
+            cmd(&["TIME"]),
+            cmd(&["ZRANGE", z, "0", "2"]),
+            cmd(&["ZRANGE", z, "0", "0", "WITHSCORES"]),
+            cmd(&["ZRANGE", z, "2", "2", "WITHSCORES"]),
+            cmd(&["ZRANGE", z, "-1", "-1", "WITHSCORES"]),
+            cmd(&["GET", "emq:{q}:promotions"]),
+        ]
+    );
+    // Only a promote of one transaction, from the client, reads bare.
+    let scored = |mut s: Sweep| read(s.start()).1.len();
+    assert_eq!(scored(Sweep::grouped(Kind::Promote, Keys::new(b"q"), 3, 2).bare_selection(true)), 3);
+    assert_eq!(scored(Sweep::in_server(Kind::Promote, Keys::new(b"q"), 3).bare_selection(true)), 3);
+    assert_eq!(scored(Sweep::new(Kind::Stalled { max_stalled: None }, Keys::new(b"q"), 3).bare_selection(true)), 2);
+}
+
+/// Feeds a bare selection of `sel` with its probes; gives the next step.
+fn feed_bare(s: &mut Sweep, sel: &[&str], first: Reply, last: Reply, tail: Reply) -> Step {
+    s.start();
+    s.feed(&[time(), ids(sel), first, last, tail, promotions()]).unwrap()
+}
+
+/// What a scored selection of the same members plans (the reads under the
+/// watch answered alike: every row flat).
+fn plan_of(s: &mut Sweep, step: Step, n: usize) -> Vec<Cmd> {
+    let Step::Watch(w) = step else { panic!("expected the watch, got {step:?}") };
+    assert_eq!(w, vec![b"emq:{q}:promotions".to_vec()]);
+    let (_, cmds) = read(s.feed(&[]).unwrap());
+    assert_eq!(cmds[0], cmd(&["GET", "emq:{q}:promotions"]));
+    let mut replies = vec![promotions()];
+    replies.extend((0..n).map(|_| field(None)));
+    replies.push(Reply::Int(n as i64));
+    replies.extend([Reply::Int(0), Reply::Int(0), Reply::Int(0)]);
+    writes(s.feed(&replies).unwrap())
+}
+
+#[test]
+fn a_bare_selection_whose_last_member_is_due_takes_every_member() {
+    // A full batch: the probe at rank N-1 names the last member.
+    let mut s = bare(3);
+    let step = feed_bare(&mut s, &["a", "b", "c"], members(&[("a", NOW - 9)]), members(&[("c", NOW)]), members(&[("z", NOW + 9)]));
+    let w = plan_of(&mut s, step, 3);
+    assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:schedule", "a", "b", "c"]));
+    assert_eq!(s.timing(), (NOW, Some(NOW as f64)), "a full batch: more may be due");
+    // Fewer than N there: the probe at rank -1 names the last member.
+    let mut s = bare(5);
+    let step = feed_bare(&mut s, &["a", "b"], members(&[("a", NOW - 9)]), members(&[]), members(&[("b", NOW - 1)]));
+    let w = plan_of(&mut s, step, 2);
+    assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:schedule", "a", "b"]));
+    assert_eq!(s.timing(), (NOW, None), "nothing past the selection");
+}
+
+#[test]
+fn a_bare_selection_whose_first_member_is_not_due_takes_none() {
+    let mut s = bare(3);
+    let step = feed_bare(&mut s, &["a", "b"], members(&[("a", NOW + 5)]), members(&[]), members(&[("b", NOW + 6)]));
+    assert_eq!(step, Step::Done(Outcome::Promoted(0)));
+    assert_eq!(s.timing(), (NOW, Some((NOW + 5) as f64)), "the worker parks until the first due time");
+    let mut s = bare(3);
+    assert_eq!(feed_bare(&mut s, &[], members(&[]), members(&[]), members(&[])), Step::Done(Outcome::Promoted(0)));
+    assert_eq!(s.timing(), (NOW, None));
+}
+
+#[test]
+fn a_bare_selection_cut_by_now_or_moved_under_it_is_read_again_with_scores() {
+    let scored = vec![cmd(&["ZRANGE", "emq:{q}:schedule", "0", "2", "WITHSCORES"])];
+    // `now` falls between the first member and the last.
+    let mut s = bare(3);
+    let step = feed_bare(&mut s, &["a", "b", "c"], members(&[("a", NOW - 1)]), members(&[("c", NOW + 1)]), members(&[("c", NOW + 1)]));
+    assert_eq!(read(step), (vec![], scored.clone()));
+    let step = s.feed(&[members(&[("a", NOW - 1), ("b", NOW), ("c", NOW + 1)])]).unwrap();
+    let w = plan_of(&mut s, step, 2);
+    assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:schedule", "a", "b"]));
+    assert_eq!(s.timing(), (NOW, Some((NOW + 1) as f64)));
+    // A producer inserted a member between the read and the probes: the probe
+    // names another member, whose score says nothing of `c`'s.
+    let mut s = bare(3);
+    let step = feed_bare(&mut s, &["a", "b", "c"], members(&[("a", NOW - 1)]), members(&[("x", NOW - 1)]), members(&[("z", NOW + 9)]));
+    assert_eq!(read(step), (vec![], scored.clone()));
+    // Fewer than N, and the last one not due.
+    let mut s = bare(3);
+    let step = feed_bare(&mut s, &["a", "b"], members(&[("a", NOW - 1)]), members(&[]), members(&[("b", NOW + 1)]));
+    assert_eq!(read(step), (vec![], scored));
+}
+
+#[test]
+fn a_bare_selection_of_the_wrong_type_is_a_layout_error() {
+    let mut s = bare(3);
+    s.start();
+    let e = s.feed(&[time(), wrongtype(), wrongtype(), wrongtype(), wrongtype(), promotions()]).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Layout, "{e:?}");
+}

@@ -3,6 +3,8 @@
 //!
 //! 1. select: `TIME` and the first `batch` members of the zset, pipelined. The
 //!    clock is read before the selection; members with a score above it are cut.
+//!    (A promote may read them without scores and probe its first and last
+//!    member instead: `Sweep::bare_selection`.)
 //! 2. rows: `WATCH` (a promote: `P promotions`, which every promote bumps; a
 //!    stalled check: its first group's lease marks, and the rows of its members
 //!    of the current second; `crate::guard` says why), sent
@@ -66,6 +68,11 @@ pub const GROUP_ATTEMPTS: u32 = 32;
 
 enum Stage {
     Select,
+    /// A bare selection (`bare_selection`): its members and three probes.
+    SelectBare,
+    /// A bare selection that could not tell where `now` cuts it, read again
+    /// with its scores.
+    Rescored,
     /// The first group's rows are watched; their reads are next.
     Watched,
     Rows,
@@ -126,6 +133,8 @@ pub struct Sweep {
     retries: u32,
     /// Run inside the server (`in_server`): no watch, no re-read under it.
     in_server: bool,
+    /// A promote reads its selection without scores (`bare_selection`).
+    bare: bool,
 }
 
 impl Sweep {
@@ -153,6 +162,7 @@ impl Sweep {
             guess: None,
             retries: 0,
             in_server: false,
+            bare: false,
         }
     }
 
@@ -161,6 +171,28 @@ impl Sweep {
     /// neither the watch nor the re-read under it (the rest is the same plan).
     pub fn in_server(kind: Kind, keys: Keys, batch: u64) -> Self {
         Sweep { in_server: true, ..Self::new(kind, keys, batch) }
+    }
+
+    /// A promote of one transaction reads its selection without the members'
+    /// scores: the members, then the first member's score, the last one's (by
+    /// rank: `N-1`, or `-1` when fewer are there) and `P promotions`. Where the
+    /// last member is due, every member is (the zset is in score order); where the
+    /// first is not, none is. Only a selection that `now` cuts in the middle is
+    /// read again with its scores (one more round trip). For a server that prints
+    /// a score slowly (Redis before 7.2 formats each with `%.17g`: a thousand
+    /// scores cost it more than the rest of the selection) and a batch large
+    /// enough to be a backlog's; the host decides (`emq-host/src/sweeps.rs`).
+    ///
+    /// The probes are read after the members, and a producer may insert between
+    /// them: a probe is believed only when it names the member the selection
+    /// ended (or began) with, so the score is that member's. A member's score does
+    /// not change while it is in `schedule`, and only a promote takes a member out
+    /// (`P promotions`, read again under the watch), so the selection stands as
+    /// read at its own instant, as the scored one does.
+    #[must_use]
+    pub fn bare_selection(mut self, on: bool) -> Self {
+        self.bare = on && self.kind == Kind::Promote && !self.in_server && self.group as u64 >= self.batch;
+        self
     }
 
     /// Groups only where the call's watch would pass `cap` keys (see `watch_cap`).
@@ -184,6 +216,11 @@ impl Sweep {
             Kind::Promote => self.keys.schedule(),
             Kind::Stalled { .. } => self.keys.active(),
         }
+    }
+
+    /// The first `batch` members of the zset, with their scores.
+    fn range(&self) -> Cmd {
+        Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(self.batch.saturating_sub(1).to_string()).arg("WITHSCORES")
     }
 
     /// The row fields a sweep reads (SPEC §2: only these). Rows with none of them
@@ -229,15 +266,71 @@ impl Sweep {
     fn selected(&mut self, replies: &[Reply]) -> Result<Step> {
         let (time, members) = match (self.kind, replies) {
             (Kind::Promote, [time, members, promotions]) => {
-                self.check(promotions, &self.keys.promotions())?;
-                self.promotions = Some(promotions.clone());
+                self.promoted_so_far(promotions)?;
                 (time, members)
             }
             (Kind::Stalled { .. }, [time, members]) => (time, members),
             _ => return Err(self.host_error("select: wrong number of replies")),
         };
         self.check(members, &self.zset())?;
+        self.clock(time)?;
+        self.scored(members)
+    }
+
+    fn clock(&mut self, time: &Reply) -> Result<()> {
         self.read.now = parse_time(time).ok_or_else(|| self.host_error("TIME gave no clock"))?;
+        Ok(())
+    }
+
+    /// `P promotions` as read beside the selection.
+    fn promoted_so_far(&mut self, promotions: &Reply) -> Result<()> {
+        self.check(promotions, &self.keys.promotions())?;
+        self.promotions = Some(promotions.clone());
+        Ok(())
+    }
+
+    /// A bare selection (`bare_selection`): every member due, none, or read again
+    /// with scores.
+    fn selected_bare(&mut self, replies: &[Reply]) -> Result<Step> {
+        let [time, members, first, last, tail, promotions] = replies else {
+            return Err(self.host_error("select: wrong number of replies"));
+        };
+        self.promoted_so_far(promotions)?;
+        for r in [members, first, last, tail] {
+            self.check(r, &self.zset())?;
+        }
+        self.clock(time)?;
+        let ids = members
+            .as_array()
+            .and_then(|a| a.iter().map(|m| m.as_bytes().map(<[u8]>::to_vec)).collect::<Option<Vec<_>>>())
+            .ok_or_else(|| self.host_error("ZRANGE gave no members"))?;
+        let (Some(head), Some(end)) = (ids.first(), ids.last()) else {
+            return Ok(Step::Done(self.empty()));
+        };
+        let full = ids.len() as u64 >= self.batch;
+        let now = self.read.now as f64;
+        // A probe's score, when it names `member`.
+        let probe = |r: &Reply, member: &[u8]| match r.as_array() {
+            Some([m, score]) if m.as_bytes() == Some(member) => std::str::from_utf8(score.as_bytes()?).ok()?.parse::<f64>().ok(),
+            _ => None,
+        };
+        if probe(first, head).is_some_and(|s| s > now) {
+            self.read.next = probe(first, head);
+            return Ok(Step::Done(self.empty()));
+        }
+        if probe(if full { last } else { tail }, end).is_some_and(|s| s <= now) {
+            self.read.next = full.then_some(now);
+            // Scores are not read: a promote of one transaction plans without them.
+            self.read.scores = vec![0.0; ids.len()];
+            self.read.ids = ids;
+            return Ok(self.chosen());
+        }
+        self.stage = Stage::Rescored;
+        Ok(Step::Read { watch: vec![], cmds: vec![self.range()] })
+    }
+
+    /// The members and scores of a selection, cut at `now`.
+    fn scored(&mut self, members: &Reply) -> Result<Step> {
         let items = members.as_array().ok_or_else(|| self.host_error("ZRANGE gave no array"))?;
         for pair in items.chunks_exact(2) {
             let score = pair[1].as_bytes().and_then(|s| std::str::from_utf8(s).ok()?.parse::<f64>().ok());
@@ -257,6 +350,11 @@ impl Sweep {
         if self.read.ids.is_empty() {
             return Ok(Step::Done(self.empty()));
         }
+        Ok(self.chosen())
+    }
+
+    /// The selection is known: its groups, and the watch.
+    fn chosen(&mut self) -> Step {
         let n = self.read.ids.len();
         let size = match self.watch_cap {
             Some(cap) if self.watch_of(0..n).len() > cap => self.group.min(cap),
@@ -266,10 +364,10 @@ impl Sweep {
         // Step 2: the watch (a promote's on `P promotions`, a stalled check's on
         // its first group's lease marks and rows), sent ahead of the reads under it.
         if self.in_server {
-            return Ok(self.rows_reads());
+            return self.rows_reads();
         }
         self.stage = Stage::Watched;
-        Ok(Step::Watch(self.watch_of(self.groups[0].clone())))
+        Step::Watch(self.watch_of(self.groups[0].clone()))
     }
 
     /// What the guard watches for the members in `r` (`crate::guard`), lanes aside.
@@ -730,9 +828,16 @@ impl Conversation for Sweep {
 
     /// The first step: the clock and the selection.
     fn start(&mut self) -> Step {
-        self.stage = Stage::Select;
-        let range = Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(self.batch.saturating_sub(1).to_string()).arg("WITHSCORES");
-        let mut cmds = vec![Cmd::new("TIME"), range];
+        let last = self.batch.saturating_sub(1).to_string();
+        let mut cmds = vec![Cmd::new("TIME")];
+        if self.bare {
+            self.stage = Stage::SelectBare;
+            let probe = |at: &str| Cmd::new("ZRANGE").arg(self.zset()).arg(at).arg(at).arg("WITHSCORES");
+            cmds.extend([Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(&last), probe("0"), probe(&last), probe("-1")]);
+        } else {
+            self.stage = Stage::Select;
+            cmds.push(self.range());
+        }
         if self.kind == Kind::Promote {
             cmds.push(Cmd::new("GET").arg(self.keys.promotions()));
         }
@@ -743,6 +848,14 @@ impl Conversation for Sweep {
     fn feed(&mut self, replies: &[Reply]) -> Result<Step> {
         match std::mem::replace(&mut self.stage, Stage::Exec) {
             Stage::Select => self.selected(replies),
+            Stage::SelectBare => self.selected_bare(replies),
+            Stage::Rescored => match replies {
+                [members] => {
+                    self.check(members, &self.zset())?;
+                    self.scored(members)
+                }
+                _ => Err(self.host_error("select: wrong number of replies")),
+            },
             Stage::Watched if replies.is_empty() => Ok(self.rows_reads()),
             Stage::Watched => Err(self.host_error("rows: a watch has no replies to feed")),
             Stage::Rows => self.rows_read(replies),
