@@ -102,6 +102,32 @@ def test_bad_timeouts_are_argument_errors(server, kw):
     assert next(iter(kw)) in str(e.value)
 
 
+@pytest.mark.parametrize("spin_us", [-1, 1.5, True, "10", 10_001])
+def test_bad_spins_are_argument_errors(server, spin_us):
+    with pytest.raises(emq.ArgumentError) as e:
+        emq.connect(server.url, spin_us=spin_us)
+    assert "emq.connect" in str(e.value) and "spin_us" in str(e.value)
+
+
+def _spins_then_sleeps(c) -> None:
+    """A read that polls and then sleeps: quick answers come back while it polls,
+    and a blocking command still waits its whole timeout (the socket is
+    blocking again after the poll), then the connection goes on."""
+    for _ in range(50):
+        assert c.ping()
+    t0 = time.monotonic()
+    assert c.command("BLPOP", "emq:{t}:nothing", "0.3") is None
+    assert time.monotonic() - t0 >= 0.25
+    c.command("RPUSH", "emq:{t}:list", "x")
+    assert c.command("BLPOP", "emq:{t}:list", "1") == [b"emq:{t}:list", b"x"]
+    assert emq.promote(c, "t", batch=500) == 0
+
+
+@pytest.mark.parametrize("spin_us", [None, 0, 10_000])
+def test_a_spinning_read_still_sleeps_for_a_long_answer(server, spin_us):
+    _spins_then_sleeps(emq.connect(server.url, spin_us=spin_us))
+
+
 def test_read_timeout_bounds_a_blocking_call(client, server):
     c = emq.connect(server.url, read_timeout=0.3)
     t0 = time.monotonic()
@@ -188,6 +214,7 @@ def test_unix_socket_url(tmp_path):
         c.command("SET", "k", "over-unix")
         assert redis.Redis.from_url(s.url + "/2").get("k") == b"over-unix"
         assert emq.promote(c, "u") == 0
+        _spins_then_sleeps(c)
 
 
 def _tls_server(tmp_path):
@@ -241,6 +268,7 @@ def test_tls_url(tmp_path):
     try:
         c = emq.connect(f"rediss://127.0.0.1:{port}/#insecure")
         assert c.ping()
+        _spins_then_sleeps(c)  # a TLS connection never polls: it sleeps as before
         c.command("ZADD", "emq:{t}:schedule", "1", "a")
         c.command("HSET", "emq:{t}:job:a", "state", "scheduled")
         assert emq.promote(c, "t") == 1

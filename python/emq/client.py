@@ -21,6 +21,7 @@ def connect(
     *,
     connect_timeout: float = 5.0,
     read_timeout: float | None = 30.0,
+    spin_us: int | None = None,
 ) -> Client:
     """A connection owned by the Rust core.
 
@@ -32,9 +33,16 @@ def connect(
     as the server takes. Credentials the server refuses (or a server that wants
     some) raise `emq.AuthenticationError` here.
 
+    `spin_us`: how long a read polls the socket for the server's answer before
+    it sleeps until woken (None: 150 µs; 0: sleep at once; at most 10,000).
+    Waking a sleeping reader is slow on virtual machines (about 60 µs of a
+    90 µs round trip on loopback), and a sweep waits on three round trips; the
+    poll yields the core to any other thread that wants it, and a longer wait
+    sleeps after it. TCP and Unix sockets; a TLS connection always sleeps.
+
     Every connection emq opens for this client's work (a worker's, a sweeper's)
-    is a `client.sibling()`: the same address, credentials, TLS, database and
-    timeouts. No string emq shows holds the password.
+    is a `client.sibling()`: the same address, credentials, TLS, database,
+    timeouts and spin. No string emq shows holds the password.
     """
     if url is None:
         from .embedded import default_url
@@ -46,4 +54,5 @@ def connect(
         url,
         connect_timeout=_seconds("connect_timeout", connect_timeout, none_ok=False),
         read_timeout=_seconds("read_timeout", read_timeout, none_ok=True),
+        spin_us=spin_us,
     )

@@ -24,16 +24,30 @@ pub struct Conn {
     /// Whether the server's `WATCH` costs the same per key however many one
     /// connection watches (`INFO server`, read once): see `sweeps::group_for`.
     flat_watch: Option<bool>,
+    /// How long a read polls before it sleeps (`emq_wire::net::Stream::set_spin`).
+    spin: Duration,
 }
 
+/// How long a read polls the socket for the server's answer before it sleeps
+/// until woken (`emq.connect(spin_us=…)`). About twice what a wake-up costs on
+/// this project's machines (a virtual machine's idle core takes about 60 µs to
+/// wake): a round trip of a small command drops from about 90 µs to 30, and the
+/// server, whose answers then find the reader awake, spends less on waking it
+/// (benches/README.md). A wait that runs longer sleeps after it, as before.
+pub const DEFAULT_SPIN: Duration = Duration::from_micros(150);
+
+/// The longest spin a caller may ask for: past it, polling costs a core for
+/// nothing a sleep would not give.
+pub const MAX_SPIN: Duration = Duration::from_millis(10);
+
 impl Conn {
-    pub fn open(url: &str, connect_timeout: Duration, read_timeout: Option<Duration>) -> HostResult<Self> {
+    pub fn open(url: &str, connect_timeout: Duration, read_timeout: Option<Duration>, spin: Duration) -> HostResult<Self> {
         let scheme_ok = ["redis://", "rediss://", "unix://", "redis+unix://"].iter().any(|s| url.starts_with(s));
         let info = url.into_connection_info().ok().filter(|_| scheme_ok).ok_or_else(|| {
             HostError::Argument(format!("emq.connect: url {:?} is not a redis://, rediss:// or unix:// URL", redact(url)))
         })?;
         let address = address(&info);
-        Ok(Conn { info, wire: None, address, connect_timeout, read_timeout, flat_watch: None })
+        Ok(Conn { info, wire: None, address, connect_timeout, read_timeout, flat_watch: None, spin })
     }
 
     /// A new connection with the same settings (`read_timeout`: `None` keeps this
@@ -46,6 +60,7 @@ impl Conn {
             connect_timeout: self.connect_timeout,
             read_timeout: read_timeout.unwrap_or(self.read_timeout),
             flat_watch: self.flat_watch,
+            spin: self.spin,
         }
     }
 
@@ -67,6 +82,7 @@ impl Conn {
             connect_timeout: self.connect_timeout,
             read_timeout: self.read_timeout,
             flat_watch: self.flat_watch,
+            spin: self.spin,
         }
     }
 
@@ -117,7 +133,7 @@ impl Conn {
     fn wire(&mut self) -> HostResult<&mut Wire<Stream>> {
         if self.wire.is_none() {
             let w = wire_addr(self.info.addr())
-                .and_then(|addr| net::connect(&addr, &auth(&self.info), self.connect_timeout, self.read_timeout))
+                .and_then(|addr| net::connect(&addr, &auth(&self.info), self.connect_timeout, self.read_timeout, self.spin))
                 .map_err(|e| self.wire_error(&e))?;
             self.wire = Some(w);
         }
@@ -293,7 +309,7 @@ mod tests {
     use super::*;
 
     fn addr(url: &str) -> String {
-        Conn::open(url, Duration::from_secs(1), None).unwrap().address
+        Conn::open(url, Duration::from_secs(1), None, DEFAULT_SPIN).unwrap().address
     }
 
     #[test]
@@ -315,7 +331,7 @@ mod tests {
 
     #[test]
     fn siblings_keep_the_settings() {
-        let c = Conn::open("redis://u:p@h:1/2", Duration::from_secs(3), Some(Duration::from_secs(4))).unwrap();
+        let c = Conn::open("redis://u:p@h:1/2", Duration::from_secs(3), Some(Duration::from_secs(4)), DEFAULT_SPIN).unwrap();
         let s = c.sibling(None);
         assert_eq!(s.address, c.address);
         assert_eq!(s.info.redis_settings().password(), Some("p"));

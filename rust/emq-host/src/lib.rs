@@ -121,14 +121,16 @@ impl Client {
 #[pymethods]
 impl Client {
     #[new]
-    /// `Client(url, *, connect_timeout=5.0, read_timeout=30.0)`, in seconds;
-    /// `math.inf`: no read timeout (`emq.connect(read_timeout=None)`).
-    #[pyo3(signature = (url, *, connect_timeout=None, read_timeout=None))]
+    /// `Client(url, *, connect_timeout=5.0, read_timeout=30.0, spin_us=150)`,
+    /// timeouts in seconds (`math.inf`: no read timeout,
+    /// `emq.connect(read_timeout=None)`), the spin in microseconds (`conn::DEFAULT_SPIN`).
+    #[pyo3(signature = (url, *, connect_timeout=None, read_timeout=None, spin_us=None))]
     fn new(
         py: Python<'_>,
         url: &Bound<'_, PyAny>,
         connect_timeout: Option<&Bound<'_, PyAny>>,
         read_timeout: Option<&Bound<'_, PyAny>>,
+        spin_us: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         const VERB: &str = "emq.connect";
         let url = text_arg(VERB, "url", url)?;
@@ -141,7 +143,15 @@ impl Client {
             Some(v) => seconds(VERB, "read_timeout", v)?,
             None => Some(Duration::from_secs(30)),
         };
-        Client::from_conn(py, Conn::open(&url, ct, rt)?)
+        let spin = match spin_us {
+            Some(v) => Duration::from_micros(count(VERB, "spin_us", v, true)?),
+            None => conn::DEFAULT_SPIN,
+        };
+        if spin > conn::MAX_SPIN {
+            let most = conn::MAX_SPIN.as_micros();
+            return Err(HostError::Argument(format!("{VERB}: spin_us must be at most {most} (microseconds)")).into());
+        }
+        Client::from_conn(py, Conn::open(&url, ct, rt, spin)?)
     }
 
     /// A new connection with this one's settings (address, credentials, TLS,

@@ -86,6 +86,10 @@ impl<S: Read + Write> Wire<S> {
         &self.stream
     }
 
+    pub fn stream_mut(&mut self) -> &mut S {
+        &mut self.stream
+    }
+
     /// Authenticates, selects the database and names the client (`CLIENT
     /// SETINFO`, whose refusal is ignored: older servers and narrow ACL users
     /// connect all the same).
