@@ -37,6 +37,7 @@ PLAN_COMMANDS = [
     "unwatch",
     "multi",
     "exec",
+    "discard",  # a sweep's transaction queued ahead of a read that turned out otherwise
     "zrem",
     "zadd",
     "rpush",

@@ -50,6 +50,7 @@ WORKER_COMMANDS = [
     "unwatch",
     "multi",
     "exec",
+    "discard",
     "zadd",
     "zrem",
     "zremrangebyscore",

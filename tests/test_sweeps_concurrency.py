@@ -157,8 +157,8 @@ def test_promoters_race_each_other_and_producers(server, r, mode):
     pipe.execute()
 
     n_promoters = 4
-    # 300: a call of many EXISTS groups, one transaction on every server, and on
-    # Redis 7.0 a bare selection (no scores) whose probes race the producers.
+    # 300: a call of many EXISTS groups, one transaction on every server, and a
+    # bare selection (no scores) whose probes race the producers.
     batches = [7, 50, 7, 300]
     backends = backends_for(mode, n_promoters)
     groups = groups_for(mode, n_promoters)

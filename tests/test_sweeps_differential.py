@@ -949,7 +949,7 @@ def big_states(draw, kind: str):
     return {"queue": q, "keys": keys, "corrupt": None}
 
 
-# 256 and more: a promote on Redis before 7.2 reads its selection bare (no scores).
+# 256 and more: a promote reads its selection bare (no scores, probes instead).
 BIG_BATCH = st.sampled_from([99, 100, 101, 150, 200, 250, 256, 300, 1000])
 # Shrinking states of hundreds of keys takes minutes: these report the first
 # failing example as found (the hand-picked tests below give small repros).
@@ -1043,10 +1043,9 @@ def test_promote_hand_picked_state(r, client, form):
     ],
 )
 def test_promote_of_a_backlog_matches_lua_whichever_way_it_reads(server, r, client, due, future, batch):
-    """A promote of a large batch on a server that prints scores slowly (Redis
-    before 7.2) reads its members without scores and probes the first and last
-    (`Sweep::bare_selection`); elsewhere it reads them with scores. Either way the
-    same call as the script, over every shape of selection the probes decide."""
+    """A promote of a large batch reads its members without scores and probes
+    the first and last (`Sweep::bare_selection`): the same call as the script,
+    over every shape of selection the probes decide."""
     P = b"emq:{q}:"
     zset = {f"d{k:04d}".encode(): -(10**6) + k // 2 for k in range(due)}  # ties in pairs
     zset.update({f"f{k:04d}".encode(): 10**6 + k for k in range(future)})
@@ -1060,16 +1059,13 @@ def test_promote_of_a_backlog_matches_lua_whichever_way_it_reads(server, r, clie
         keys[P + b"job:" + m] = ("hash", h)
     differential(r, client, "promote", _state("q", keys), batch, None, "api")
     if isinstance(server, _servers.Cluster):
-        return  # Valkey 9 nodes: scored, as on one node
-    # Which way the plan read: a bare selection is four ranges (one more when
-    # `now` cuts it), a scored one a single range.
+        return  # commandstats are per node
+    # The plan read bare: four ranges, one more when `now` cuts the selection.
     reset(r, materialise(_state("q", keys), client.time_ms()))
     r.config_resetstat()
     emq.promote(client, "q", batch=batch)
     ranges = r.info("commandstats").get("cmdstat_zrange", {}).get("calls", 0)
-    info = r.info("server")
-    slow = "valkey_version" not in info and tuple(int(x) for x in info["redis_version"].split(".")[:2]) < (7, 2)
-    assert ranges == (4 + (0 < due < batch and future > 0) if slow else 1), ranges
+    assert ranges == 4 + (0 < due < batch and future > 0), ranges
 
 
 @pytest.mark.parametrize("form", ["api", "wire"])

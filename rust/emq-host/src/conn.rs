@@ -26,6 +26,10 @@ pub struct Conn {
     flat_watch: Option<bool>,
     /// How long a read polls before it sleeps (`emq_wire::net::Stream::set_spin`).
     spin: Duration,
+    /// Whether a conversation's expected transaction is queued ahead of its
+    /// reads' replies (`drive`): until a guess turns out wrong, and again once
+    /// one would have been right.
+    pub queue_ahead: bool,
 }
 
 /// How long a read polls the socket for the server's answer before it sleeps
@@ -47,7 +51,7 @@ impl Conn {
             HostError::Argument(format!("emq.connect: url {:?} is not a redis://, rediss:// or unix:// URL", redact(url)))
         })?;
         let address = address(&info);
-        Ok(Conn { info, wire: None, address, connect_timeout, read_timeout, flat_watch: None, spin })
+        Ok(Conn { info, wire: None, address, connect_timeout, read_timeout, flat_watch: None, spin, queue_ahead: true })
     }
 
     /// A new connection with the same settings (`read_timeout`: `None` keeps this
@@ -61,6 +65,7 @@ impl Conn {
             read_timeout: read_timeout.unwrap_or(self.read_timeout),
             flat_watch: self.flat_watch,
             spin: self.spin,
+            queue_ahead: true,
         }
     }
 
@@ -83,6 +88,7 @@ impl Conn {
             read_timeout: self.read_timeout,
             flat_watch: self.flat_watch,
             spin: self.spin,
+            queue_ahead: true,
         }
     }
 
@@ -112,17 +118,6 @@ impl Conn {
         let flat = name == "valkey" && major.is_some_and(|v| v >= 9);
         self.flat_watch = Some(flat);
         Ok(flat)
-    }
-
-    /// Whether the server prints a score slowly: Redis before 7.2 formats every
-    /// double it replies with `%.17g` (7.2 and Valkey use a shortest-form
-    /// printer), so a thousand scores cost it about ten times the members
-    /// alone (`benches/README.md`). From the handshake's `HELLO`.
-    pub fn slow_scores(&mut self) -> HostResult<bool> {
-        let (name, version) = self.wire()?.server.clone();
-        let mut v = version.split('.').map(|p| p.parse::<u64>().unwrap_or(0));
-        let (major, minor) = (v.next().unwrap_or(0), v.next().unwrap_or(0));
-        Ok(name == "redis" && (major, minor) < (7, 2))
     }
 
     /// Connects now (if not connected): a bad address or refused credentials fail here.
@@ -175,6 +170,11 @@ impl Conn {
         self.on_wire(|w| w.send(cmds))
     }
 
+    /// Sends `parts` one after the other as one pipeline (see `send`).
+    pub fn send_parts(&mut self, parts: &[&[Cmd]]) -> HostResult<()> {
+        self.on_wire(|w| w.send_parts(parts))
+    }
+
     pub fn replies(&mut self, n: usize) -> HostResult<Vec<Reply>> {
         self.on_wire(|w| w.replies(n))
     }
@@ -185,6 +185,13 @@ impl Conn {
     /// unknown.
     pub fn write_replies(&mut self, n: usize) -> HostResult<(Option<Reply>, Reply)> {
         self.on_wire(|w| w.exec_replies(n)).map_err(unknown)
+    }
+
+    /// Reads the `n` replies of commands queued in a transaction not yet run
+    /// (`MULTI` and the commands, no `EXEC`): the first refusal among them.
+    pub fn queued_replies(&mut self, n: usize) -> HostResult<Option<Reply>> {
+        let (first, last) = self.on_wire(|w| w.exec_replies(n))?;
+        Ok(first.or(matches!(last, Reply::Error { .. }).then_some(last)))
     }
 
     pub fn one(&mut self, c: Cmd) -> HostResult<Reply> {

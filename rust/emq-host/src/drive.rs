@@ -42,7 +42,7 @@ pub fn drive<C: Conversation>(conn: &mut Conn, mut make: impl FnMut() -> HostRes
 
 /// One call: `Some(out)`, or `None` when it must start again.
 fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Option<C::Out>> {
-    let mut call = Call { watching: false, unread: 0, committed: false, aborts: 0, rng: Jitter::new() };
+    let mut call = Call { watching: false, unread: 0, committed: false, aborts: 0, rng: Jitter::new(), queued: false };
     match call.run(conn, c) {
         // After a group has committed, a broken connection no longer means that
         // nothing was written: say what is known.
@@ -71,6 +71,9 @@ struct Call {
     /// Aborted `EXEC`s this call has taken up again (`Conversation::aborted`).
     aborts: u32,
     rng: Jitter,
+    /// The expected transaction is queued (`MULTI` and its writes, not yet
+    /// `EXEC`): see `Conversation::expected_exec`.
+    queued: bool,
 }
 
 impl Call {
@@ -104,10 +107,33 @@ impl Call {
                     self.unread = 0;
                     drop(std::mem::replace(&mut spent, (all, vec![])));
                     c.speculate();
+                    // The transaction the conversation expects, queued behind the
+                    // reads so the server queues it while the replies are read.
+                    let expected = c.expected_exec().is_some();
+                    let ahead = match c.expected_exec() {
+                        Some(writes) if conn.queue_ahead => {
+                            conn.send_parts(&[&[Cmd::new("MULTI")], writes])?;
+                            Some(writes.len())
+                        }
+                        _ => None,
+                    };
                     let replies = conn.replies(n)?;
+                    // `MULTI` and each queued command: the first refusal, if any.
+                    let refused = match ahead {
+                        Some(k) => conn.queued_replies(k + 1)?,
+                        None => None,
+                    };
                     let fed = fed(c, &replies, skip);
                     spent.1 = replies;
-                    fed
+                    match ahead {
+                        Some(_) => self.after_queued(conn, c, fed, refused),
+                        None => {
+                            if expected && matches!(fed, Ok(Step::Exec(_))) {
+                                conn.queue_ahead = c.exec_as_expected();
+                            }
+                            fed
+                        }
+                    }
                 }
                 Step::Exec(_) | Step::Group { .. } if self.unread > 0 => {
                     // A watch sent ahead must hold before anything is queued.
@@ -118,7 +144,8 @@ impl Call {
                     }
                 }
                 Step::Exec(writes) => {
-                    let tx = transaction(writes);
+                    // Queued ahead: its writes are the server's already.
+                    let tx = if std::mem::take(&mut self.queued) { vec![Cmd::new("EXEC")] } else { transaction(writes) };
                     conn.send(&tx)?;
                     let n = tx.len();
                     drop(tx);
@@ -193,6 +220,37 @@ impl Call {
                     };
                 }
             }
+        }
+    }
+
+    /// The step after reads whose expected transaction was queued behind them:
+    /// the `EXEC` of that transaction, when the conversation's next step is it
+    /// and the server queued it all; else the queue is discarded (which ends
+    /// the watch too) and the call goes on without it, or starts again when it
+    /// needed the watch.
+    fn after_queued<C: Conversation>(
+        &mut self,
+        conn: &mut Conn,
+        c: &C,
+        fed: HostResult<Step<C::Out>>,
+        refused: Option<Reply>,
+    ) -> HostResult<Step<C::Out>> {
+        let expected = matches!(fed, Ok(Step::Exec(_))) && c.exec_as_expected();
+        if expected && refused.is_none() {
+            self.queued = true;
+            return fed;
+        }
+        conn.queue_ahead = expected;
+        if let Reply::Error { .. } = conn.one(Cmd::new("DISCARD"))? {
+            conn.close();
+        }
+        self.watching = false;
+        match (fed, refused) {
+            // The transaction was its own, and the server refused part of it.
+            (Ok(_), Some(r)) if expected => Err(refusal(c.verb(), &r)),
+            (Ok(Step::Done(out)), _) => Ok(Step::Done(out)),
+            (Ok(_), _) => Err(HostError::Contention(format!("{}: the read was not the one expected; its watch ended", c.verb()))),
+            (Err(e), _) => Err(e),
         }
     }
 

@@ -51,6 +51,23 @@ pub trait Conversation {
     /// read). It must not change what `feed` returns for any replies.
     fn speculate(&mut self) {}
 
+    /// After `speculate`: the writes of the `Step::Exec` the conversation
+    /// expects next, when it has guessed that step whole. A host may queue
+    /// them (`MULTI` and the writes, without `EXEC`) behind the reads just sent,
+    /// so the server queues them while the host reads the replies; it then sends
+    /// `EXEC` only if `exec_as_expected` says the `Step::Exec` that came is this
+    /// one, and `DISCARD` otherwise (which ends the watch too: the call starts
+    /// again).
+    fn expected_exec(&self) -> Option<&[Cmd]> {
+        None
+    }
+
+    /// Whether the `Step::Exec` just returned has exactly the writes
+    /// `expected_exec` gave.
+    fn exec_as_expected(&self) -> bool {
+        false
+    }
+
     /// A group's `EXEC` ran (`Some`, its replies) or was aborted by the guard
     /// (`None`). Only conversations that send `Step::Group` get this.
     fn committed(&mut self, _exec: Option<&[Reply]>) -> Result<()> {

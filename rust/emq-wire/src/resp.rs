@@ -161,8 +161,15 @@ impl<S: Read + Write> Wire<S> {
     /// Sends `cmds` as one pipeline; their replies are read with `replies` or
     /// `exec_replies`.
     pub fn send(&mut self, cmds: &[Cmd]) -> WireResult<()> {
+        self.send_parts(&[cmds])
+    }
+
+    /// Sends the commands of every part, in order, as one pipeline.
+    pub fn send_parts(&mut self, parts: &[&[Cmd]]) -> WireResult<()> {
         self.out.clear();
-        emq_plan::cmd::encode_into(cmds, &mut self.out);
+        for cmds in parts {
+            emq_plan::cmd::encode_into(cmds, &mut self.out);
+        }
         self.stream.write_all(&self.out)?;
         // A buffer grown for one large call is not kept for good.
         if self.out.capacity() > MAX_KEPT {

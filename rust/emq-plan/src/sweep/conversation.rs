@@ -21,7 +21,9 @@
 //!    `WATCH` that list and read its length again.
 //! 5. (only when a stalled check makes jobs dead) `WATCH P dead`, read the
 //!    retention and the head of `dead`, for the trim (`retention`).
-//! 6. `MULTI`, the write plan, `EXEC`.
+//! 6. `MULTI`, the write plan, `EXEC`. (A call of one transaction that kills no
+//!    one may have its guessed plan queued behind step 2's reads:
+//!    `Conversation::expected_exec`.)
 //!
 //! **Groups** (SPEC §9). A call may apply its selection as consecutive
 //! transactions of at most `group` rows, so that a server whose `WATCH` cost
@@ -129,6 +131,8 @@ pub struct Sweep {
     outcome: Option<Outcome>,
     /// The plan for the likely read (`speculate`), and the read it assumed.
     guess: Option<(Read, Plan)>,
+    /// Whether the plan `build` made last is the guess (`exec_as_expected`).
+    guessed_right: bool,
     /// Times the current group was aborted and taken up again.
     retries: u32,
     /// Run inside the server (`in_server`): no watch, no re-read under it.
@@ -160,6 +164,7 @@ impl Sweep {
             done: None,
             outcome: None,
             guess: None,
+            guessed_right: false,
             retries: 0,
             in_server: false,
             bare: false,
@@ -178,10 +183,10 @@ impl Sweep {
     /// rank: `N-1`, or `-1` when fewer are there) and `P promotions`. Where the
     /// last member is due, every member is (the zset is in score order); where the
     /// first is not, none is. Only a selection that `now` cuts in the middle is
-    /// read again with its scores (one more round trip). For a server that prints
-    /// a score slowly (Redis before 7.2 formats each with `%.17g`: a thousand
-    /// scores cost it more than the rest of the selection) and a batch large
-    /// enough to be a backlog's; the host decides (`emq-host/src/sweeps.rs`).
+    /// read again with its scores (one more round trip). For a batch large
+    /// enough to be a backlog's, whose members are all due: the server prints
+    /// no scores (Redis before 7.2 formats each with `%.17g`) and the client
+    /// parses none. The host decides (`emq-host/src/sweeps.rs`).
     ///
     /// The probes are read after the members, and a producer may insert between
     /// them: a probe is believed only when it names the member the selection
@@ -719,10 +724,14 @@ impl Sweep {
     }
 
     fn build(&mut self, read: &Read) -> Result<Step> {
+        self.guessed_right = false;
         let plan = match self.guess.take() {
             // The whole read: a later group's ZMSCORE may leave out members, so
             // the same rows can belong to other ids.
-            Some((guessed, plan)) if guessed == *read => plan,
+            Some((guessed, plan)) if guessed == *read => {
+                self.guessed_right = true;
+                plan
+            }
             _ => self.plan(read)?,
         };
         if let Outcome::Stalled { dead, .. } = &plan.outcome {
@@ -889,6 +898,22 @@ impl Conversation for Sweep {
             }
             _ => {}
         }
+    }
+
+    /// The guessed plan of a call of one transaction that kills no one (a
+    /// death adds the trim's reads before `EXEC`).
+    fn expected_exec(&self) -> Option<&[Cmd]> {
+        match (&self.stage, &self.guess) {
+            (Stage::Rows, Some((_, plan))) if self.groups.len() == 1 => match &plan.outcome {
+                Outcome::Stalled { dead, .. } if !dead.is_empty() => None,
+                _ => Some(&plan.writes),
+            },
+            _ => None,
+        }
+    }
+
+    fn exec_as_expected(&self) -> bool {
+        self.guessed_right && matches!(self.stage, Stage::Exec) && self.groups.len() == 1
     }
 
     fn committed(&mut self, exec: Option<&[Reply]>) -> Result<()> {
