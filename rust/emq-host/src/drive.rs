@@ -42,7 +42,7 @@ pub fn drive<C: Conversation>(conn: &mut Conn, mut make: impl FnMut() -> HostRes
 
 /// One call: `Some(out)`, or `None` when it must start again.
 fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Option<C::Out>> {
-    let mut call = Call { watching: false, unread: 0, committed: false, aborts: 0, rng: Jitter::new(), queued: false };
+    let mut call = Call { watching: false, unread: 0, held: vec![], committed: false, aborts: 0, rng: Jitter::new(), queued: false };
     match call.run(conn, c) {
         // After a group has committed, a broken connection no longer means that
         // nothing was written: say what is known.
@@ -64,8 +64,11 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
 /// The state of one call on the connection.
 struct Call {
     watching: bool,
-    /// Replies to a `WATCH` sent ahead (`Step::Watch`) and not read yet.
+    /// Replies to a `WATCH` sent ahead and not read yet.
     unread: usize,
+    /// The keys of a `Step::Watch`, watched with the next commands sent (in
+    /// the same write: a write of its own would cost a wake-up of the server).
+    held: Vec<Vec<u8>>,
     /// Whether a group of this call has committed.
     committed: bool,
     /// Aborted `EXEC`s this call has taken up again (`Conversation::aborted`).
@@ -89,16 +92,16 @@ impl Call {
                     return Ok(Some(out));
                 }
                 Step::Watch(keys) => {
-                    conn.send(&[Cmd::new("WATCH").args(&keys)])?;
-                    self.watching = true;
-                    self.unread += 1;
+                    self.held.extend(keys);
                     c.feed(&[]).map_err(HostError::from)
                 }
                 Step::Read { watch, cmds } => {
-                    let mut all = Vec::with_capacity(cmds.len() + 1);
-                    if !watch.is_empty() {
-                        all.push(Cmd::new("WATCH").args(&watch));
-                        self.watching = true;
+                    let mut all = Vec::with_capacity(cmds.len() + 2);
+                    for keys in [std::mem::take(&mut self.held), watch] {
+                        if !keys.is_empty() {
+                            all.push(Cmd::new("WATCH").args(&keys));
+                            self.watching = true;
+                        }
                     }
                     let skip = self.unread + all.len();
                     all.extend(cmds);
@@ -118,12 +121,13 @@ impl Call {
                         _ => None,
                     };
                     let replies = conn.replies(n)?;
+                    // Fed while the server still queues: the plan is checked meanwhile.
+                    let fed = fed(c, &replies, skip);
                     // `MULTI` and each queued command: the first refusal, if any.
                     let refused = match ahead {
                         Some(k) => conn.queued_replies(k + 1)?,
                         None => None,
                     };
-                    let fed = fed(c, &replies, skip);
                     spent.1 = replies;
                     match ahead {
                         Some(_) => self.after_queued(conn, c, fed, refused),
@@ -134,6 +138,12 @@ impl Call {
                             fed
                         }
                     }
+                }
+                Step::Exec(_) | Step::Group { .. } if !self.held.is_empty() => {
+                    conn.send(&[Cmd::new("WATCH").args(std::mem::take(&mut self.held))])?;
+                    self.watching = true;
+                    self.unread += 1;
+                    Ok(step)
                 }
                 Step::Exec(_) | Step::Group { .. } if self.unread > 0 => {
                     // A watch sent ahead must hold before anything is queued.
@@ -151,7 +161,8 @@ impl Call {
                     drop(tx);
                     drop(std::mem::take(&mut spent));
                     self.watching = false; // EXEC ends every watch, run or not
-                    match Self::exec_reply(conn, c.verb(), n)? {
+                    let er = Self::exec_reply(conn, c.verb(), n)?;
+                    match er {
                         Some(exec) => return Ok(Some(c.finish(&exec)?)),
                         None => match self.take_up(c) {
                             Some(next) => Ok(next),

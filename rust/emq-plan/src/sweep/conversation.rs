@@ -7,8 +7,8 @@
 //!    member instead: `Sweep::bare_selection`.)
 //! 2. rows: `WATCH` (a promote: `P promotions`, which every promote bumps; a
 //!    stalled check: its first group's lease marks, and the rows of its members
-//!    of the current second; `crate::guard` says why), sent
-//!    ahead (`Step::Watch`: the reads are built while the server works on it);
+//!    of the current second; `crate::guard` says why; `Step::Watch`, sent with
+//!    the reads);
 //!    then the head of the zset again (a member of the first group gone or scored
 //!    anew is a conflict), every selected row's `lane` (and `stalls`), an `EXISTS`
 //!    per group of rows (`rows::GROUP`), and the types of the queue's lists: every
@@ -367,7 +367,7 @@ impl Sweep {
         };
         self.groups = (0..n).step_by(size).map(|a| a..(a + size).min(n)).collect();
         // Step 2: the watch (a promote's on `P promotions`, a stalled check's on
-        // its first group's lease marks and rows), sent ahead of the reads under it.
+        // its first group's lease marks and rows), in front of the reads under it.
         if self.in_server {
             return self.rows_reads();
         }
