@@ -125,7 +125,8 @@ def build_fill(sweep: str, shape: str, jobs: int, lanes: int, base_ms: int) -> b
             score,
         ]
         if sweep == "stalled":
-            fields += [b"token", b"t-%08d" % i, b"lease", b"30000"]
+            # `lease` is the deadline, the member's score, as a claim writes it.
+            fields += [b"token", b"t-%08d" % i, b"lease", score]
         if shape == "half-lane" and i % 2 == 1:
             lane = b"l%d" % ((i // 2) % lanes)
             fields += [b"lane", lane]

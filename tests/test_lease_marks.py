@@ -139,6 +139,46 @@ def test_a_late_holder_settling_during_a_check_aborts_it(server, r, proxy, settl
     assert late.id.encode() not in r.lrange(P + "pending", 0, -1)
 
 
+@pytest.mark.parametrize("settle", ["complete", "extend", "fail"])
+def test_a_holder_settling_between_the_selection_and_the_watch_is_seen(server, r, proxy, settle):
+    """The holder of an expired lease settles it after the check has read its
+    selection and before its watch: the rows, read under the watch, show it
+    (not `active`, or another lease), so the check reads `active` again and
+    leaves the job alone."""
+    q = emq.Queue(emq.connect(server.url), Q)
+    jobs = claimed(q, 20)
+    expire(r, jobs)
+    late = jobs[11]
+    proxy.arm("stall", command="WATCH", times=1, seconds=0.4)
+    box: dict = {}
+
+    def run():
+        c = emq.connect(proxy.url)
+        try:
+            box["out"] = emq.stalled_check(c, Q, max_stalled=None, batch=1000)
+        except Exception as e:  # handed to the test
+            box["error"] = e
+
+    t = threading.Thread(target=run)
+    t.start()
+    deadline = time.monotonic() + 10
+    while not proxy.faults("stall"):
+        assert time.monotonic() < deadline, "the check never reached its watch"
+        time.sleep(0.005)
+    if settle == "complete":
+        assert q.complete(late)
+    elif settle == "extend":
+        assert q.extend(late, 60_000)
+    else:
+        assert q.fail(late, "late", retry_in_ms=10**9) == "scheduled"
+    t.join(30)
+    assert "error" not in box, box.get("error")
+    recovered, dead = box["out"]
+    assert late.id not in recovered and not dead, "recovered after its holder settled it"
+    assert sorted(recovered) == sorted(j.id for j in jobs if j is not late)
+    assert r.hget(P + "job:" + late.id, "state") == {"complete": b"done", "extend": b"active", "fail": b"scheduled"}[settle]
+
+
 def test_live_settles_producers_and_claims_do_not_abort_a_check(server, r, proxy):
     """Between the check's reads and its EXEC: live jobs complete, extend and
     fail, producers add, a worker claims. None of it touches what the check
