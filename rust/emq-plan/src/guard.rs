@@ -71,11 +71,9 @@
 //! - **STALLED CHECK** (`sweep::conversation`): the lease marks of the seconds
 //!   its selection's leases ended in, and the rows of the members of the
 //!   current second ([`stalled_watch`]), in front of the reads (`Step::Watch`) as soon as
-//!   the selection is known; under it, every row, whose `state` and `lease`
-//!   confirm the selection (`active`, the lease it was selected with: a settle
-//!   or a take between the selection and the watch writes the row, I5), or else
-//!   the head of `active` again (a member gone from it or scored anew: a
-//!   conflict); the control hash of each lane its
+//!   the selection is known; under it, the head of `active` again (a member
+//!   settled or taken between the selection and the watch is gone from it or
+//!   scored anew: a conflict) and every row; the control hash of each lane its
 //!   rows go to; the lane lists
 //!   it relies on being empty (`sweep::stalled::empty_lanes_relied_on`); `P dead`
 //!   when it makes jobs dead (`retention::dead_step`: a concurrent trim aborts it).

@@ -34,19 +34,6 @@ fn fields(values: &[Option<&str>]) -> Reply {
     Reply::Array(values.iter().map(|v| v.map(bulk).unwrap_or(Reply::Nil)).collect())
 }
 
-/// A guarded stalled check's `HMGET` of a row (`lane`, `stalls`, `state`,
-/// `lease`) that confirms its selection: `active`, with the lease it was selected
-/// with.
-fn held(lane: Option<&str>, stalls: Option<&str>, lease: i64) -> Reply {
-    fields(&[lane, stalls, Some("active"), Some(&lease.to_string())])
-}
-
-/// The same row, not confirming its selection (no `state`, no `lease`): the
-/// check reads the head of `active` again.
-fn unheld(lane: Option<&str>, stalls: Option<&str>) -> Reply {
-    fields(&[lane, stalls, None, None])
-}
-
 fn cmd(parts: &[&str]) -> Cmd {
     Cmd::from_args(parts)
 }
@@ -173,39 +160,29 @@ fn a_lane_in_the_ring_paused_or_full_is_not_offered() {
 
 #[test]
 fn a_changed_selection_is_a_conflict() {
-    // A stalled check watches its rows after the selection; a row that does not
-    // confirm it (not `active` with the lease it was selected with: a settle in
-    // between) makes it read the head of `active` again.
+    // A stalled check watches its rows after the selection, and reads it again.
     let stalled = || Sweep::new(Kind::Stalled { max_stalled: None }, Keys::new(b"q"), 10);
-    let rest = |row: Reply| [row, Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
-    let again_cmds = vec![cmd(&["ZRANGE", "emq:{q}:active", "0", "16", "WITHSCORES"])];
-    // `a` left active between the selection and the watch; was scored again; or
-    // is out of the range read again.
-    for (row, again) in [
-        (fields(&[None, None, Some("done"), Some(&(NOW - 5).to_string())]), Reply::Array(vec![])),
-        (held(None, None, NOW - 4), members(&[("a", NOW - 4)])),
-        (unheld(None, None), members(&[("z", NOW - 6)])),
-    ] {
-        let mut s = stalled();
-        s.start();
-        select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
-        assert_eq!(read(s.feed(&rest(row)).unwrap()), (vec![], again_cmds.clone()));
-        let e = s.feed(&[again]);
-        assert_eq!(e.unwrap_err().kind, ErrorKind::Conflict);
-    }
-    // Rows that confirm it: no read again.
     let mut s = stalled();
     s.start();
     select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
-    let w = writes(s.feed(&rest(held(None, None, NOW - 5))).unwrap());
-    assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:active", "a"]));
+    // `a` left active between the selection and the watch.
+    let rest = [fields(&[None, None]), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+    let e = s.feed(&[&[Reply::Array(vec![])][..], &rest].concat());
+    assert_eq!(e.unwrap_err().kind, ErrorKind::Conflict);
+    // `a` was scored again, or is out of the range read again.
+    for again in [members(&[("a", NOW - 4)]), members(&[("z", NOW - 6)])] {
+        let mut s = stalled();
+        s.start();
+        select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
+        let e = s.feed(&[&[again][..], &rest].concat());
+        assert_eq!(e.unwrap_err().kind, ErrorKind::Conflict);
+    }
     // A member that joined the head since is left for the next call.
     let mut s = stalled();
     s.start();
     select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
-    read(s.feed(&rest(unheld(None, None))).unwrap());
     let again = members(&[("z", NOW - 6), ("a", NOW - 5), ("later", NOW + 1)]);
-    let w = writes(s.feed(&[again]).unwrap());
+    let w = writes(s.feed(&[&[again][..], &rest].concat()).unwrap());
     assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:active", "a"]));
 }
 
@@ -280,9 +257,10 @@ fn stalled_check_counts_stalls_recovers_and_kills() {
     assert_eq!(cmds[1], cmd(&["ZRANGE", "emq:{q}:active", "0", "99", "WITHSCORES"]));
     let (watch, _) = select(&mut s, &[time(), members(&[("x", NOW - 2), ("y", NOW - 1)])]);
     assert_eq!(watch, vec![b"emq:{q}:job:x".to_vec(), b"emq:{q}:job:y".to_vec()], "leases of the current second: their rows");
-    let x = held(None, None, NOW - 2);
-    let y = held(Some("L"), Some("1"), NOW - 1);
-    let (_, cmds) = read(s.feed(&[x, y, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
+    let again = members(&[("x", NOW - 2), ("y", NOW - 1)]);
+    let x = fields(&[None, None]);
+    let y = fields(&[Some("L"), Some("1")]);
+    let (_, cmds) = read(s.feed(&[again, x, y, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
     assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:lanectl:L", "paused", "limit", "active", "ring"]));
     let (watch, cmds) = read(s.feed(&[fields(&[None, Some("1"), Some("1"), None]), Reply::Int(3)]).unwrap());
     assert_eq!(watch, vec![b"emq:{q}:dead".to_vec()], "one died: dead is watched for the trim");
@@ -348,8 +326,8 @@ fn a_ghost_costs_a_type_only_for_the_rows_of_its_group() {
 }
 
 /// A stalled check of `x` and `y` whose rows read `x_fields` and `y_fields`
-/// (`lane`, `stalls`, `state`, `lease`); with `speculate`, told to speculate
-/// before the rows are fed. Gives the plan.
+/// (`lane`, `stalls`); with `speculate`, told to speculate before the rows are
+/// fed. Gives the plan.
 fn stalled_plan(speculate: bool, x_fields: Reply, y_fields: Reply) -> Vec<Cmd> {
     let mut s = Sweep::new(Kind::Stalled { max_stalled: Some(1) }, Keys::new(b"q"), 100);
     s.start();
@@ -357,7 +335,8 @@ fn stalled_plan(speculate: bool, x_fields: Reply, y_fields: Reply) -> Vec<Cmd> {
     if speculate {
         s.speculate();
     }
-    let replies = [x_fields, y_fields, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+    let again = members(&[("x", NOW - 2), ("y", NOW - 1)]);
+    let replies = [again, x_fields, y_fields, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
     let mut step = s.feed(&replies).unwrap();
     loop {
         step = match step {
@@ -366,8 +345,6 @@ fn stalled_plan(speculate: bool, x_fields: Reply, y_fields: Reply) -> Vec<Cmd> {
             Step::Read { watch, .. } if watch == vec![b"emq:{q}:dead".to_vec()] => {
                 s.feed(&[fields(&[None, Some("2")]), Reply::Int(2), members(&[("old1", NOW - 9), ("old2", NOW - 8)])]).unwrap()
             }
-            // The head again, for rows that did not confirm the selection.
-            Step::Read { cmds, .. } if cmds[0].name() == b"ZRANGE" => s.feed(&[members(&[("x", NOW - 2), ("y", NOW - 1)])]).unwrap(),
             Step::Read { .. } => s.feed(&[fields(&[None, None, None, None]), Reply::Int(0)]).unwrap(),
             other => panic!("expected a plan, got {other:?}"),
         }
@@ -378,18 +355,16 @@ fn stalled_plan(speculate: bool, x_fields: Reply, y_fields: Reply) -> Vec<Cmd> {
 fn the_speculated_plan_is_the_plan_whether_or_not_the_guess_holds() {
     let cases = [
         // The guess: flat rows at their first stall.
-        (held(None, None, NOW - 2), held(None, None, NOW - 1)),
+        (fields(&[None, None]), fields(&[None, None])),
         // Not the guess: a row that stalled before (it dies here), a lane row.
-        (held(None, None, NOW - 2), held(None, Some("1"), NOW - 1)),
-        (held(Some("L"), None, NOW - 2), held(None, None, NOW - 1)),
-        // Rows that do not confirm the selection: the head read again.
-        (unheld(None, None), unheld(None, Some("1"))),
+        (fields(&[None, None]), fields(&[None, Some("1")])),
+        (fields(&[Some("L"), None]), fields(&[None, None])),
     ];
     for (x, y) in cases {
         let plain = stalled_plan(false, x.clone(), y.clone());
         assert_eq!(stalled_plan(true, x, y), plain);
     }
-    let w = stalled_plan(true, held(None, None, NOW - 2), held(None, Some("1"), NOW - 1));
+    let w = stalled_plan(true, fields(&[None, None]), fields(&[None, Some("1")]));
     assert!(w.contains(&cmd(&["HSET", "emq:{q}:job:y", "state", "dead", "stalls", "2", "error", "stalled"])), "{w:?}");
     assert_eq!(w[w.len() - 2..], [cmd(&["ZREM", "emq:{q}:dead", "old1"]), cmd(&["DEL", "emq:{q}:job:old1"])], "{w:?}");
 }
@@ -404,8 +379,9 @@ fn all_die_plan(speculate: bool, dead_head: Reply, policy: Reply, card: i64) -> 
     if speculate {
         s.speculate();
     }
+    let again = members(&[("x", NOW - 2), ("y", NOW - 1)]);
     let replies =
-        [held(None, None, NOW - 2), held(None, None, NOW - 1), Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+        [again, fields(&[None, None]), fields(&[None, None]), Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
     let (watch, cmds) = read(s.feed(&replies).unwrap());
     assert_eq!(watch, vec![b"emq:{q}:dead".to_vec()]);
     assert_eq!(cmds[2], cmd(&["ZRANGE", "emq:{q}:dead", "0", "65", "WITHSCORES"]), "d + 64 entries: d = 2");
@@ -441,7 +417,8 @@ fn a_dead_zset_or_retention_of_the_wrong_type_at_the_trim_is_a_layout_error() {
         let mut s = Sweep::new(Kind::Stalled { max_stalled: Some(0) }, Keys::new(b"q"), 100);
         s.start();
         select(&mut s, &[time(), members(&[("x", NOW - 2)])]);
-        let replies = [held(None, None, NOW - 2), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+        let replies =
+            [members(&[("x", NOW - 2)]), fields(&[None, None]), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
         read(s.feed(&replies).unwrap());
         let e = s.feed(&[policy, card, members(&[])]).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Layout, "{e}");
@@ -456,8 +433,7 @@ fn answer(cmds: &[Cmd], again: &Reply, zmscore: &Reply) -> Vec<Reply> {
         .map(|c| match c.name() {
             b"ZRANGE" => again.clone(),
             b"ZMSCORE" => zmscore.clone(),
-            // Rows that do not confirm the selection (the head is read again).
-            b"HMGET" => fields(&[None, None, None, None]),
+            b"HMGET" => fields(&[None, None]),
             b"EXISTS" => Reply::Int(i64::try_from(c.to_args().len() - 1).unwrap()),
             _ => Reply::Int(0),
         })

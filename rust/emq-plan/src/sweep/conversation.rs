@@ -9,9 +9,8 @@
 //!    stalled check: its first group's lease marks, and the rows of its members
 //!    of the current second; `crate::guard` says why; `Step::Watch`, sent with
 //!    the reads);
-//!    then (a promote) `P promotions` again, every selected row's `lane` (a
-//!    stalled check: `stalls`, and `state` and `lease`, which confirm its first
-//!    group or make it read the head of `active` again: `selection_confirmed`), an `EXISTS`
+//!    then the head of the zset again (a member of the first group gone or scored
+//!    anew is a conflict), every selected row's `lane` (and `stalls`), an `EXISTS`
 //!    per group of rows (`rows::GROUP`), and the types of the queue's lists: every
 //!    input check of the call is made here, before anything is written.
 //! 3. (only when a group's count cannot tell its ghosts from its rows with no
@@ -79,11 +78,6 @@ enum Stage {
     /// The first group's rows are watched; their reads are next.
     Watched,
     Rows,
-    /// A stalled check whose rows did not confirm its selection: the head of the
-    /// zset read again (`selection_confirmed`).
-    Reread {
-        unsure: Vec<usize>,
-    },
     Types {
         unsure: Vec<usize>,
     },
@@ -235,47 +229,12 @@ impl Sweep {
     }
 
     /// The row fields a sweep reads (SPEC §2: only these). Rows with none of them
-    /// are told from ghosts by the `EXISTS` count (see `rows`). A guarded stalled
-    /// check also reads `state` and `lease`, to confirm its selection
-    /// (`selection_confirmed`); its plan reads only `lane` and `stalls`.
+    /// are told from ghosts by the `EXISTS` count (see `rows`).
     fn fields(&self) -> &'static [&'static str] {
         match self.kind {
             Kind::Promote => &["lane"],
-            Kind::Stalled { .. } if self.in_server => &["lane", "stalls"],
-            Kind::Stalled { .. } => &["lane", "stalls", "state", "lease"],
+            Kind::Stalled { .. } => &["lane", "stalls"],
         }
-    }
-
-    /// The replies in front of the rows' under the watch: a promote's
-    /// `P promotions` again.
-    fn re_reads(&self) -> usize {
-        usize::from(self.kind == Kind::Promote && !self.in_server)
-    }
-
-    /// A stalled check's first group, confirmed from its rows as read under the
-    /// watch: each says `active` and holds the lease its member was selected
-    /// with. Every write that takes a member out of `active` or gives it another
-    /// lease writes its row (I5: a settle, a claim, another check; `lease` and the
-    /// score are written together), so the selection stands as read, as the head
-    /// of `active` read again would show. Rows that do not say so (a settle
-    /// between the selection and the watch, or a state no emq call writes) are
-    /// not taken on trust: the head is read again (`Stage::Reread`).
-    fn selection_confirmed(&self, fields: &[Option<rows::Fields>]) -> bool {
-        let first = self.groups[0].clone();
-        fields[first.clone()].iter().zip(&self.read.scores[first]).all(|(f, score)| {
-            f.as_ref().is_some_and(|f| {
-                f.get(2).and_then(|v| v.as_deref()) == Some(b"active".as_slice())
-                    && f.get(3).and_then(|v| v.as_deref()).and_then(field_int).is_some_and(|lease| lease as f64 == *score)
-            })
-        })
-    }
-
-    /// The head of the zset as far as the first group's members and
-    /// `RE_READ_SLACK` more, with scores (a range costs the server less than
-    /// `ZMSCORE`).
-    fn head_again(&self) -> Cmd {
-        let last = (self.groups[0].len() - 1 + RE_READ_SLACK).to_string();
-        Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(last).arg("WITHSCORES")
     }
 
     fn host_error(&self, what: &str) -> Error {
@@ -430,13 +389,19 @@ impl Sweep {
     /// server, without the re-read).
     fn rows_reads(&mut self) -> Step {
         let mut cmds = vec![];
-        // A promote: `P promotions` again. Unchanged, no promote ran between the
-        // selection and the watch, and only a promote takes a due member or
-        // writes its row (guard.rs): the selection stands, whatever its size. (A
-        // stalled check confirms its selection from its rows.)
-        if self.re_reads() == 1 {
-            cmds.push(Cmd::new("GET").arg(self.keys.promotions()));
-        }
+        cmds.extend((!self.in_server).then(|| match self.kind {
+            // A promote: `P promotions` again. Unchanged, no promote ran between the
+            // selection and the watch, and only a promote takes a due member or
+            // writes its row (guard.rs): the selection stands, whatever its size.
+            Kind::Promote => Cmd::new("GET").arg(self.keys.promotions()),
+            // A stalled check: the first group again, the head of the zset as far as
+            // its members and `RE_READ_SLACK` more (a range costs the server less
+            // than `ZMSCORE`).
+            Kind::Stalled { .. } => {
+                let last = (self.groups[0].len() - 1 + RE_READ_SLACK).to_string();
+                Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(last).arg("WITHSCORES")
+            }
+        }));
         cmds.extend(rows::reads(&self.keys, &self.read.ids, self.fields()));
         cmds.push(Cmd::new("LLEN").arg(self.keys.pending()));
         cmds.push(Cmd::new("LLEN").arg(self.keys.ring()));
@@ -456,17 +421,24 @@ impl Sweep {
     fn rows_read(&mut self, replies: &[Reply]) -> Result<Step> {
         let n = self.read.ids.len();
         let stalled = matches!(self.kind, Kind::Stalled { .. });
-        let (re_read, extra) = (self.re_reads(), 3 + usize::from(stalled) + usize::from(self.checks_retention()));
+        let (re_read, extra) = (usize::from(!self.in_server), 3 + usize::from(stalled) + usize::from(self.checks_retention()));
         let reads = rows::reply_count(n);
         if replies.len() != re_read + reads + extra {
             return Err(self.host_error("rows: wrong number of replies"));
         }
-        if re_read == 1 && self.promotions.as_ref() != Some(&replies[0]) {
+        let first = self.groups[0].clone();
+        let stands = match self.kind {
+            _ if self.in_server => true,
+            Kind::Promote => self.promotions.as_ref() == Some(&replies[0]),
+            Kind::Stalled { .. } => {
+                replies[0].as_array().is_some_and(|a| still_selected(a, &self.read.ids[first.clone()], &self.read.scores[first]))
+            }
+        };
+        if !stands {
             return Err(Error::conflict(self.verb(), "the selection changed before the watch"));
         }
         let (fields, unsure) =
             rows::parse(self.verb(), &self.keys, &self.read.ids, &replies[re_read..re_read + reads], self.fields().len())?;
-        let reread = stalled && !self.in_server && !self.selection_confirmed(&fields);
         self.read.rows = fields.into_iter().map(Self::row).collect();
         let t = &replies[re_read + reads..];
         self.read.types = Types {
@@ -479,29 +451,6 @@ impl Sweep {
             let key = self.keys.retention();
             return Err(Error::layout(self.verb(), format!("{} has the wrong type", String::from_utf8_lossy(&key))));
         }
-        if reread {
-            self.stage = Stage::Reread { unsure };
-            return Ok(Step::Read { watch: vec![], cmds: vec![self.head_again()] });
-        }
-        self.after_rows(unsure)
-    }
-
-    /// A stalled check's head of the zset read again under its watch: the first
-    /// group's members still there, in order, with the scores they had.
-    fn reread(&mut self, unsure: Vec<usize>, replies: &[Reply]) -> Result<Step> {
-        let [again] = replies else {
-            return Err(self.host_error("reread: wrong number of replies"));
-        };
-        let first = self.groups[0].clone();
-        if !again.as_array().is_some_and(|a| still_selected(a, &self.read.ids[first.clone()], &self.read.scores[first])) {
-            return Err(Error::conflict(self.verb(), "the selection changed before the watch"));
-        }
-        self.after_rows(unsure)
-    }
-
-    /// The rows are read: the types of those their group's count left unsure,
-    /// then the lanes.
-    fn after_rows(&mut self, unsure: Vec<usize>) -> Result<Step> {
         if !unsure.is_empty() {
             let cmds = rows::type_reads(&self.keys, &self.read.ids, &unsure);
             self.stage = Stage::Types { unsure };
@@ -919,7 +868,6 @@ impl Conversation for Sweep {
             Stage::Watched if replies.is_empty() => Ok(self.rows_reads()),
             Stage::Watched => Err(self.host_error("rows: a watch has no replies to feed")),
             Stage::Rows => self.rows_read(replies),
-            Stage::Reread { unsure } => self.reread(unsure, replies),
             Stage::Types { unsure } => self.types_read(&unsure, replies),
             Stage::Lanes => self.lanes_read(replies),
             Stage::Group => self.group_read(replies),
