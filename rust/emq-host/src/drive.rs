@@ -161,8 +161,7 @@ impl Call {
                     drop(tx);
                     drop(std::mem::take(&mut spent));
                     self.watching = false; // EXEC ends every watch, run or not
-                    let er = Self::exec_reply(conn, c.verb(), n)?;
-                    match er {
+                    match Self::exec_reply(conn, c.verb(), n)? {
                         Some(exec) => return Ok(Some(c.finish(&exec)?)),
                         None => match self.take_up(c) {
                             Some(next) => Ok(next),
