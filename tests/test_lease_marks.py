@@ -50,11 +50,11 @@ def claimed(q: emq.Queue, n: int, *, lease_ms: int = 60_000) -> list:
     return jobs
 
 
-def held_check(proxy: FaultProxy, *, times: int = 2, seconds: float = 0.4, **kw):
-    """Starts a stalled check through `proxy` whose transactions (each try's)
-    are held `seconds` before they go out; returns (thread, result box, a wait
-    for the first hold)."""
-    proxy.arm("stall", command="MULTI", times=times, seconds=seconds)
+def held_check(proxy: FaultProxy, *, times: int = 2, seconds: float = 0.4, command: str = "MULTI", **kw):
+    """Starts a stalled check through `proxy` whose `command` (by default its
+    transaction, each try's) is held `seconds` before it goes out; returns
+    (thread, result box, a wait for the first hold)."""
+    proxy.arm("stall", command=command, times=times, seconds=seconds)
     box: dict = {}
 
     def run():
@@ -70,7 +70,7 @@ def held_check(proxy: FaultProxy, *, times: int = 2, seconds: float = 0.4, **kw)
     def wait_for_hold():
         deadline = time.monotonic() + 10
         while not proxy.faults("stall"):
-            assert time.monotonic() < deadline, "the check never reached its transaction"
+            assert time.monotonic() < deadline, f"the check never reached its {command}"
             time.sleep(0.005)
 
     return t, box, wait_for_hold
@@ -111,6 +111,16 @@ def test_settles_set_the_mark_of_their_leases_second(server, r, client):
     assert set(r.keys(P + "leases:*")) == set() and before
 
 
+def settle_late(q: emq.Queue, late, settle: str) -> None:
+    """The late holder settles its job: completes, extends or fails it."""
+    if settle == "complete":
+        assert q.complete(late)
+    elif settle == "extend":
+        assert q.extend(late, 60_000)
+    else:
+        assert q.fail(late, "late", retry_in_ms=10**9) == "scheduled"
+
+
 @pytest.mark.parametrize("settle", ["complete", "extend", "fail"])
 def test_a_late_holder_settling_during_a_check_aborts_it(server, r, proxy, settle):
     """The holder of an expired lease settles it between the check's reads and
@@ -122,12 +132,7 @@ def test_a_late_holder_settling_during_a_check_aborts_it(server, r, proxy, settl
     late = jobs[7]
     t, box, wait_for_hold = held_check(proxy)
     wait_for_hold()
-    if settle == "complete":
-        assert q.complete(late)
-    elif settle == "extend":
-        assert q.extend(late, 60_000)
-    else:
-        assert q.fail(late, "late", retry_in_ms=10**9) == "scheduled"
+    settle_late(q, late, settle)
     t.join(30)
     assert "error" not in box, box.get("error")
     recovered, dead = box["out"]
@@ -142,35 +147,16 @@ def test_a_late_holder_settling_during_a_check_aborts_it(server, r, proxy, settl
 @pytest.mark.parametrize("settle", ["complete", "extend", "fail"])
 def test_a_holder_settling_between_the_selection_and_the_watch_is_seen(server, r, proxy, settle):
     """The holder of an expired lease settles it after the check has read its
-    selection and before its watch: the rows, read under the watch, show it
-    (not `active`, or another lease), so the check reads `active` again and
+    selection and before its watch: the head of `active`, read again under the
+    watch, shows it (gone, or scored anew), so the check starts again and
     leaves the job alone."""
     q = emq.Queue(emq.connect(server.url), Q)
     jobs = claimed(q, 20)
     expire(r, jobs)
     late = jobs[11]
-    proxy.arm("stall", command="WATCH", times=1, seconds=0.4)
-    box: dict = {}
-
-    def run():
-        c = emq.connect(proxy.url)
-        try:
-            box["out"] = emq.stalled_check(c, Q, max_stalled=None, batch=1000)
-        except Exception as e:  # handed to the test
-            box["error"] = e
-
-    t = threading.Thread(target=run)
-    t.start()
-    deadline = time.monotonic() + 10
-    while not proxy.faults("stall"):
-        assert time.monotonic() < deadline, "the check never reached its watch"
-        time.sleep(0.005)
-    if settle == "complete":
-        assert q.complete(late)
-    elif settle == "extend":
-        assert q.extend(late, 60_000)
-    else:
-        assert q.fail(late, "late", retry_in_ms=10**9) == "scheduled"
+    t, box, wait_for_hold = held_check(proxy, times=1, command="WATCH")
+    wait_for_hold()
+    settle_late(q, late, settle)
     t.join(30)
     assert "error" not in box, box.get("error")
     recovered, dead = box["out"]
