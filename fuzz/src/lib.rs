@@ -280,17 +280,6 @@ where
                     Err(_) => return,
                 }
             }
-            Step::Watch(watch) => {
-                check_keys(keys, &watch, &[]);
-                // No replies to feed; now and then a stray one, which must be refused.
-                let stray: Vec<Reply> = if r.chance(20) { vec![r.any(0)] } else { vec![] };
-                let (got, twin_got) = (c.feed(&stray), twin.feed(&stray));
-                assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed a step");
-                match got {
-                    Ok(next) => step = next,
-                    Err(_) => return,
-                }
-            }
             Step::Exec(writes) => {
                 check_keys(keys, &[], &writes);
                 if r.chance(8) {

@@ -42,7 +42,7 @@ pub fn drive<C: Conversation>(conn: &mut Conn, mut make: impl FnMut() -> HostRes
 
 /// One call: `Some(out)`, or `None` when it must start again.
 fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Option<C::Out>> {
-    let mut call = Call { watching: false, unread: 0, held: vec![], committed: false, aborts: 0, rng: Jitter::new(), queued: false };
+    let mut call = Call { watching: false, committed: false, aborts: 0, rng: Jitter::new(), queued: false };
     match call.run(conn, c) {
         // After a group has committed, a broken connection no longer means that
         // nothing was written: say what is known.
@@ -64,11 +64,6 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Optio
 /// The state of one call on the connection.
 struct Call {
     watching: bool,
-    /// Replies to a `WATCH` sent ahead and not read yet.
-    unread: usize,
-    /// The keys of a `Step::Watch`, watched with the next commands sent (in
-    /// the same write: a write of its own would cost a wake-up of the server).
-    held: Vec<Vec<u8>>,
     /// Whether a group of this call has committed.
     committed: bool,
     /// Aborted `EXEC`s this call has taken up again (`Conversation::aborted`).
@@ -88,38 +83,32 @@ impl Call {
         loop {
             let result = match step {
                 Step::Done(out) => {
-                    end_watch(conn, self.watching, self.unread)?;
+                    end_watch(conn, self.watching)?;
                     return Ok(Some(out));
                 }
-                Step::Watch(keys) => {
-                    self.held.extend(keys);
-                    c.feed(&[]).map_err(HostError::from)
-                }
                 Step::Read { watch, cmds } => {
-                    let mut all = Vec::with_capacity(cmds.len() + 2);
-                    for keys in [std::mem::take(&mut self.held), watch] {
-                        if !keys.is_empty() {
-                            all.push(Cmd::new("WATCH").args(&keys));
-                            self.watching = true;
-                        }
+                    let mut all = Vec::with_capacity(cmds.len() + 1);
+                    if !watch.is_empty() {
+                        all.push(Cmd::new("WATCH").args(&watch));
+                        self.watching = true;
                     }
-                    let skip = self.unread + all.len();
+                    let skip = all.len();
                     all.extend(cmds);
                     conn.send(&all)?;
-                    let n = self.unread + all.len();
-                    self.unread = 0;
+                    let n = all.len();
                     drop(std::mem::replace(&mut spent, (all, vec![])));
                     c.speculate();
                     // The transaction the conversation expects, queued behind the
                     // reads so the server queues it while the replies are read.
-                    let expected = c.expected_exec().is_some();
-                    let ahead = match c.expected_exec() {
+                    let expected = c.expected_exec();
+                    let ahead = match expected {
                         Some(writes) if conn.queue_ahead => {
                             conn.send_parts(&[&[Cmd::new("MULTI")], writes])?;
                             Some(writes.len())
                         }
                         _ => None,
                     };
+                    let expected = expected.is_some();
                     let replies = conn.replies(n)?;
                     // Fed while the server still queues: the plan is checked meanwhile.
                     let fed = fed(c, &replies, skip);
@@ -137,20 +126,6 @@ impl Call {
                             }
                             fed
                         }
-                    }
-                }
-                Step::Exec(_) | Step::Group { .. } if !self.held.is_empty() => {
-                    conn.send(&[Cmd::new("WATCH").args(std::mem::take(&mut self.held))])?;
-                    self.watching = true;
-                    self.unread += 1;
-                    Ok(step)
-                }
-                Step::Exec(_) | Step::Group { .. } if self.unread > 0 => {
-                    // A watch sent ahead must hold before anything is queued.
-                    let replies = conn.replies(std::mem::take(&mut self.unread))?;
-                    match first_error(&replies) {
-                        Some(r) => Err(refusal(c.verb(), r)),
-                        None => Ok(step),
                     }
                 }
                 Step::Exec(writes) => {
@@ -218,7 +193,7 @@ impl Call {
             match result {
                 Ok(next) => step = next,
                 Err(e) => {
-                    end_watch(conn, self.watching, self.unread)?;
+                    end_watch(conn, self.watching)?;
                     return match e {
                         HostError::Contention(_) => Ok(None),
                         e => {
@@ -318,12 +293,8 @@ fn fed<C: Conversation>(c: &mut C, replies: &[Reply], skip: usize) -> HostResult
     }
 }
 
-/// Ends a call that does not reach `EXEC`: the replies of a watch sent ahead
-/// are read first, so the connection's replies stay in step.
-fn end_watch(conn: &mut Conn, watching: bool, unread: usize) -> HostResult<()> {
-    if unread > 0 {
-        conn.replies(unread)?;
-    }
+/// Ends a call that does not reach `EXEC`.
+fn end_watch(conn: &mut Conn, watching: bool) -> HostResult<()> {
     if watching {
         conn.unwatch()?;
     }

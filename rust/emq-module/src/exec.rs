@@ -1,6 +1,6 @@
 //! Driving a plan's conversation inside the server. A module command runs alone
 //! (nothing else runs between its reads and its writes), so the host needs no
-//! `WATCH`: a `Step::Watch` is skipped, the re-reads under it find what the
+//! `WATCH`: a read's watch is skipped, the re-reads under it find what the
 //! first reads found, and the transaction's writes run one after another, each
 //! propagated to replicas and the AOF as itself (the server wraps them in one
 //! `MULTI`/`EXEC`), so a replica without the module applies exactly them.
@@ -24,7 +24,6 @@ pub fn run<C: Conversation>(ctx: *mut Ctx, c: &mut C) -> Result<C::Out> {
     loop {
         step = match step {
             Step::Done(out) => return Ok(out),
-            Step::Watch(_) => c.feed(&[])?,
             Step::Read { cmds, .. } => {
                 let replies = Reads::new(ctx).run(&cmds);
                 c.feed(&replies)?

@@ -17,11 +17,6 @@ pub enum Step<T> {
         watch: Vec<Vec<u8>>,
         cmds: Vec<Cmd>,
     },
-    /// `WATCH` these keys before anything the next steps send (the host sends
-    /// it with the next step's commands, in one write), then feed back no
-    /// replies. The host checks the watch's reply before it feeds the next
-    /// read's replies (or before `EXEC`).
-    Watch(Vec<Vec<u8>>),
     /// `MULTI`, `cmds`, `EXEC`: the call's (last) transaction. Feed back
     /// `EXEC`'s replies to `finish`; an aborted `EXEC` asks `aborted` what next.
     Exec(Vec<Cmd>),

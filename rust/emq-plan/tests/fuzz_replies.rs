@@ -146,16 +146,6 @@ where
                     Err(_) => return,
                 }
             }
-            Step::Watch(_) => {
-                // Nothing to feed but no replies; sometimes a stray one, which must be refused.
-                let stray: Vec<Reply> = if rng.below(20) == 0 { vec![reply(rng, 0)] } else { vec![] };
-                let (got, twin_got) = (c.feed(&stray), twin.feed(&stray));
-                assert_eq!(format!("{got:?}"), format!("{twin_got:?}"));
-                match got {
-                    Ok(next) => step = next,
-                    Err(_) => return,
-                }
-            }
             Step::Exec(writes) => {
                 PLANNED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 if rng.below(8) == 0 {

@@ -7,8 +7,8 @@
 //!    member instead: `Sweep::bare_selection`.)
 //! 2. rows: `WATCH` (a promote: `P promotions`, which every promote bumps; a
 //!    stalled check: its first group's lease marks, and the rows of its members
-//!    of the current second; `crate::guard` says why; `Step::Watch`, sent with
-//!    the reads);
+//!    of the current second; `crate::guard` says why; sent in front of the
+//!    reads);
 //!    then the head of the zset again (a member of the first group gone or scored
 //!    anew is a conflict), every selected row's `lane` (and `stalls`), an `EXISTS`
 //!    per group of rows (`rows::GROUP`), and the types of the queue's lists: every
@@ -75,8 +75,6 @@ enum Stage {
     /// A bare selection that could not tell where `now` cuts it, read again
     /// with its scores.
     Rescored,
-    /// The first group's rows are watched; their reads are next.
-    Watched,
     Rows,
     Types {
         unsure: Vec<usize>,
@@ -368,11 +366,7 @@ impl Sweep {
         self.groups = (0..n).step_by(size).map(|a| a..(a + size).min(n)).collect();
         // Step 2: the watch (a promote's on `P promotions`, a stalled check's on
         // its first group's lease marks and rows), in front of the reads under it.
-        if self.in_server {
-            return self.rows_reads();
-        }
-        self.stage = Stage::Watched;
-        Step::Watch(self.watch_of(self.groups[0].clone()))
+        self.rows_reads()
     }
 
     /// What the guard watches for the members in `r` (`crate::guard`), lanes aside.
@@ -385,8 +379,8 @@ impl Sweep {
 
     // -- 2 to 4. every row and lane, the first group under its watch ---------------
 
-    /// The reads of every selected row (under the first group's watch; in the
-    /// server, without the re-read).
+    /// The first group's watch, and under it the reads of every selected row
+    /// (in the server: no watch, no re-read).
     fn rows_reads(&mut self) -> Step {
         let mut cmds = vec![];
         cmds.extend((!self.in_server).then(|| match self.kind {
@@ -415,7 +409,8 @@ impl Sweep {
             cmds.push(Cmd::new("HLEN").arg(self.keys.retention()));
         }
         self.stage = Stage::Rows;
-        Step::Read { watch: vec![], cmds }
+        let watch = if self.in_server { vec![] } else { self.watch_of(self.groups[0].clone()) };
+        Step::Read { watch, cmds }
     }
 
     fn rows_read(&mut self, replies: &[Reply]) -> Result<Step> {
@@ -865,8 +860,6 @@ impl Conversation for Sweep {
                 }
                 _ => Err(self.host_error("select: wrong number of replies")),
             },
-            Stage::Watched if replies.is_empty() => Ok(self.rows_reads()),
-            Stage::Watched => Err(self.host_error("rows: a watch has no replies to feed")),
             Stage::Rows => self.rows_read(replies),
             Stage::Types { unsure } => self.types_read(&unsure, replies),
             Stage::Lanes => self.lanes_read(replies),
