@@ -201,9 +201,7 @@ pub const RE_READ_SLACK: usize = 16;
 /// would leave it. More than [`RE_READ_SLACK`] of them: a conflict, a new call.
 pub fn still_selected(again: &[Reply], ids: &[Vec<u8>], scores: &[f64]) -> bool {
     let mut pairs = again.chunks_exact(2);
-    ids.iter().zip(scores).all(|(id, s)| {
-        pairs
-            .find(|p| p[0].as_bytes() == Some(id.as_slice()))
-            .is_some_and(|p| p[1].as_bytes().and_then(|b| std::str::from_utf8(b).ok()?.parse::<f64>().ok()) == Some(*s))
-    })
+    ids.iter()
+        .zip(scores)
+        .all(|(id, s)| pairs.find(|p| p[0].as_bytes() == Some(id.as_slice())).is_some_and(|p| p[1].as_score() == Some(*s)))
 }

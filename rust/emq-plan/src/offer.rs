@@ -114,7 +114,7 @@ pub fn schedule_head(k: &Keys) -> Cmd {
 /// token missed because the head moved later meanwhile is made up by the
 /// worker, which parks no later than the due time it saw.
 pub fn new_head(head: &Reply, mut dues: impl Iterator<Item = i64>) -> bool {
-    let first = head.as_array().and_then(|a| a.get(1)).and_then(|s| std::str::from_utf8(s.as_bytes()?).ok()?.parse::<f64>().ok());
+    let first = head.as_array().and_then(|a| a.get(1)).and_then(Reply::as_score);
     match first {
         None => dues.next().is_some(),
         Some(h) => dues.any(|d| (d as f64) < h),

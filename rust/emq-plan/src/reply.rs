@@ -28,6 +28,11 @@ impl Reply {
         }
     }
 
+    /// A zset score as the server prints it (`ZRANGE … WITHSCORES`, `ZMSCORE`).
+    pub fn as_score(&self) -> Option<f64> {
+        std::str::from_utf8(self.as_bytes()?).ok()?.parse::<f64>().ok()
+    }
+
     pub fn as_bytes(&self) -> Option<&[u8]> {
         match self {
             Reply::Bulk(b) => Some(b),

@@ -206,7 +206,7 @@ pub fn parse_scored(r: &Reply) -> Option<Head> {
     items
         .chunks_exact(2)
         .map(|p| {
-            let score = std::str::from_utf8(p[1].as_bytes()?).ok()?.parse::<f64>().ok().filter(|s| !s.is_nan())?;
+            let score = p[1].as_score().filter(|s| !s.is_nan())?;
             Some((p[0].as_bytes()?.to_vec(), score))
         })
         .collect()

@@ -314,7 +314,7 @@ impl Sweep {
         let now = self.read.now as f64;
         // A probe's score, when it names `member`.
         let probe = |r: &Reply, member: &[u8]| match r.as_array() {
-            Some([m, score]) if m.as_bytes() == Some(member) => std::str::from_utf8(score.as_bytes()?).ok()?.parse::<f64>().ok(),
+            Some([m, score]) if m.as_bytes() == Some(member) => score.as_score(),
             _ => None,
         };
         if probe(first, head).is_some_and(|s| s > now) {
@@ -336,7 +336,7 @@ impl Sweep {
     fn scored(&mut self, members: &Reply) -> Result<Step> {
         let items = members.as_array().ok_or_else(|| self.host_error("ZRANGE gave no array"))?;
         for pair in items.chunks_exact(2) {
-            let score = pair[1].as_bytes().and_then(|s| std::str::from_utf8(s).ok()?.parse::<f64>().ok());
+            let score = pair[1].as_score();
             let (Some(id), Some(score)) = (pair[0].as_bytes(), score) else {
                 return Err(self.host_error("ZRANGE gave no member and score"));
             };
@@ -615,7 +615,7 @@ impl Sweep {
             .iter()
             .zip(&self.read.scores[r.clone()])
             .enumerate()
-            .map(|(i, (_, s))| scores.get(i).and_then(|x| std::str::from_utf8(x.as_bytes()?).ok()?.parse::<f64>().ok()) == Some(*s))
+            .map(|(i, (_, s))| scores.get(i).and_then(Reply::as_score) == Some(*s))
             .collect();
         let scores = self.read.scores[r].to_vec();
         if !unsure.is_empty() {
