@@ -9,6 +9,7 @@ first add to the moment every job is done:
 - jobs/s (per run, and per worker process);
 - server CPU per job: `INFO cpu` (sys + user) over the run, divided by the jobs:
   adds, claims, completes, sweeps, parks, everything;
+- the worker processes' CPU per job (user + system, from /proc), over the same span;
 - server commands per job (`INFO commandstats` calls, those inside `EXEC`
   included) and transactions (`EXEC`) per job.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import os
 import shutil
 import statistics
 import sys
@@ -39,7 +41,7 @@ from emq.embedded import Server, valkey_binary  # noqa: E402
 Q = "tput"
 
 
-def worker_proc(url: str, concurrency: int, stop, single: bool = False) -> None:
+def worker_proc(url: str, concurrency: int, stop, single: bool = False, spin_us: int | None = None) -> None:
     if single:
         # What the worker did before its group commit: a complete per job, a
         # promote every beat (for the comparison only).
@@ -47,7 +49,7 @@ def worker_proc(url: str, concurrency: int, stop, single: bool = False) -> None:
 
         W.BUSY_PROMOTE_S = 0.0
         W.GroupCommit.complete = lambda self, job: self._settle(lambda: self.work.complete(job))  # type: ignore[method-assign]
-    c = emq.connect(url)
+    c = emq.connect(url, spin_us=spin_us)
     w = emq.Worker(emq.Queue(c, Q), lambda job: None, concurrency=concurrency, beat_ms=1000, pump_batch=1000)
 
     def watch():
@@ -61,6 +63,18 @@ def worker_proc(url: str, concurrency: int, stop, single: bool = False) -> None:
 def cpu(c: emq.Client) -> float:
     i = c.info("cpu")
     return float(i["used_cpu_sys"]) + float(i["used_cpu_user"])
+
+
+def proc_cpu(pids: list[int]) -> float:
+    """CPU seconds (user + system) the processes have used (Linux's /proc; 0 elsewhere)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def commandstats(c: emq.Client) -> dict[str, int]:
@@ -77,13 +91,14 @@ def one_run(url: str, args, single: bool = False) -> dict:
     c.command("FLUSHALL")
     ctx = mp.get_context("spawn")
     stop = ctx.Event()
-    procs = [ctx.Process(target=worker_proc, args=(url, args.concurrency, stop, single), daemon=True) for _ in range(args.procs)]
+    procs = [ctx.Process(target=worker_proc, args=(url, args.concurrency, stop, single, args.spin_us), daemon=True) for _ in range(args.procs)]
     for p in procs:
         p.start()
     time.sleep(args.settle)
     q = emq.Queue(c, Q)
     c.command("CONFIG", "RESETSTAT")
-    cpu0, t0 = cpu(c), time.perf_counter()
+    pids = [p.pid for p in procs if p.pid is not None]
+    cpu0, t0, wcpu0 = cpu(c), time.perf_counter(), proc_cpu(pids)
     for i in range(0, args.jobs, 100):
         q.add_many([b"x"] * min(100, args.jobs - i))
     # Done when nothing is pending or held: three small reads every 5 ms (counts()
@@ -91,7 +106,7 @@ def one_run(url: str, args, single: bool = False) -> dict:
     keys = [f"emq:{{{Q}}}:{k}" for k in ("pending", "active", "schedule")]
     while c.command("LLEN", keys[0]) or c.command("ZCARD", keys[1]) or c.command("ZCARD", keys[2]):
         time.sleep(0.005)
-    t1, cpu1 = time.perf_counter(), cpu(c)
+    t1, cpu1, wcpu1 = time.perf_counter(), cpu(c), proc_cpu(pids)
     stats = commandstats(c)
     stop.set()
     for p in procs:
@@ -104,6 +119,7 @@ def one_run(url: str, args, single: bool = False) -> dict:
     return {
         "jobs_per_s": args.jobs / (t1 - t0),
         "server_us_per_job": (cpu1 - cpu0) * 1e6 / args.jobs,
+        "worker_us_per_job": (wcpu1 - wcpu0) * 1e6 / args.jobs,
         "commands_per_job": calls / args.jobs,
         "exec_per_job": execs / args.jobs,
         "calls_per_job": {k: v / args.jobs for k, v in sorted(stats.items(), key=lambda kv: -kv[1])},
@@ -118,6 +134,7 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=30000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--settle", type=float, default=1.5)
+    ap.add_argument("--spin-us", type=int, default=None, help="the workers' emq.connect(spin_us=...) (default: its default)")
     ap.add_argument("--stats", action="store_true", help="also print each command's calls per job (the last run)")
     ap.add_argument(
         "--compare-single",
@@ -134,12 +151,13 @@ def main(argv=None) -> int:
                 runs[m].append(one_run(s.url, args, m))
     for m in modes:
         rs = runs[m]
-        med = {k: statistics.median(r[k] for r in rs) for k in ("jobs_per_s", "server_us_per_job", "commands_per_job", "exec_per_job")}
+        med = {k: statistics.median(r[k] for r in rs) for k in ("jobs_per_s", "server_us_per_job", "worker_us_per_job", "commands_per_job", "exec_per_job")}
         print(
             f"{args.server}{' (a complete per job)' if m else ''}, {args.procs} worker process(es) x {args.concurrency} threads, "
             f"{args.jobs:,} jobs, medians of {args.runs}: "
             f"{med['jobs_per_s']:,.0f} jobs/s ({med['jobs_per_s'] / args.procs:,.0f} per process), "
-            f"server {med['server_us_per_job']:.1f} us/job, {med['commands_per_job']:.1f} commands/job, "
+            f"server {med['server_us_per_job']:.1f} us/job, worker processes {med['worker_us_per_job']:.1f} us/job, "
+            f"{med['commands_per_job']:.1f} commands/job, "
             f"{med['exec_per_job']:.2f} EXEC/job"
         )
     runs = runs[False]  # type: ignore[assignment]

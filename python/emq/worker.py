@@ -102,58 +102,79 @@ def degraded_sleep(streak: int, *, base_ms: int = 50, cap_ms: int = 5000) -> flo
     return backoff_s(streak, base_ms, cap_ms)
 
 
-class _Waiter:
-    """A finished job waiting for its group commit: its answer, or the turn to lead."""
-
-    __slots__ = ("answer", "done", "event", "lead")
-
-    def __init__(self) -> None:
-        self.event = threading.Event()
-        self.answer: bool | None = None
-        self.done = False
-        self.lead = False
-
-
 class GroupCommit:
     """Completes the finished jobs of one queue together (SPEC §8, issue 17).
 
-    A handler thread whose job finished joins the queue of finished jobs. If no
-    commit is under way it leads: one `complete_many` for every job that has
-    finished by then (each answered as `complete` alone would: refused alone
-    when its lease was lost), then it hands the lead to the first job that
-    finished meanwhile and returns. Under load, jobs finish while a commit is on
-    the wire and go together in the next; alone, a job is completed at once,
-    with no added wait. A job id held twice (a run whose lease was lost, and the
-    new run) goes in separate commits.
+    A handler thread whose job finished hands it over (`finished`) and goes
+    back for its next job at once. The commit thread completes every job that
+    has finished by then in one `complete_many` (each answered as `complete`
+    alone would: refused alone when its lease was lost), then tells the worker
+    each answer (`answered`); jobs that finish while a commit is on the wire go
+    together in the next. Alone, a job is completed at once, with no added
+    wait. A job id held twice (a run whose lease was lost, and the new run) goes
+    in separate commits. The thread starts with the first job and ends with
+    `close`.
     """
 
     MAX = 1000  # jobs a commit
 
-    def __init__(self, work: Queue, settle: Callable[[Callable[[], object]], object]):
+    def __init__(
+        self,
+        work: Queue,
+        settle: Callable[[Callable[[], object]], object],
+        answered: Callable[[Job, bool | None], None] | None = None,
+    ):
         self.work = work
         self._settle = settle
-        self._lock = threading.Lock()
-        self._finished: list[tuple[Job, _Waiter]] = []
-        self._leading = False
+        self._answered = answered or (lambda job, answer: None)
+        self._cond = threading.Condition()
+        self._finished: list[tuple[Job, Callable[[Job, bool | None], None]]] = []
+        self._thread: threading.Thread | None = None
+        self._closed = False
         self.commits = 0
 
-    def complete(self, job: Job) -> bool | None:
-        """True: done; False: its lease was lost (refused); None: gave up (the
-        server stayed unreachable for a lease, or an error stopped the worker)."""
-        me = _Waiter()
-        with self._lock:
-            self._finished.append((job, me))
-            lead = not self._leading
-            self._leading = True
-        if not lead:
-            me.event.wait()
-            if not me.lead:
-                return me.answer
-        return self._lead(me)
+    def finished(self, job: Job) -> None:
+        """Hands a finished job over; `answered(job, answer)` follows from the
+        commit thread: True, done; False, its lease was lost (refused); None,
+        gave up (the server stayed unreachable for a lease, or an error stopped
+        the worker)."""
+        self._put(job, self._answered)
 
-    def _take(self) -> list[tuple[Job, _Waiter]]:
-        """The next commit's jobs, in the order they finished: no id twice."""
-        batch: list[tuple[Job, _Waiter]] = []
+    def complete(self, job: Job) -> bool | None:
+        """`finished`, waiting for the job's answer."""
+        got = threading.Event()
+        answer: list[bool | None] = [None]
+
+        def tell(_: Job, a: bool | None) -> None:
+            answer[0] = a
+            got.set()
+
+        self._put(job, tell)
+        got.wait()
+        return answer[0]
+
+    def close(self, timeout: float | None = None) -> None:
+        """Ends the commit thread once every job handed over is answered (waits
+        up to `timeout` seconds for it)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def _put(self, job: Job, tell: Callable[[Job, bool | None], None]) -> None:
+        with self._cond:
+            self._finished.append((job, tell))
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=f"emq-commit-{self.work.name}", daemon=True)
+                self._thread.start()
+            self._cond.notify()
+
+    def _take(self) -> list[tuple[Job, Callable[[Job, bool | None], None]]]:
+        """(Under the lock.) The next commit's jobs, in the order they
+        finished: no id twice."""
+        batch: list[tuple[Job, Callable[[Job, bool | None], None]]] = []
         ids: set[str] = set()
         rest = []
         for item in self._finished:
@@ -165,47 +186,23 @@ class GroupCommit:
         self._finished = rest
         return batch
 
-    def _lead(self, me: _Waiter) -> bool | None:
+    def _run(self) -> None:
         while True:
-            with self._lock:
+            with self._cond:
+                while not self._finished and not self._closed:
+                    self._cond.wait()
+                if not self._finished:
+                    return
                 batch = self._take()
             jobs = [job for job, _ in batch]
+            answers: object = None
             try:
                 answers = self._settle(functools.partial(self.work.complete_many, jobs))
-            except BaseException:
-                # Not a server's error (those `settle` handles): nobody may wait on
-                # this commit forever. Its jobs get no answer; the lead passes on
-                # (this job too is answered by the error, if it waited for a later commit).
-                self._answer(batch, me, None)
-                with self._lock:
-                    self._finished = [item for item in self._finished if item[1] is not me]
-                    self._hand_on()
-                raise
-            self.commits += 1
-            self._answer(batch, me, answers if isinstance(answers, list) else None)
-            with self._lock:
-                if me.done or not self._finished:
-                    self._hand_on()
-                    return me.answer
-            # This job's id was held twice: it waits for the next commit, leading it.
-
-    @staticmethod
-    def _answer(batch: list[tuple[Job, _Waiter]], me: _Waiter, answers: list[bool] | None) -> None:
-        """Gives each job of a commit its answer (None: none) and wakes the others."""
-        for i, (_, w) in enumerate(batch):
-            w.answer = answers[i] if answers is not None else None
-            w.done = True
-            if w is not me:
-                w.event.set()
-
-    def _hand_on(self) -> None:
-        """(Under the lock.) The first job that finished meanwhile leads the next
-        commit; none: nobody leads."""
-        self._leading = bool(self._finished)
-        if self._finished:
-            nxt = self._finished[0][1]
-            nxt.lead = True
-            nxt.event.set()
+                self.commits += 1
+            except BaseException:  # noqa: BLE001 - not a server's error: a bug; the jobs get no answer
+                log.exception("completing %d jobs of %s", len(jobs), self.work.name)
+            for i, (job, tell) in enumerate(batch):
+                tell(job, answers[i] if isinstance(answers, list) else None)
 
 
 class Worker:
@@ -280,7 +277,7 @@ class Worker:
                 beat_of[id(q.client)], work_of[id(q.client)] = q.client.sibling(), q.client.sibling()
             self._beats.append(Queue(beat_of[id(q.client)], q.name))
             self._works[q.name] = Queue(work_of[id(q.client)], q.name)
-            self._commits[q.name] = GroupCommit(self._works[q.name], self._settle)
+            self._commits[q.name] = GroupCommit(self._works[q.name], self._settle, self._completed)
             self._parks.append(q.client.sibling(read_timeout=idle_beat_ms / 1000 + 5))
         self._beat, self._park = self._beats[0], self._parks[0]
         self._turn = 0  # which queue claims first this beat: each in turn
@@ -377,6 +374,8 @@ class Worker:
             self._halt.set()
             for _ in threads:
                 self._jobs.put(None)
+            for commit in self._commits.values():
+                commit.close(timeout=5)
             keeper.join(timeout=5)
         if self._fatal is not None:
             raise self._fatal
@@ -567,22 +566,35 @@ class Worker:
             self._run_job(job)
 
     def _run_job(self, job: Job) -> None:
+        """Runs the handler; a job that returns is handed to its queue's group
+        commit and holds its slot until the commit answers (`_completed`), one
+        that raises is failed here."""
         with self._running_lock:
             work = self._running[job.token][1]
         try:
+            self.handler(job)
+        except BaseException as e:
+            if not isinstance(e, Exception):  # an interrupt: the job is left to recovery
+                self._release(job)
+                raise
+            log.info("job %s failed: %s", job.id, e)
             try:
-                self.handler(job)
-            except Exception as e:  # noqa: BLE001 - a handler's failure is the job's
-                log.info("job %s failed: %s", job.id, e)
                 outcome = self._settle(functools.partial(work.fail, job, e))
                 self.counters.add(failed=1, refused=outcome == "refused")
-            else:
-                done = self._commits[work.name].complete(job)
-                self.counters.add(completed=bool(done), refused=done is False)
-        finally:
-            with self._running_lock:
-                self._running.pop(job.token, None)
-            self._freed.set()
+            finally:
+                self._release(job)
+        else:
+            self._commits[work.name].finished(job)
+
+    def _completed(self, job: Job, done: bool | None) -> None:
+        """A group commit's answer for a finished job (see `GroupCommit`)."""
+        self.counters.add(completed=bool(done), refused=done is False)
+        self._release(job)
+
+    def _release(self, job: Job) -> None:
+        with self._running_lock:
+            self._running.pop(job.token, None)
+        self._freed.set()
 
     def _settle(self, call: Callable[[], object]) -> object:
         """Completes or fails, retrying through wire errors until the lease would
