@@ -300,6 +300,7 @@ class Worker:
         # `idle_beat_ms`, no later than that deadline or the next due time.
         self._lease_at: float | None = None
         self._busy = True
+        self._took = False  # the last beat's claims took jobs
         self._park_id: int | None = None
         self._parking = False  # the beat is blocked on `wake` (or about to be)
         self._ending_park = False
@@ -386,7 +387,10 @@ class Worker:
     def _beat_once(self) -> None:
         self.counters.add(beats=1)
         self._woken.clear()  # a token from here on means a new beat
-        self._busy = self.running > 0
+        # Busy: jobs run, or the last beat's claims took some (they may all be
+        # done by now: a claim's jobs run between two beats).
+        self._busy = self.running > 0 or self._took
+        self._took = False
         try:
             self._recover()
             # Each queue promotes, then each claims with the slots left, the first
@@ -404,6 +408,7 @@ class Worker:
                     break
                 jobs = beat.claim(free, lease_ms=self.lease_ms)
                 self.counters.add(claimed=len(jobs))
+                self._took = self._took or bool(jobs)
                 self._busy = self._busy or bool(jobs)
                 for job in jobs:
                     self._start(job, self._works[beat.name])
@@ -430,10 +435,10 @@ class Worker:
         """The beat's promote on one queue: the next due time it knows of
         (monotonic s). While jobs run, one promote in `BUSY_PROMOTE_S` serves
         the beats that come round as jobs finish, unless a due time has come or
-        the last promote was cut by its batch."""
+        the last promote was cut by its batch. (Busy, as `_beat_once` says.)"""
         now = time.monotonic()
         last = self._promoted.get(beat.name)
-        if last is not None and self.running > 0:
+        if last is not None and self._busy:
             at, moved, due_at = last
             if now - at < BUSY_PROMOTE_S and moved < self.pump_batch and (due_at is None or due_at > now):
                 return due_at
