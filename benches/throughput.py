@@ -41,14 +41,25 @@ from emq.embedded import Server, valkey_binary  # noqa: E402
 Q = "tput"
 
 
-def worker_proc(url: str, concurrency: int, stop, single: bool = False, spin_us: int | None = None) -> None:
-    if single:
-        # What the worker did before its group commit: a complete per job, a
-        # promote every beat (for the comparison only).
-        import emq.worker as W
+# The worker as it is, and two older forms to compare with (patched in, for the
+# comparison only): "unpaired", whose group commits claim nothing (the beat
+# claims every job); "single", a complete per job on the handler's thread and a
+# promote every beat (before the group commit).
+MODES = {"paired": "", "unpaired": " (commits claim nothing)", "single": " (a complete per job)"}
 
+
+def worker_proc(url: str, concurrency: int, stop, mode: str = "paired", spin_us: int | None = None) -> None:
+    import emq.worker as W
+
+    if mode in ("unpaired", "single"):
+        W.Worker._reserve = lambda self, finishing: 0  # type: ignore[method-assign]
+    if mode == "single":
         W.BUSY_PROMOTE_S = 0.0
-        W.GroupCommit.complete = lambda self, job: self._settle(lambda: self.work.complete(job))  # type: ignore[method-assign]
+
+        def finished(self, job):
+            self._committed([(job, self._settle(lambda: self.work.complete(job)))], [], 0)
+
+        W.GroupCommit.finished = finished  # type: ignore[method-assign]
     c = emq.connect(url, spin_us=spin_us)
     w = emq.Worker(emq.Queue(c, Q), lambda job: None, concurrency=concurrency, beat_ms=1000, pump_batch=1000)
 
@@ -86,12 +97,13 @@ def commandstats(c: emq.Client) -> dict[str, int]:
     return out
 
 
-def one_run(url: str, args, single: bool = False) -> dict:
+def one_run(url: str, args, mode: str = "paired") -> dict:
     c = emq.connect(url)
     c.command("FLUSHALL")
     ctx = mp.get_context("spawn")
     stop = ctx.Event()
-    procs = [ctx.Process(target=worker_proc, args=(url, args.concurrency, stop, single, args.spin_us), daemon=True) for _ in range(args.procs)]
+    work = (url, args.concurrency, stop, mode, args.spin_us)
+    procs = [ctx.Process(target=worker_proc, args=work, daemon=True) for _ in range(args.procs)]
     for p in procs:
         p.start()
     time.sleep(args.settle)
@@ -137,32 +149,35 @@ def main(argv=None) -> int:
     ap.add_argument("--spin-us", type=int, default=None, help="the workers' emq.connect(spin_us=...) (default: its default)")
     ap.add_argument("--stats", action="store_true", help="also print each command's calls per job (the last run)")
     ap.add_argument(
-        "--compare-single",
-        action="store_true",
-        help="also run workers that complete each job alone and promote every beat (as before the group commit), alternating",
+        "--compare",
+        action="append",
+        choices=("unpaired", "single"),
+        default=[],
+        help="also run workers whose commits claim nothing (unpaired), or that complete each job alone on "
+        "the handler's thread and promote every beat (single, as before the group commit), alternating",
     )
     args = ap.parse_args(argv)
     binary = valkey_binary() if args.server == "valkey" else shutil.which("redis-server")
-    modes = [False, True] if args.compare_single else [False]
-    runs: dict[bool, list] = {m: [] for m in modes}
+    modes = ["paired", *args.compare]
+    runs: dict[str, list] = {m: [] for m in modes}
     with Server(binary) as s:
         for i in range(args.runs):
             for m in modes[i % len(modes) :] + modes[: i % len(modes)]:
                 runs[m].append(one_run(s.url, args, m))
     for m in modes:
         rs = runs[m]
-        med = {k: statistics.median(r[k] for r in rs) for k in ("jobs_per_s", "server_us_per_job", "worker_us_per_job", "commands_per_job", "exec_per_job")}
+        keys = ("jobs_per_s", "server_us_per_job", "worker_us_per_job", "commands_per_job", "exec_per_job")
+        med = {k: statistics.median(r[k] for r in rs) for k in keys}
         print(
-            f"{args.server}{' (a complete per job)' if m else ''}, {args.procs} worker process(es) x {args.concurrency} threads, "
+            f"{args.server}{MODES[m]}, {args.procs} worker process(es) x {args.concurrency} threads, "
             f"{args.jobs:,} jobs, medians of {args.runs}: "
             f"{med['jobs_per_s']:,.0f} jobs/s ({med['jobs_per_s'] / args.procs:,.0f} per process), "
             f"server {med['server_us_per_job']:.1f} us/job, worker processes {med['worker_us_per_job']:.1f} us/job, "
             f"{med['commands_per_job']:.1f} commands/job, "
             f"{med['exec_per_job']:.2f} EXEC/job"
         )
-    runs = runs[False]  # type: ignore[assignment]
     if args.stats:
-        for name, per in runs[-1]["calls_per_job"].items():
+        for name, per in runs["paired"][-1]["calls_per_job"].items():
             print(f"   {name:24} {per:.3f} calls/job")
     return 0
 

@@ -128,7 +128,7 @@ def test_a_handler_thread_does_not_wait_for_its_commit(client):
         release.wait(10)
         return call()
 
-    commit = GroupCommit(q, settle, lambda j, a: answered.append((j.id, a)))
+    commit = GroupCommit(q, settle, lambda answers, claimed, held: answered.extend((j.id, a) for j, a in answers))
     commit.finished(job)
     assert answered == [] and not release.is_set()
     assert q.counts()["active"] == 1

@@ -381,14 +381,18 @@ class Model:
                 lanes_hit.append(lane)
         self.announce(lanes_hit, flat)
 
-    def claim(self, n: int) -> list[str]:
+    def claim(self, n: int, flat_only: bool = False) -> list[str]:
         out: list[str] = []
         pending_len, ring_len = len(self.pending), len(self.ring)
         flat, self.pending = self.pending[:n], self.pending[n:]
         for id_ in flat:
             if id_ in self.rows:
                 out.append(id_)
-        slots = n - len(flat)
+        # A flat claim (a group commit's) leaves the lanes to the claims, and
+        # with nothing in `pending` writes nothing.
+        if flat_only and not flat:
+            return []
+        slots = 0 if flat_only else n - len(flat)
         drops = 0
         # A claim reads at most `slots` ids from each lane's head: a lane whose
         # head it used up while more ids wait ends the claim (ghosts among them
@@ -847,6 +851,29 @@ def machine_for(url: str, seed: str | None = None):
                     self._lose(j.id)
             if not chosen:
                 assert snapshot(self.r) == before, "a complete of lost leases only wrote"
+
+        @precondition(lambda self: self.held or self.stale)
+        @rule(k=ids_st, n_held=st.integers(0, 3), n_stale=st.integers(0, 2), n=st.integers(0, 3))
+        def complete_and_claim(self, k, n_held, n_stale, n):
+            """A group commit that claims: a claim of flat jobs, then the
+            completes, in one transaction (no other client writes here: the
+            claim is never dropped)."""
+            jobs, chosen = self._batch(k, n_held, n_stale)
+            got, claimed = self.q.complete_and_claim(jobs, n, lease_ms=FAR)
+            expected = self.m.claim(n, flat_only=True) if n else []
+            assert got == [j.id in chosen for j in jobs]
+            assert claimed is not None and [j.id for j in claimed] == expected
+            for j in claimed:
+                row = self.m.rows[j.id]
+                assert (j.lane, j.attempts, j.max_attempts, j.data) == (None, row["attempts"], row["max_attempts"], row["data"])
+                assert j.token and j.state == "active"
+            for j in jobs:
+                if j.id in chosen:
+                    self.m.complete(j.id)
+                    self._lose(j.id)
+            for j in claimed:
+                self._lose(j.id)
+                self.held[j.id] = j
 
         @precondition(lambda self: self.held)
         @rule(k=ids_st, retry=st.sampled_from(["now", "far", "backoff"]), error=st.binary(min_size=1, max_size=6))

@@ -1,4 +1,4 @@
-//! CLAIM (SPEC §7) fed any replies: see `emq_fuzz` for the properties.
+//! CLAIM (SPEC §7) fed any replies, flat only or not: see `emq_fuzz` for the properties.
 
 #![no_main]
 
@@ -12,5 +12,13 @@ fuzz_target!(|data: &[u8]| {
     let n = if u.ratio(1, 16).unwrap_or(false) { 64 } else { u.int_in_range(1..=6u64).unwrap_or(1) };
     let lease_ms = u.arbitrary::<u64>().unwrap_or(1).max(1);
     let tokens: Vec<Vec<u8>> = (0..n).map(|i| format!("t{i}").into_bytes()).collect();
-    drive(Replies::new(u, &keys, vec![]), || Claim::new(keys.clone(), n, lease_ms, tokens.clone()).expect("n, lease and tokens are good"));
+    let flat_only = u.arbitrary::<bool>().unwrap_or(false);
+    drive(Replies::new(u, &keys, vec![]), || {
+        let claim = Claim::new(keys.clone(), n, lease_ms, tokens.clone()).expect("n, lease and tokens are good");
+        if flat_only {
+            claim.flat_only()
+        } else {
+            claim
+        }
+    });
 });

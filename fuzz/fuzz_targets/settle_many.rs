@@ -1,10 +1,13 @@
-//! EXTEND and COMPLETE of many jobs in one call (SPEC §7) fed any replies: see
-//! `emq_fuzz` for the properties. The rows' `token` fields sometimes match the
-//! workers', so the plans are reached.
+//! EXTEND and COMPLETE of many jobs in one call (SPEC §7), and COMPLETE paired
+//! with a flat claim (`emq_plan::both`), fed any replies: see `emq_fuzz` for
+//! the properties. The rows' `token` fields sometimes match the workers', so
+//! the plans are reached.
 
 #![no_main]
 
 use emq_fuzz::{drive, name, queue, Replies, Unstructured};
+use emq_plan::both::Both;
+use emq_plan::claim::Claim;
 use emq_plan::complete_many::CompleteMany;
 use emq_plan::extend_many::{ExtendMany, Held};
 use libfuzzer_sys::fuzz_target;
@@ -22,7 +25,20 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     let lease_ms: u64 = u.arbitrary().unwrap_or(0);
     let hints = vec![b"j0".to_vec(), b"L".to_vec()];
-    if u.arbitrary::<bool>().unwrap_or(false) {
+    let pick = u.int_in_range(0..=2u8).unwrap_or(0);
+    if pick == 2 {
+        let claim_n = u.int_in_range(0..=3u64).unwrap_or(0);
+        let make = || CompleteMany::new(keys.clone(), jobs.clone());
+        let Ok(_) = make() else { return };
+        let claim_keys = keys.clone();
+        let claim = move || {
+            (claim_n > 0).then(|| {
+                let tokens = (0..claim_n).map(|i| format!("t{i}").into_bytes()).collect();
+                Claim::new(claim_keys.clone(), claim_n, lease_ms.max(1), tokens).expect("n, lease and tokens are good").flat_only()
+            })
+        };
+        drive(Replies::new(u, &keys, hints), || Both::new(claim(), make().expect("checked above")));
+    } else if pick == 1 {
         let make = || CompleteMany::new(keys.clone(), jobs.clone());
         let Ok(_) = make() else { return };
         drive(Replies::new(u, &keys, hints), || make().expect("checked above"));

@@ -180,6 +180,21 @@ class Queue:
             raise ArgumentError(f"EMQ.COMPLETE: jobs must be a list of emq.Job, not {type(jobs).__name__}")
         return self.client._complete_many(self.name, [self._held("EMQ.COMPLETE", j) for j in jobs])
 
+    def complete_and_claim(self, jobs: Sequence[Job], n: int, *, lease_ms: int = 30000) -> tuple[list[bool], list[Job] | None]:
+        """`complete_many(jobs)` and a claim of up to `n` flat jobs (from the
+        head of `pending`; lanes are left to `claim`) in the same transaction: a
+        worker's group commit that takes its next jobs. Returns the answers, as
+        `complete_many` gives them, and the jobs taken. When another client's
+        write aborts the transaction, the call starts again without the claim,
+        so that the completes do not wait on other claimers: the jobs taken are
+        then None (and none were)."""
+        if not isinstance(jobs, (list, tuple)):
+            raise ArgumentError(f"EMQ.COMPLETE: jobs must be a list of emq.Job, not {type(jobs).__name__}")
+        held = [self._held("EMQ.COMPLETE", j) for j in jobs]
+        n = _int("EMQ.CLAIM", "n", n, minimum=0)
+        lease_ms = _int("EMQ.CLAIM", "lease_ms", lease_ms, minimum=1)
+        return self.client._complete_many_claim(self.name, held, n, lease_ms)
+
     def complete(self, job: Job) -> bool:
         """Marks the job done; False (and nothing changes) if the lease is lost."""
         job = self._held("EMQ.COMPLETE", job)

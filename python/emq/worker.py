@@ -102,46 +102,64 @@ def degraded_sleep(streak: int, *, base_ms: int = 50, cap_ms: int = 5000) -> flo
     return backoff_s(streak, base_ms, cap_ms)
 
 
+Answer = Callable[[Job, "bool | None"], None]
+
+
 class GroupCommit:
     """Completes the finished jobs of one queue together (SPEC §8, issue 17).
 
     A handler thread whose job finished hands it over (`finished`) and goes
     back for its next job at once. The commit thread completes every job that
     has finished by then in one `complete_many` (each answered as `complete`
-    alone would: refused alone when its lease was lost), then tells the worker
-    each answer (`answered`); jobs that finish while a commit is on the wire go
-    together in the next. Alone, a job is completed at once, with no added
-    wait. A job id held twice (a run whose lease was lost, and the new run) goes
-    in separate commits. The thread starts with the first job and ends with
-    `close`.
+    alone would: refused alone when its lease was lost); jobs that finish while
+    a commit is on the wire go together in the next. Alone, a job is completed
+    at once, with no added wait. A job id held twice (a run whose lease was
+    lost, and the new run) goes in separate commits. The thread starts with the
+    first job and ends with `close`.
+
+    With `reserve`, a commit also claims the worker's next jobs in the same
+    transaction (`Queue.complete_and_claim`): `reserve(k)` says how many a
+    commit of `k` jobs may take (the slots it frees, and any free now, which
+    the worker holds for it). `committed(answers, claimed, reserve(k) - k)`
+    then gets each job's answer (True: done; False: its lease was lost; None:
+    gave up, as the server stayed unreachable for a lease or an error stopped
+    the worker), the jobs taken, and the extra slots it held, in one call.
     """
 
     MAX = 1000  # jobs a commit
+    ALONE_MAX = 64  # most commits in a row without a claim after a dropped one
 
     def __init__(
         self,
         work: Queue,
         settle: Callable[[Callable[[], object]], object],
-        answered: Callable[[Job, bool | None], None] | None = None,
+        committed: Callable[[list[tuple[Job, bool | None]], list[Job], int], None] | None = None,
+        *,
+        reserve: Callable[[int], int] | None = None,
+        lease_ms: int = 30000,
     ):
         self.work = work
         self._settle = settle
-        self._answered = answered or (lambda job, answer: None)
+        self._committed = committed or (lambda answers, claimed, held: None)
+        self._reserve = reserve
+        self._lease_ms = lease_ms
         self._cond = threading.Condition()
-        self._finished: list[tuple[Job, Callable[[Job, bool | None], None]]] = []
+        # Finished jobs, each with whom to tell its answer (None: `committed`).
+        self._finished: list[tuple[Job, Answer | None]] = []
         self._thread: threading.Thread | None = None
         self._closed = False
         self.commits = 0
+        self.claimed = 0  # jobs its commits took
+        self.dropped = 0  # claims dropped: another client's write aborted the commit
+        self._alone = 0  # commits without a claim after the last dropped one
+        self._alone_next = 0  # of which are left
 
     def finished(self, job: Job) -> None:
-        """Hands a finished job over; `answered(job, answer)` follows from the
-        commit thread: True, done; False, its lease was lost (refused); None,
-        gave up (the server stayed unreachable for a lease, or an error stopped
-        the worker)."""
-        self._put(job, self._answered)
+        """Hands a finished job over; its answer comes to `committed`."""
+        self._put(job, None)
 
     def complete(self, job: Job) -> bool | None:
-        """`finished`, waiting for the job's answer."""
+        """Hands a finished job over and waits for its answer."""
         got = threading.Event()
         answer: list[bool | None] = [None]
 
@@ -163,7 +181,7 @@ class GroupCommit:
         if thread is not None:
             thread.join(timeout)
 
-    def _put(self, job: Job, tell: Callable[[Job, bool | None], None]) -> None:
+    def _put(self, job: Job, tell: Answer | None) -> None:
         with self._cond:
             self._finished.append((job, tell))
             if self._thread is None:
@@ -171,10 +189,10 @@ class GroupCommit:
                 self._thread.start()
             self._cond.notify()
 
-    def _take(self) -> list[tuple[Job, Callable[[Job, bool | None], None]]]:
+    def _take(self) -> list[tuple[Job, Answer | None]]:
         """(Under the lock.) The next commit's jobs, in the order they
         finished: no id twice."""
-        batch: list[tuple[Job, Callable[[Job, bool | None], None]]] = []
+        batch: list[tuple[Job, Answer | None]] = []
         ids: set[str] = set()
         rest = []
         for item in self._finished:
@@ -186,6 +204,30 @@ class GroupCommit:
         self._finished = rest
         return batch
 
+    def _commit(self, jobs: list[Job], n: int) -> tuple[list[bool], list[Job]] | None:
+        """One commit (and claim of `n`), retried through the server's errors
+        as the worker settles; None when it gave up. A claim dropped because
+        another client's write aborted the transaction (other claimers, most
+        often) makes the next commits complete alone, twice as many each time
+        in a row (at most `ALONE_MAX`): where workers contend for the head of
+        `pending`, their beats claim."""
+        call: Callable[[], tuple[list[bool], list[Job] | None]]
+        if n > 0:
+            call = functools.partial(self.work.complete_and_claim, jobs, n, lease_ms=self._lease_ms)
+        else:
+            call = lambda: (self.work.complete_many(jobs), [])  # noqa: E731
+        got = self._settle(call)
+        if not isinstance(got, tuple):
+            return None
+        answers, claimed = got
+        if claimed is None:
+            self.dropped += 1
+            self._alone_next = self._alone = min(self.ALONE_MAX, 2 * self._alone or 1)
+            return answers, []
+        if n > 0:
+            self._alone = 0
+        return answers, claimed
+
     def _run(self) -> None:
         while True:
             with self._cond:
@@ -195,14 +237,27 @@ class GroupCommit:
                     return
                 batch = self._take()
             jobs = [job for job, _ in batch]
-            answers: object = None
+            n = 0
+            if self._alone_next:
+                self._alone_next -= 1
+            elif self._reserve is not None:
+                n = self._reserve(len(jobs))
+            got = None
             try:
-                answers = self._settle(functools.partial(self.work.complete_many, jobs))
+                got = self._commit(jobs, n)
                 self.commits += 1
             except BaseException:  # noqa: BLE001 - not a server's error: a bug; the jobs get no answer
                 log.exception("completing %d jobs of %s", len(jobs), self.work.name)
+            answers, claimed = got if got is not None else (None, [])
+            self.claimed += len(claimed)
+            mine = []
             for i, (job, tell) in enumerate(batch):
-                tell(job, answers[i] if isinstance(answers, list) else None)
+                answer = answers[i] if answers is not None else None
+                if tell is not None:
+                    tell(job, answer)
+                else:
+                    mine.append((job, answer))
+            self._committed(mine, claimed, max(0, n - len(jobs)))
 
 
 class Worker:
@@ -277,7 +332,17 @@ class Worker:
                 beat_of[id(q.client)], work_of[id(q.client)] = q.client.sibling(), q.client.sibling()
             self._beats.append(Queue(beat_of[id(q.client)], q.name))
             self._works[q.name] = Queue(work_of[id(q.client)], q.name)
-            self._commits[q.name] = GroupCommit(self._works[q.name], self._settle, self._completed)
+            work = self._works[q.name]
+            # A worker of one queue claims with its commits too; one of several
+            # claims on its beat only, which takes the queues in turn (a queue's
+            # commits would refill every slot they free with its own jobs).
+            self._commits[q.name] = GroupCommit(
+                work,
+                self._settle,
+                functools.partial(self._committed, work),
+                reserve=self._reserve if len(queues) == 1 else None,
+                lease_ms=lease_ms,
+            )
             self._parks.append(q.client.sibling(read_timeout=idle_beat_ms / 1000 + 5))
         self._beat, self._park = self._beats[0], self._parks[0]
         self._turn = 0  # which queue claims first this beat: each in turn
@@ -292,6 +357,7 @@ class Worker:
         # again after its lease was lost is another run.
         self._running: dict[str | None, tuple[Job, Queue]] = {}
         self._running_lock = threading.Lock()
+        self._held = 0  # free slots a group commit holds for the jobs it claims
         self._freed = threading.Event()
         self._streak = 0
         self._last_recover = 0.0
@@ -470,7 +536,8 @@ class Worker:
         self._lease_at = lease_at
 
     def _free_slots(self) -> int:
-        return max(0, self.concurrency - self.running)
+        with self._running_lock:
+            return max(0, self.concurrency - len(self._running) - self._held)
 
     def _wait(self, due_in: float | None) -> None:
         """Park: on `wake` while slots are free, else until a slot frees; never
@@ -591,10 +658,35 @@ class Worker:
         else:
             self._commits[work.name].finished(job)
 
-    def _completed(self, job: Job, done: bool | None) -> None:
-        """A group commit's answer for a finished job (see `GroupCommit`)."""
-        self.counters.add(completed=bool(done), refused=done is False)
-        self._release(job)
+    def _reserve(self, finishing: int) -> int:
+        """How many jobs a commit of `finishing` jobs may claim: the slots it
+        frees, and those free now, held for it (the beat claims none of them)
+        until `_committed` gives them back. None once the worker stops."""
+        if self._stop.is_set():
+            return 0
+        with self._running_lock:
+            free = max(0, self.concurrency - len(self._running) - self._held)
+            self._held += free
+        return finishing + free
+
+    def _committed(self, work: Queue, answers: list[tuple[Job, bool | None]], claimed: list[Job], held: int) -> None:
+        """A group commit's outcome: its jobs leave their slots, the jobs it
+        claimed take them (at once, so the beat never sees them free in
+        between), and the slots it held are given back."""
+        self.counters.add(
+            completed=sum(1 for _, a in answers if a),
+            refused=sum(1 for _, a in answers if a is False),
+            claimed=len(claimed),
+        )
+        with self._running_lock:
+            for job, _ in answers:
+                self._running.pop(job.token, None)
+            self._held -= held
+            for job in claimed:
+                self._running[job.token] = (job, work)
+        for job in claimed:
+            self._jobs.put(job)
+        self._freed.set()
 
     def _release(self, job: Job) -> None:
         with self._running_lock:

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use emq_plan::add::{Add, NewJob};
+use emq_plan::both::Both;
 use emq_plan::claim::{Claim, Claimed, CLAIM, MAX_CLAIM};
 use emq_plan::complete_many::CompleteMany;
 use emq_plan::extend_many::{ExtendMany, Held};
@@ -71,6 +72,36 @@ pub fn extend_many(conn: &mut Conn, queue: &[u8], jobs: &[Held], lease_ms: u64) 
 /// COMPLETE of many held jobs in one call: whether each was completed.
 pub fn complete_many(conn: &mut Conn, queue: &[u8], jobs: &[Held]) -> HostResult<Vec<bool>> {
     drive(conn, || Ok(CompleteMany::new(Keys::new(queue), jobs.to_vec())?), |_| {})
+}
+
+/// COMPLETE of many held jobs and a claim of up to `n` flat jobs in one call
+/// (`emq_plan::both`): whether each job was completed, and the jobs taken. A
+/// call the guard aborts starts again without the claim (a claim meets other
+/// claimers; the completes should not wait on them): then the jobs taken are
+/// `None`.
+pub fn complete_many_claim(
+    conn: &mut Conn,
+    queue: &[u8],
+    jobs: &[Held],
+    n: u64,
+    lease_ms: u64,
+) -> HostResult<(Vec<bool>, Option<Vec<Claimed>>)> {
+    let n = n.min(MAX_CLAIM);
+    let mut first = true;
+    drive(
+        conn,
+        || {
+            let complete = CompleteMany::new(Keys::new(queue), jobs.to_vec())?;
+            let claim = match std::mem::take(&mut first) && n > 0 {
+                true => Some(Claim::new(Keys::new(queue), n, lease_ms, tokens(n as usize)?)?.flat_only()),
+                false => None,
+            };
+            Ok(Both::new(claim, complete))
+        },
+        |_| {},
+    )
+    // No claim asked for is not a claim dropped.
+    .map(|(claimed, done)| (done, if n == 0 { Some(vec![]) } else { claimed }))
 }
 
 pub fn lane(conn: &mut Conn, queue: &[u8], lane: &[u8], op: LaneOp) -> HostResult<()> {

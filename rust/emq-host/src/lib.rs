@@ -371,6 +371,24 @@ impl Client {
         self.on(py, emq_plan::settle::COMPLETE, &q, |c| jobs::complete_many(c, &q, &held))
     }
 
+    /// `_complete_many` and a claim of up to `n` flat jobs (from `pending`; no
+    /// lane) in the same transaction: the answers, and the jobs taken (`None`
+    /// when the guard aborted the first try and the claim was dropped: see
+    /// `jobs::complete_many_claim`).
+    fn _complete_many_claim(
+        &self,
+        py: Python<'_>,
+        queue: &Bound<'_, PyAny>,
+        jobs: Vec<PyRef<'_, Job>>,
+        n: u64,
+        lease_ms: u64,
+    ) -> PyResult<(Vec<bool>, Option<Vec<Job>>)> {
+        let q = queue_arg(emq_plan::settle::COMPLETE, queue)?;
+        let held = held_jobs(&jobs);
+        let (done, claimed) = self.on(py, emq_plan::settle::COMPLETE, &q, |c| jobs::complete_many_claim(c, &q, &held, n, lease_ms))?;
+        Ok((done, claimed.map(|c| c.into_iter().map(Job::claimed).collect())))
+    }
+
     /// COMPLETE (SPEC §7): whether the job is done (`False`: the lease is lost).
     fn _complete(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, job: &Job) -> PyResult<bool> {
         Ok(self.settle(py, queue, job, Action::Complete)? == Settled::Completed)

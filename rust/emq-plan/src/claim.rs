@@ -93,6 +93,8 @@ pub struct Claim {
     wake_ok: bool,
     active_ok: bool,
     out: Vec<Claimed>,
+    /// Takes from `pending` only (`flat_only`).
+    flat_only: bool,
 }
 
 impl Claim {
@@ -127,7 +129,20 @@ impl Claim {
             wake_ok: true,
             active_ok: true,
             out: vec![],
+            flat_only: false,
         })
+    }
+
+    /// A claim of flat jobs only: up to `n` from the head of `pending`, as a
+    /// claim takes them first, and no lane (it reads the ring's length only, to
+    /// leave a wake token when lanes have work; with nothing in `pending` it
+    /// writes nothing). It touches nothing a complete writes, so a worker's
+    /// group commit may carry it (`crate::both`); the worker's own claims serve
+    /// the lanes.
+    #[must_use]
+    pub fn flat_only(mut self) -> Self {
+        self.flat_only = true;
+        self
     }
 
     fn slots(&self) -> usize {
@@ -166,9 +181,16 @@ impl Claim {
         self.flat = Self::list(pending, &k.pending())?;
         self.pending_more = self.flat.len() > self.n;
         self.flat.truncate(self.n);
-        self.ring = Self::list(ring, &k.ring())?;
-        // A ring read short of RING_READ is the whole ring.
-        self.ring_len = if self.ring.len() < RING_READ { self.ring.len() as i64 } else { i64::MAX };
+        if self.flat_only {
+            if ring.is_wrongtype() {
+                return Err(Self::layout(&k.ring()));
+            }
+            self.ring_len = ring.as_int().unwrap_or(0);
+        } else {
+            self.ring = Self::list(ring, &k.ring())?;
+            // A ring read short of RING_READ is the whole ring.
+            self.ring_len = if self.ring.len() < RING_READ { self.ring.len() as i64 } else { i64::MAX };
+        }
         let lanes = self.considered();
         if self.flat.is_empty() && lanes == 0 {
             return Ok(Step::Done(vec![]));
@@ -474,7 +496,11 @@ impl Conversation for Claim {
             cmds: vec![
                 Cmd::new("TIME"),
                 Cmd::new("LRANGE").arg(k.pending()).arg("0").arg(self.n.to_string()),
-                Cmd::new("LRANGE").arg(k.ring()).arg("0").arg((RING_READ - 1).to_string()),
+                if self.flat_only {
+                    Cmd::new("LLEN").arg(k.ring())
+                } else {
+                    Cmd::new("LRANGE").arg(k.ring()).arg("0").arg((RING_READ - 1).to_string())
+                },
             ],
         }
     }

@@ -17,7 +17,8 @@
 //!   telling ghosts), `offer` (lane control and offer(L), §2), `retention`;
 //! - the conversations: `sweep` (PROMOTE §5, STALLED CHECK §6), `add`, `claim`,
 //!   `settle` (extend, complete, fail), `extend_many` and `complete_many` (a
-//!   worker's jobs at once), `lane_control` (§7), `look` (reads);
+//!   worker's jobs at once), `both` (two of them as one call: a group commit
+//!   that claims), `lane_control` (§7), `look` (reads);
 //! - `backoff` (the one capped exponential backoff) and `wire` (the sweeps'
 //!   wire form).
 //!
@@ -27,6 +28,7 @@
 
 pub mod add;
 pub mod backoff;
+pub mod both;
 pub mod claim;
 pub mod clock;
 pub mod cmd;

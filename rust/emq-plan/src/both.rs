@@ -1,0 +1,284 @@
+//! Two conversations as one call (issue 17: a worker's group commit that claims
+//! its next jobs in the same transaction). Their reads go out together, each
+//! fed back its own replies; when both have planned, their writes go in one
+//! `MULTI`/`EXEC`, the first's then the second's, all or none. Each keeps its
+//! own guard: the call watches what either watches, so whatever would abort
+//! one aborts both, and a conflict in either starts both again.
+//!
+//! The call is then the first followed by the second, provided the second's
+//! plan does not depend on what the first writes (a flat claim, then
+//! completes: the claim takes `pending` ids whose rows are `pending`, the
+//! completes rows their tokens hold in `active`; see
+//! `claim::Claim::flat_only`). The first is optional: without it the call is
+//! the second alone.
+
+use crate::cmd::Cmd;
+use crate::conversation::{Conversation, Step};
+use crate::error::{Error, Result};
+use crate::reply::Reply;
+
+/// One of the pair: its next step (taken once sent), how many replies of the
+/// step in flight are its own, and its answer once it has one.
+struct Half<C: Conversation> {
+    c: C,
+    next: Option<Step<C::Out>>,
+    sent: Option<usize>,
+    out: Option<C::Out>,
+}
+
+impl<C: Conversation> Half<C> {
+    fn new(c: C) -> Self {
+        Half { c, next: None, sent: None, out: None }
+    }
+
+    /// Its next step is a read.
+    fn reads(&self) -> bool {
+        matches!(self.next, Some(Step::Read { .. }))
+    }
+
+    /// Adds its read to the combined one; remembers how many replies are its.
+    fn send_read(&mut self, watch: &mut Vec<Vec<u8>>, cmds: &mut Vec<Cmd>) {
+        if !self.reads() {
+            return;
+        }
+        if let Some(Step::Read { watch: w, cmds: c }) = self.next.take() {
+            watch.extend(w);
+            self.sent = Some(c.len());
+            cmds.extend(c);
+        }
+    }
+
+    /// Adds its writes to the combined transaction.
+    fn send_exec(&mut self, writes: &mut Vec<Cmd>) {
+        if !matches!(self.next, Some(Step::Exec(_))) {
+            return;
+        }
+        if let Some(Step::Exec(w)) = self.next.take() {
+            self.sent = Some(w.len());
+            writes.extend(w);
+        }
+    }
+
+    /// Its next step from its replies (if it sent anything); a `Done` is kept as its answer.
+    fn feed(&mut self, replies: &[Reply]) -> Result<()> {
+        if self.sent.take().is_some() {
+            self.next = Some(self.c.feed(replies)?);
+        }
+        self.settle()
+    }
+
+    fn settle(&mut self) -> Result<()> {
+        match self.next.take() {
+            Some(Step::Done(out)) => self.out = Some(out),
+            Some(Step::Group { .. }) => return Err(Error::server(self.c.verb(), "a call in groups cannot be paired")),
+            other => self.next = other,
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, exec: &[Reply]) -> Result<()> {
+        if self.sent.take().is_some() {
+            self.out = Some(self.c.finish(exec)?);
+        }
+        Ok(())
+    }
+}
+
+pub struct Both<A: Conversation, B: Conversation> {
+    a: Option<Half<A>>,
+    b: Half<B>,
+    /// A half that could not start (a step the pair cannot carry): the call's error.
+    broken: Option<Error>,
+}
+
+impl<A: Conversation, B: Conversation> Both<A, B> {
+    /// `a` (if any) and `b` as one call: as `a`, then `b`, one after the other,
+    /// in one transaction.
+    pub fn new(a: Option<A>, b: B) -> Self {
+        Both { a: a.map(Half::new), b: Half::new(b), broken: None }
+    }
+
+    /// How many replies of the step just sent are the first's.
+    fn split(&self) -> usize {
+        self.a.as_ref().and_then(|a| a.sent).unwrap_or(0)
+    }
+
+    fn step(&mut self) -> Step<(Option<A::Out>, B::Out)> {
+        let a_reads = self.a.as_ref().is_some_and(Half::reads);
+        if a_reads || self.b.reads() {
+            let (mut watch, mut cmds) = (vec![], vec![]);
+            if let Some(a) = &mut self.a {
+                a.send_read(&mut watch, &mut cmds);
+            }
+            self.b.send_read(&mut watch, &mut cmds);
+            return Step::Read { watch, cmds };
+        }
+        let mut writes = vec![];
+        if let Some(a) = &mut self.a {
+            a.send_exec(&mut writes);
+        }
+        self.b.send_exec(&mut writes);
+        if self.b.sent.is_some() || self.a.as_ref().is_some_and(|a| a.sent.is_some()) {
+            return Step::Exec(writes);
+        }
+        match (self.a.as_mut().map(|a| a.out.take()), self.b.out.take()) {
+            (None, Some(b)) => Step::Done((None, b)),
+            (Some(Some(a)), Some(b)) => Step::Done((Some(a), b)),
+            // Neither reads, writes nor has an answer: not reachable from the
+            // halves' own steps; reported by the next feed.
+            _ => {
+                self.broken = Some(Error::server(self.b.c.verb(), "a paired call stalled"));
+                Step::Read { watch: vec![], cmds: vec![] }
+            }
+        }
+    }
+}
+
+impl<A: Conversation, B: Conversation> Conversation for Both<A, B> {
+    type Out = (Option<A::Out>, B::Out);
+
+    fn verb(&self) -> &'static str {
+        self.b.c.verb()
+    }
+
+    fn start(&mut self) -> Step<Self::Out> {
+        let mut started = Ok(());
+        if let Some(a) = &mut self.a {
+            a.next = Some(a.c.start());
+            started = a.settle();
+        }
+        self.b.next = Some(self.b.c.start());
+        if let Err(e) = started.and(self.b.settle()) {
+            self.broken = Some(e);
+            return Step::Read { watch: vec![], cmds: vec![] };
+        }
+        self.step()
+    }
+
+    fn feed(&mut self, replies: &[Reply]) -> Result<Step<Self::Out>> {
+        if let Some(e) = self.broken.take() {
+            return Err(e);
+        }
+        let k = self.split();
+        if replies.len() != k + self.b.sent.unwrap_or(0) {
+            return Err(Error::server(self.verb(), "wrong number of replies"));
+        }
+        if let Some(a) = &mut self.a {
+            a.feed(&replies[..k])?;
+        }
+        self.b.feed(&replies[k..])?;
+        Ok(self.step())
+    }
+
+    fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out> {
+        let k = self.split();
+        if exec.len() < k {
+            return Err(Error::server(self.verb(), "EXEC gave too few replies"));
+        }
+        let a = match &mut self.a {
+            Some(a) => {
+                a.finish(&exec[..k])?;
+                Some(a.out.take().ok_or_else(|| Error::server(a.c.verb(), "no answer"))?)
+            }
+            None => None,
+        };
+        self.b.finish(&exec[k..])?;
+        let b = self.b.out.take().ok_or_else(|| Error::server(self.b.c.verb(), "no answer"))?;
+        Ok((a, b))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A conversation that reads `reads` times (one command each, named
+    /// `name`), then writes once, or is done after its reads when `writes` is
+    /// false; it answers the replies it was fed.
+    struct Script {
+        name: &'static str,
+        reads: usize,
+        writes: bool,
+        fed: Vec<Reply>,
+    }
+
+    impl Script {
+        fn new(name: &'static str, reads: usize, writes: bool) -> Self {
+            Script { name, reads, writes, fed: vec![] }
+        }
+
+        fn next(&mut self) -> Step<Vec<Reply>> {
+            if self.fed.len() < self.reads {
+                return Step::Read { watch: vec![self.name.as_bytes().to_vec()], cmds: vec![Cmd::new(self.name)] };
+            }
+            if self.writes {
+                Step::Exec(vec![Cmd::new(self.name), Cmd::new(self.name)])
+            } else {
+                Step::Done(std::mem::take(&mut self.fed))
+            }
+        }
+    }
+
+    impl Conversation for Script {
+        type Out = Vec<Reply>;
+        fn verb(&self) -> &'static str {
+            self.name
+        }
+        fn start(&mut self) -> Step<Self::Out> {
+            self.next()
+        }
+        fn feed(&mut self, replies: &[Reply]) -> Result<Step<Self::Out>> {
+            assert_eq!(replies.len(), 1, "{} got another's replies", self.name);
+            self.fed.extend_from_slice(replies);
+            Ok(self.next())
+        }
+        fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out> {
+            assert_eq!(exec.len(), 2, "{} got another's writes' replies", self.name);
+            let mut out = std::mem::take(&mut self.fed);
+            out.extend_from_slice(exec);
+            Ok(out)
+        }
+    }
+
+    fn int(i: i64) -> Reply {
+        Reply::Int(i)
+    }
+
+    #[test]
+    fn reads_go_together_and_writes_wait_for_both() {
+        let mut both = Both::new(Some(Script::new("A", 1, true)), Script::new("B", 2, true));
+        let Step::Read { watch, cmds } = both.start() else { panic!("a read first") };
+        assert_eq!((watch.len(), cmds.len()), (2, 2));
+        // A has planned; B reads again alone.
+        let Ok(Step::Read { cmds, .. }) = both.feed(&[int(1), int(2)]) else { panic!("B's second read") };
+        assert_eq!(cmds, vec![Cmd::new("B")]);
+        let Ok(Step::Exec(writes)) = both.feed(&[int(3)]) else { panic!("one transaction") };
+        assert_eq!(writes, vec![Cmd::new("A"), Cmd::new("A"), Cmd::new("B"), Cmd::new("B")]);
+        let (a, b) = both.finish(&[int(10), int(11), int(20), int(21)]).expect("both answer");
+        assert_eq!(a, Some(vec![int(1), int(10), int(11)]));
+        assert_eq!(b, vec![int(2), int(3), int(20), int(21)]);
+    }
+
+    #[test]
+    fn a_half_done_early_keeps_its_answer() {
+        let mut both = Both::new(Some(Script::new("A", 1, false)), Script::new("B", 1, true));
+        assert!(matches!(both.start(), Step::Read { .. }));
+        let Ok(Step::Exec(writes)) = both.feed(&[int(1), int(2)]) else { panic!("B's transaction") };
+        assert_eq!(writes.len(), 2);
+        assert_eq!(both.finish(&[int(10), int(11)]).expect("answers"), (Some(vec![int(1)]), vec![int(2), int(10), int(11)]));
+    }
+
+    #[test]
+    fn without_a_second_it_is_the_first_alone() {
+        let mut both: Both<Script, Script> = Both::new(None, Script::new("B", 1, false));
+        assert!(matches!(both.start(), Step::Read { .. }));
+        assert_eq!(both.feed(&[int(1)]).expect("done"), Step::Done((None, vec![int(1)])));
+    }
+
+    #[test]
+    fn replies_of_the_wrong_count_are_an_error() {
+        let mut both = Both::new(Some(Script::new("A", 1, true)), Script::new("B", 1, true));
+        both.start();
+        assert!(both.feed(&[int(1)]).is_err());
+    }
+}
