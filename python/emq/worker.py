@@ -209,8 +209,8 @@ class GroupCommit:
         as the worker settles; None when it gave up. A claim dropped because
         another client's write aborted the transaction (other claimers, most
         often) makes the next commits complete alone, twice as many each time
-        in a row (at most `ALONE_MAX`): where workers contend for the head of
-        `pending`, their beats claim."""
+        (at most `ALONE_MAX`), and a claim made halves that again: where
+        workers contend for the head of `pending`, their beats claim."""
         call: Callable[[], tuple[list[bool], list[Job] | None]]
         if n > 0:
             call = functools.partial(self.work.complete_and_claim, jobs, n, lease_ms=self._lease_ms)
@@ -225,7 +225,7 @@ class GroupCommit:
             self._alone_next = self._alone = min(self.ALONE_MAX, 2 * self._alone or 1)
             return answers, []
         if n > 0:
-            self._alone = 0
+            self._alone //= 2
         return answers, claimed
 
     def _run(self) -> None:
