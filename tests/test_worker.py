@@ -257,7 +257,7 @@ def test_rows_written_without_wake_are_worked_within_a_beat(server, r):
     qn = "nowake"
     k = keys(qn)
     done: list[str] = []
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat_ms=300, concurrency=4)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat_ms=300, concurrency=4, idle_beat_ms=300)
     with running(w):
         parked(w, 3)
         # Ready rows pushed straight into pending, and rows due soon put straight
@@ -385,7 +385,7 @@ def test_wake_deleted_continuously_work_still_done(server, r):
         time.sleep(0.02)  # busy workers leave tokens in wake: the deleter takes them
         done.append(job.id)
 
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=300, concurrency=2)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=300, concurrency=2, idle_beat_ms=300)
     stop = threading.Event()
     deletes = Counter()
 
@@ -467,7 +467,7 @@ def test_killed_connections_and_restart_lose_no_job(aof_server):
         with runs_lock:
             runs[job.id] += 1
 
-    w = emq.Worker(emq.Queue(emq.connect(url), qn), handler, concurrency=4, lease_ms=2000, beat_ms=200)
+    w = emq.Worker(emq.Queue(emq.connect(url), qn), handler, concurrency=4, lease_ms=2000, beat_ms=200, idle_beat_ms=200)
     producer = emq.Queue(emq.connect(url), qn)
     ids: list[str] = []
 

@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> None:
     w.add_argument("--concurrency", type=int, default=8)
     w.add_argument("--lease-ms", type=int, default=30000)
     w.add_argument("--beat-ms", type=int, default=1000)
-    w.add_argument("--idle-beat-ms", type=int, default=None, help="how long an idle worker parks (default 30000)")
+    w.add_argument("--idle-beat-ms", type=int, default=None, help="how long an idle worker parks (default 30000, or --beat-ms if longer)")
     w.add_argument("--pump-batch", type=int, default=100)
     w.add_argument("--recovery", choices=["reap", "stalled", "off"], default="reap")
     w.add_argument("--max-stalled", type=int, default=1)

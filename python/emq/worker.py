@@ -50,6 +50,13 @@ FATAL = (ArgumentError, LayoutError, AuthenticationError, PermissionError, Scrip
 # worker parks without promoting first.
 BUSY_PROMOTE_S = 0.005
 
+# How long an idle worker parks by default (`idle_beat_ms`): it still wakes for
+# every job made ready, every new head of `schedule`, the next due time and the
+# next lease deadline its stalled check saw, so only a lost wake token (or work
+# written behind emq's back) waits this long. 4 idle workers then send about one
+# command a second (benches/README.md, "Idle workers").
+IDLE_BEAT_MS = 30_000
+
 # Where a user may not CLIENT UNBLOCK: how long before a due time a parked
 # worker stops blocking on the server and waits on its own clock (more than one
 # server tick, 1/hz, 100 ms by default).
@@ -297,7 +304,7 @@ class Worker:
         _option("lease_ms", lease_ms, minimum=1, maximum=U64)
         _option("beat_ms", beat_ms, minimum=1, maximum=U32)
         if idle_beat_ms is None:
-            idle_beat_ms = beat_ms
+            idle_beat_ms = max(beat_ms, IDLE_BEAT_MS) if type(beat_ms) is int else beat_ms  # a bad beat_ms is named below
         _option("idle_beat_ms", idle_beat_ms, minimum=beat_ms, maximum=U32)
         _option("pump_batch", pump_batch, minimum=1, maximum=U32)
         _option("max_stalled", max_stalled, minimum=0, maximum=U32)
@@ -386,6 +393,10 @@ class Worker:
             self._ending_park = True
             threading.Thread(target=self._end_park, name="emq-stop", daemon=True).start()
 
+    def _ttl_reached(self) -> None:
+        log.info("time to live reached")
+        self.stop()
+
     def _end_park(self) -> None:
         deadline = time.monotonic() + self.idle_beat_ms / 1000 + 5
         while not self._halt.is_set() and time.monotonic() < deadline and self._can_unblock:
@@ -428,6 +439,12 @@ class Worker:
             ]
         for t in [*threads, keeper, *parks]:
             t.start()
+        # The time to live ends a park too, as `stop()` does (a park may be long: `idle_beat_ms`).
+        ttl = None
+        if self.ttl_s is not None:
+            ttl = threading.Timer(self.ttl_s, self._ttl_reached)
+            ttl.daemon = True
+            ttl.start()
         log.info("worker on %s: concurrency %d, beat %d ms", ", ".join(map(str, self.queues)), self.concurrency, self.beat_ms)
         try:
             while not self._stop.is_set():
@@ -436,6 +453,8 @@ class Worker:
                     break
                 self._beat_once()
         finally:
+            if ttl is not None:
+                ttl.cancel()
             self._stop.set()
             self._drain_running()
             self._halt.set()
