@@ -136,3 +136,40 @@ def test_a_handler_thread_does_not_wait_for_its_commit(client):
     commit.close(timeout=10)
     assert answered == [(job.id, True)]
     assert q.counts()["done"] == 1
+
+
+def test_a_commit_retried_after_a_wire_error_claims_nothing(client):
+    """Only a commit's first try claims: after a wire error it completes alone
+    (fewer commands to lose), and gives back the slots it held."""
+    q = emq.Queue(client, "gc-retry")
+    q.add_many([b"a", b"b", b"c"])
+    job = q.claim(1, lease_ms=60_000)[0]
+    tries: list = []
+
+    def failing(*args, **kw):
+        tries.append("pair")
+        raise emq.ConnectionError("dropped")
+
+    q.complete_and_claim = failing  # type: ignore[method-assign]
+    alone = q.complete_many
+
+    def counted(jobs):
+        tries.append("alone")
+        return alone(jobs)
+
+    q.complete_many = counted  # type: ignore[method-assign]
+
+    def settle(call):
+        while True:
+            try:
+                return call()
+            except emq.ConnectionError:
+                continue
+
+    got: list = []
+    commit = GroupCommit(q, settle, lambda answers, claimed, held: got.append((answers, claimed, held)), reserve=lambda k: k + 1)
+    commit.finished(job)
+    commit.close(timeout=10)
+    assert tries == ["pair", "alone"]
+    assert got == [([(job, True)], [], 1)]
+    assert q.counts()["pending"] == 2, "nothing was claimed"

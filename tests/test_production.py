@@ -245,3 +245,19 @@ def test_tls_as_an_acl_user(tls_server, tls_env, tmp_path, monkeypatch):
     finally:
         admin.acl_deluser(USER)
         admin.close()
+
+
+def test_an_idle_worker_stops_within_beats_where_it_may_not_unblock(protected_server, acl):
+    """An idle worker parks 30 s by default; `stop()` ends the park with
+    CLIENT UNBLOCK, which this user may not send: its pops then last a beat
+    at a time, and the stop is served within a few beats, not the idle park."""
+    url = acl.restrict(USER, PASSWORD, WORKER_COMMANDS)
+    w = emq.Worker(emq.Queue(emq.connect(url), "idle-stop"), lambda job: None, beat_ms=200)
+    assert w.idle_beat_ms == 30_000
+    t = threading.Thread(target=w.run, daemon=True)
+    t.start()
+    time.sleep(1.0)  # idle, parked
+    w.stop()
+    t.join(5)
+    assert not t.is_alive(), "the stop waited for the idle park"
+    assert w.counters.degraded_beats == 0

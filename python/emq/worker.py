@@ -213,16 +213,23 @@ class GroupCommit:
 
     def _commit(self, jobs: list[Job], n: int) -> tuple[list[bool], list[Job]] | None:
         """One commit (and claim of `n`), retried through the server's errors
-        as the worker settles; None when it gave up. A claim dropped because
-        another client's write aborted the transaction (other claimers, most
-        often) makes the next commits complete alone, twice as many each time
-        (at most `ALONE_MAX`), and a claim made halves that again: where
-        workers contend for the head of `pending`, their beats claim."""
-        call: Callable[[], tuple[list[bool], list[Job] | None]]
-        if n > 0:
-            call = functools.partial(self.work.complete_and_claim, jobs, n, lease_ms=self._lease_ms)
-        else:
-            call = lambda: (self.work.complete_many(jobs), [])  # noqa: E731
+        as the worker settles; None when it gave up. Only the first try
+        claims: after a wire error the commit retries alone, with fewer
+        commands to lose, so that its jobs are settled within their leases.
+        A claim dropped because another client's write aborted the transaction
+        (other claimers, most often) makes the next commits complete alone,
+        twice as many each time (at most `ALONE_MAX`), and a claim made halves
+        that again: where workers contend for the head of `pending`, their
+        beats claim."""
+        tries = 0
+
+        def call() -> tuple[list[bool], list[Job] | None]:
+            nonlocal tries
+            tries += 1
+            if n > 0 and tries == 1:
+                return self.work.complete_and_claim(jobs, n, lease_ms=self._lease_ms)
+            return self.work.complete_many(jobs), []
+
         got = self._settle(call)
         if not isinstance(got, tuple):
             return None
@@ -231,7 +238,7 @@ class GroupCommit:
             self.dropped += 1
             self._alone_next = self._alone = min(self.ALONE_MAX, 2 * self._alone or 1)
             return answers, []
-        if n > 0:
+        if n > 0 and tries == 1:
             self._alone //= 2
         return answers, claimed
 
@@ -345,7 +352,7 @@ class Worker:
             # commits would refill every slot they free with its own jobs).
             self._commits[q.name] = GroupCommit(
                 work,
-                self._settle,
+                functools.partial(self._settle, patient=True),
                 functools.partial(self._committed, work),
                 reserve=self._reserve if len(queues) == 1 else None,
                 lease_ms=lease_ms,
@@ -365,6 +372,7 @@ class Worker:
         self._running: dict[str | None, tuple[Job, Queue]] = {}
         self._running_lock = threading.Lock()
         self._held = 0  # free slots a group commit holds for the jobs it claims
+        self._finishing: set[str | None] = set()  # finished jobs awaiting their commit
         self._freed = threading.Event()
         self._streak = 0
         self._last_recover = 0.0
@@ -581,11 +589,19 @@ class Worker:
         if due_in is None or due_in > beat_s:
             # A token left by a claim (work left) or a producer wakes us at once;
             # `stop()` ends the pop with CLIENT UNBLOCK (the id is read once).
+            # Where this user may not, the pop lasts a beat at a time (one
+            # command a beat), so that a stop is served within a beat.
             self._park_client_id()
+            chunk = timeout if self._can_unblock else min(timeout, self.beat_ms / 1000)
+            end = time.monotonic() + timeout
             self._parking = True
             try:
-                if not self._stop.is_set():
-                    self._park._park(name, timeout)
+                while not self._stop.is_set():
+                    if self._park._park(name, chunk):
+                        break
+                    chunk = min(chunk, end - time.monotonic())
+                    if chunk <= 0:
+                        break
             finally:
                 self._parking = False
             return
@@ -675,6 +691,8 @@ class Worker:
             finally:
                 self._release(job)
         else:
+            with self._running_lock:
+                self._finishing.add(job.token)
             self._commits[work.name].finished(job)
 
     def _reserve(self, finishing: int) -> int:
@@ -700,6 +718,7 @@ class Worker:
         with self._running_lock:
             for job, _ in answers:
                 self._running.pop(job.token, None)
+                self._finishing.discard(job.token)
             self._held -= held
             for job in claimed:
                 self._running[job.token] = (job, work)
@@ -712,9 +731,12 @@ class Worker:
             self._running.pop(job.token, None)
         self._freed.set()
 
-    def _settle(self, call: Callable[[], object]) -> object:
+    def _settle(self, call: Callable[[], object], *, patient: bool = False) -> object:
         """Completes or fails, retrying through wire errors until the lease would
-        have run out (after that, recovery owns the job)."""
+        have run out (after that, recovery owns the job). `patient` (a group
+        commit): until `run()` is over instead, as the keeper extends the
+        leases of finished jobs until their commit answers, and a commit that
+        comes after a lease was lost is refused for that job, harmlessly."""
         deadline = time.monotonic() + self.lease_ms / 1000
         streak = 0
         while True:
@@ -725,10 +747,14 @@ class Worker:
                 return None
             except EmqError as e:
                 streak += 1
-                if time.monotonic() > deadline:
+                if self._halt.is_set() if patient else time.monotonic() > deadline:
                     log.warning("gave up settling a job: %s", e)
                     return None
                 time.sleep(degraded_sleep(streak))
+
+    def _is_finishing(self, job: Job) -> bool:
+        with self._running_lock:
+            return job.token in self._finishing
 
     def _is_running(self, job: Job) -> bool:
         with self._running_lock:
@@ -756,7 +782,9 @@ class Worker:
                     log.warning("extending %d jobs of %s: %s", len(jobs), work.name, e)
                     continue
                 for job, ok in zip(jobs, kept):
-                    if not ok and self._is_running(job):
+                    # A finished job's commit may have made it done before this
+                    # extend ran; one whose lease was lost, its commit refuses.
+                    if not ok and self._is_running(job) and not self._is_finishing(job):
                         self.counters.add(lost_leases=1)
                         log.warning("lease of job %s was lost", job.id)
 
