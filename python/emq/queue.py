@@ -156,6 +156,12 @@ class Queue:
             _name(verb, "job lane", job.lane)
         return job
 
+    def _held_jobs(self, verb: str, jobs: Sequence[Job]) -> list[Job]:
+        """A batch call's jobs: a list of held jobs (`_held` each)."""
+        if not isinstance(jobs, (list, tuple)):
+            raise ArgumentError(f"{verb}: jobs must be a list of emq.Job, not {type(jobs).__name__}")
+        return [self._held(verb, j) for j in jobs]
+
     def extend(self, job: Job, lease_ms: int) -> bool:
         """Moves the lease deadline to now + `lease_ms`; False if the lease is lost."""
         job = self._held("EMQ.EXTEND", job)
@@ -166,9 +172,7 @@ class Queue:
         """`extend` for many held jobs in one call (one clock reading, one
         transaction): for each, True if its lease now ends `lease_ms` from now,
         False if it was lost (that job is left as it is)."""
-        if not isinstance(jobs, (list, tuple)):
-            raise ArgumentError(f"EMQ.EXTEND: jobs must be a list of emq.Job, not {type(jobs).__name__}")
-        held = [self._held("EMQ.EXTEND", j) for j in jobs]
+        held = self._held_jobs("EMQ.EXTEND", jobs)
         lease_ms = _int("EMQ.EXTEND", "lease_ms", lease_ms, minimum=1)
         return self.client._extend_many(self.name, held, lease_ms)
 
@@ -176,9 +180,7 @@ class Queue:
         """`complete` for many held jobs in one call (one clock reading, one
         transaction: a group commit): for each, True if it is done, False if its
         lease was lost (that job is left as it is)."""
-        if not isinstance(jobs, (list, tuple)):
-            raise ArgumentError(f"EMQ.COMPLETE: jobs must be a list of emq.Job, not {type(jobs).__name__}")
-        return self.client._complete_many(self.name, [self._held("EMQ.COMPLETE", j) for j in jobs])
+        return self.client._complete_many(self.name, self._held_jobs("EMQ.COMPLETE", jobs))
 
     def complete_and_claim(self, jobs: Sequence[Job], n: int, *, lease_ms: int = 30000) -> tuple[list[bool], list[Job] | None]:
         """`complete_many(jobs)` and a claim of up to `n` flat jobs (from the
@@ -188,9 +190,7 @@ class Queue:
         write aborts the transaction, the call starts again without the claim,
         so that the completes do not wait on other claimers: the jobs taken are
         then None (and none were)."""
-        if not isinstance(jobs, (list, tuple)):
-            raise ArgumentError(f"EMQ.COMPLETE: jobs must be a list of emq.Job, not {type(jobs).__name__}")
-        held = [self._held("EMQ.COMPLETE", j) for j in jobs]
+        held = self._held_jobs("EMQ.COMPLETE", jobs)
         n = _int("EMQ.CLAIM", "n", n, minimum=0)
         lease_ms = _int("EMQ.CLAIM", "lease_ms", lease_ms, minimum=1)
         return self.client._complete_many_claim(self.name, held, n, lease_ms)

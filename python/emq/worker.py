@@ -156,8 +156,6 @@ class GroupCommit:
         self._thread: threading.Thread | None = None
         self._closed = False
         self.commits = 0
-        self.claimed = 0  # jobs its commits took
-        self.dropped = 0  # claims dropped: another client's write aborted the commit
         self._alone = 0  # commits without a claim after the last dropped one
         self._alone_next = 0  # of which are left
 
@@ -235,7 +233,6 @@ class GroupCommit:
             return None
         answers, claimed = got
         if claimed is None:
-            self.dropped += 1
             self._alone_next = self._alone = min(self.ALONE_MAX, 2 * self._alone or 1)
             return answers, []
         if n > 0 and tries == 1:
@@ -263,7 +260,6 @@ class GroupCommit:
             except BaseException:  # noqa: BLE001 - not a server's error: a bug; the jobs get no answer
                 log.exception("completing %d jobs of %s", len(jobs), self.work.name)
             answers, claimed = got if got is not None else (None, [])
-            self.claimed += len(claimed)
             mine = []
             for i, (job, tell) in enumerate(batch):
                 answer = answers[i] if answers is not None else None
@@ -564,7 +560,12 @@ class Worker:
 
     def _free_slots(self) -> int:
         with self._running_lock:
-            return max(0, self.concurrency - len(self._running) - self._held)
+            return self._unheld()
+
+    def _unheld(self) -> int:
+        """(Under the running lock.) Slots neither running a job nor held for a
+        group commit's claim."""
+        return max(0, self.concurrency - len(self._running) - self._held)
 
     def _wait(self, due_in: float | None) -> None:
         """Park: on `wake` while slots are free, else until a slot frees; never
@@ -674,7 +675,7 @@ class Worker:
 
     def _run_job(self, job: Job) -> None:
         """Runs the handler; a job that returns is handed to its queue's group
-        commit and holds its slot until the commit answers (`_completed`), one
+        commit and holds its slot until the commit answers (`_committed`), one
         that raises is failed here."""
         with self._running_lock:
             work = self._running[job.token][1]
@@ -702,7 +703,7 @@ class Worker:
         if self._stop.is_set():
             return 0
         with self._running_lock:
-            free = max(0, self.concurrency - len(self._running) - self._held)
+            free = self._unheld()
             self._held += free
         return finishing + free
 
@@ -747,18 +748,16 @@ class Worker:
                 return None
             except EmqError as e:
                 streak += 1
-                if self._halt.is_set() if patient else time.monotonic() > deadline:
+                over = self._halt.is_set() if patient else time.monotonic() > deadline
+                if over:
                     log.warning("gave up settling a job: %s", e)
                     return None
                 time.sleep(degraded_sleep(streak))
 
-    def _is_finishing(self, job: Job) -> bool:
+    def _runs_unfinished(self, job: Job) -> bool:
+        """The job runs here and its handler has not returned."""
         with self._running_lock:
-            return job.token in self._finishing
-
-    def _is_running(self, job: Job) -> bool:
-        with self._running_lock:
-            return job.token in self._running
+            return job.token in self._running and job.token not in self._finishing
 
     def _keep_leases(self) -> None:
         """Extends the leases of running jobs every third of a lease, until
@@ -784,7 +783,7 @@ class Worker:
                 for job, ok in zip(jobs, kept):
                     # A finished job's commit may have made it done before this
                     # extend ran; one whose lease was lost, its commit refuses.
-                    if not ok and self._is_running(job) and not self._is_finishing(job):
+                    if not ok and self._runs_unfinished(job):
                         self.counters.add(lost_leases=1)
                         log.warning("lease of job %s was lost", job.id)
 

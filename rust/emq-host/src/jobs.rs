@@ -92,9 +92,10 @@ pub fn complete_many_claim(
         conn,
         || {
             let complete = CompleteMany::new(Keys::new(queue), jobs.to_vec())?;
-            let claim = match std::mem::take(&mut first) && n > 0 {
-                true => Some(Claim::new(Keys::new(queue), n, lease_ms, tokens(n as usize)?)?.flat_only()),
-                false => None,
+            let claim = if std::mem::take(&mut first) && n > 0 {
+                Some(Claim::new(Keys::new(queue), n, lease_ms, tokens(n as usize)?)?.flat_only())
+            } else {
+                None
             };
             Ok(Both::new(claim, complete))
         },

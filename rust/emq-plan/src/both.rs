@@ -38,24 +38,24 @@ impl<C: Conversation> Half<C> {
 
     /// Adds its read to the combined one; remembers how many replies are its.
     fn send_read(&mut self, watch: &mut Vec<Vec<u8>>, cmds: &mut Vec<Cmd>) {
-        if !self.reads() {
-            return;
-        }
-        if let Some(Step::Read { watch: w, cmds: c }) = self.next.take() {
-            watch.extend(w);
-            self.sent = Some(c.len());
-            cmds.extend(c);
+        match self.next.take() {
+            Some(Step::Read { watch: w, cmds: c }) => {
+                watch.extend(w);
+                self.sent = Some(c.len());
+                cmds.extend(c);
+            }
+            other => self.next = other,
         }
     }
 
     /// Adds its writes to the combined transaction.
     fn send_exec(&mut self, writes: &mut Vec<Cmd>) {
-        if !matches!(self.next, Some(Step::Exec(_))) {
-            return;
-        }
-        if let Some(Step::Exec(w)) = self.next.take() {
-            self.sent = Some(w.len());
-            writes.extend(w);
+        match self.next.take() {
+            Some(Step::Exec(w)) => {
+                self.sent = Some(w.len());
+                writes.extend(w);
+            }
+            other => self.next = other,
         }
     }
 
