@@ -339,6 +339,67 @@ def test_a_retry_due_before_the_schedule_head_wakes_a_parked_worker(server, r):
     assert r.zcard(k["schedule"]) == 1
 
 
+def test_a_worker_with_every_slot_taken_leaves_no_pop_blocking_on_wake(server, r):
+    """SPEC §8: the park thread's pop may outlive a wait that ended at its due
+    time or its beat, but a worker whose slots are all taken ends it: it would
+    take the tokens meant for workers with room. The job here is written
+    without a token, so no token ends the pop: the worker finds the job at its
+    (short) beat and must end the pop itself."""
+    qn = "fullpop"
+    k = keys(qn)
+    release = threading.Event()
+    started = threading.Event()
+
+    def handler(job):
+        started.set()
+        release.wait(30)
+
+    def popping() -> bool:  # the worker's park connection is blocked now (flag b)
+        park_id = w._park_id
+        return park_id is not None and any(c["id"] == str(park_id) and "b" in c["flags"] for c in r.client_list())
+
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=200, idle_beat_ms=200, concurrency=1)
+    with running(w):
+        parked(w, 1)
+        wait_for(popping, 10, "the idle worker's pop")
+        r.hset(f"{k['prefix']}job:x", mapping={"state": "pending", "data": "x", "attempts": 0, "max_attempts": 3, "due": server_ms(r)})
+        r.rpush(k["pending"], "x")  # no token
+        wait_for(started.is_set, 10, "the job to start", show=w.counters.snapshot)
+        try:
+            wait_for(lambda: not popping(), 10, "the full worker to end its pop")
+            for _ in range(10):  # and not to pop again while full (its pops last 200 ms)
+                time.sleep(0.05)
+                assert not popping(), "a worker with no free slot pops wake"
+        finally:
+            release.set()
+
+
+def test_workers_that_find_a_due_job_taken_wait_a_little_longer_for_the_next(server):
+    """SPEC §8: parked workers learn the same due time; one that found nothing
+    at a due time it waited for waits `YIELD_S` past the next ones, until it
+    finds work or learns of an earlier due time (it may be the only one that
+    knows it); a wake before its due time (a token) changes nothing."""
+    from emq.worker import YIELD_S
+
+    w = emq.Worker(emq.Queue(emq.connect(server.url), "yield"), lambda job: None)
+    now = time.monotonic()
+
+    def beat(*, waited_for, found, learned):
+        w._waited_for, w._found = waited_for, found
+        w._yield(learned)
+        return w._lag
+
+    assert w._lag == 0.0
+    assert beat(waited_for=now - 0.001, found=False, learned=now + 1) == YIELD_S, "another worker took it"
+    assert beat(waited_for=now + 1, found=False, learned=now + 1) == YIELD_S, "a token before the due time"
+    assert beat(waited_for=now - 0.001, found=True, learned=now + 2) == 0.0, "it found work"
+    assert beat(waited_for=now + 1, found=False, learned=now + 1) == 0.0, "a token before the due time"
+    assert beat(waited_for=now - 0.001, found=False, learned=None) == YIELD_S
+    assert beat(waited_for=None, found=False, learned=now + 5) == 0.0, "the first due time it learns"
+    beat(waited_for=now - 0.001, found=False, learned=now + 5)
+    assert beat(waited_for=now + 5, found=False, learned=now + 3) == 0.0, "an earlier due time: news"
+
+
 def test_an_idle_worker_parks_for_idle_beat_ms_and_wakes_for_work_due_times_and_leases(server, r):
     """SPEC §8 (idle cost): a worker that found nothing to do parks up to
     `idle_beat_ms`, not `beat_ms`; a token (work made ready, a new head of

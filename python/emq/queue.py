@@ -285,14 +285,15 @@ class Queue:
     def promote(self, *, batch: int = 100, backend: Backend = "plan", group: int | None = None) -> int:
         return promote(self.client, self.name, batch=batch, backend=backend, group=group)
 
-    def _promote_next(self, batch: int) -> tuple[int, int, float | None]:
-        """PROMOTE for a worker's beat: `(moved, now_ms, next_ms)`, `next_ms`
-        being the next due time it saw (see `Client._promote_next`)."""
+    def _promote_next(self, batch: int) -> tuple[int, float | None]:
+        """PROMOTE for a worker's beat: `(moved, due_in)`, `due_in` being how
+        long from now (s) until the next due time it saw (see `Client._promote_next`)."""
         return self.client._promote_next(self.name, batch)
 
-    def _stalled_next(self, max_stalled: int | None, batch: int) -> tuple[list[str], list[str], int, float | None]:
-        """STALLED CHECK for a worker's beat: `(recovered, dead, now_ms, next_ms)`,
-        `next_ms` being the next lease deadline it saw (see `Client._stalled_next`)."""
+    def _stalled_next(self, max_stalled: int | None, batch: int) -> tuple[list[str], list[str], float | None]:
+        """STALLED CHECK for a worker's beat: `(recovered, dead, due_in)`, `due_in`
+        being how long from now (s) until the next lease deadline it saw (see
+        `Client._stalled_next`)."""
         return self.client._stalled_next(self.name, max_stalled, batch)
 
     def stalled_check(

@@ -57,10 +57,15 @@ BUSY_PROMOTE_S = 0.005
 # command a second (benches/README.md, "Idle workers").
 IDLE_BEAT_MS = 30_000
 
-# Where a user may not CLIENT UNBLOCK: how long before a due time a parked
-# worker stops blocking on the server and waits on its own clock (more than one
-# server tick, 1/hz, 100 ms by default).
-PARK_SLACK_S = 0.15
+# The workers parked on a queue learn the same next due time. Woken together
+# for it, all but one would promote and claim for nothing, and on a machine of
+# few cores their CPU would hold up the one that runs the job. So a worker
+# that found nothing at a due time it waited for waits this much past the due
+# times it learns after; one that finds work, or learns a due time earlier than
+# it waited for (it may be the only one that knows it), waits for them exactly
+# again. The workers left waiting exactly are few, most often one; if none
+# is (or it is gone), a due job starts this much late.
+YIELD_S = 0.003
 
 
 @dataclass
@@ -378,10 +383,20 @@ class Worker:
         self._lease_at: float | None = None
         self._busy = True
         self._took = False  # the last beat's claims took jobs
+        # The due time the last park waited for (monotonic s), whether this beat
+        # found work (moved, recovered or claimed jobs), and how long this worker
+        # waits past the due times it learns (`YIELD_S`).
+        self._waited_for: float | None = None
+        self._found = False
+        self._lag = 0.0
         self._park_id: int | None = None
-        self._parking = False  # the beat is blocked on `wake` (or about to be)
+        self._parking = False  # the park connection is blocked on `wake` (or about to be)
         self._ending_park = False
         self._can_unblock = True
+        # A worker of one queue: whether the beat wants its park thread to pop
+        # `wake` (see `_wait`), and what the last pop raised.
+        self._pop_wanted = threading.Event()
+        self._pop_error: Exception | None = None
         self._fatal: EmqError | None = None
 
     # -- control ------------------------------------------------------------
@@ -391,6 +406,7 @@ class Worker:
         self._stop.set()
         self._freed.set()
         self._woken.set()
+        self._pop_wanted.set()  # the park thread of one queue ends
         # A park blocks for up to a beat: end it now, where this user may (until
         # run() is over: the stop may come just before the pop blocks).
         if self._can_unblock and len(self.queues) == 1 and not self._ending_park:
@@ -435,12 +451,13 @@ class Worker:
         # process alive; it is left to recovery.
         threads = [threading.Thread(target=self._handle, name=f"emq-{self.queue.name}-{i}", daemon=True) for i in range(self.concurrency)]
         keeper = threading.Thread(target=self._keep_leases, name="emq-leases", daemon=True)
-        parks = []
         if len(self.queues) > 1:
             parks = [
                 threading.Thread(target=self._park_on, args=(park, q.name), name=f"emq-park-{q.name}", daemon=True)
                 for park, q in zip(self._parks, self.queues)
             ]
+        else:
+            parks = [threading.Thread(target=self._pop_loop, name=f"emq-park-{self.queue.name}", daemon=True)]
         for t in [*threads, keeper, *parks]:
             t.start()
         # The time to live ends a park too, as `stop()` does (a park may be long: `idle_beat_ms`).
@@ -462,6 +479,7 @@ class Worker:
             self._stop.set()
             self._drain_running()
             self._halt.set()
+            self._pop_wanted.set()  # the park thread ends (a last `_end_pop` may have cleared it)
             for _ in threads:
                 self._jobs.put(None)
             for commit in self._commits.values():
@@ -480,6 +498,7 @@ class Worker:
         # done by now: a claim's jobs run between two beats).
         self._busy = self.running > 0 or self._took
         self._took = False
+        self._found = False
         try:
             self._recover()
             # Each queue promotes, then each claims with the slots left, the first
@@ -499,6 +518,7 @@ class Worker:
                 self.counters.add(claimed=len(jobs))
                 self._took = self._took or bool(jobs)
                 self._busy = self._busy or bool(jobs)
+                self._found = self._found or bool(jobs)
                 for job in jobs:
                     self._start(job, self._works[beat.name])
             self._streak = 0
@@ -507,7 +527,8 @@ class Worker:
                 # when idle, the next lease deadline the stalled checks saw.
                 if not self._busy and self.recovery != "off" and self._lease_at is not None:
                     due_at = self._lease_at if due_at is None else min(due_at, self._lease_at)
-                self._wait(None if due_at is None else due_at - time.monotonic())
+                self._yield(due_at)
+                self._wait(None if due_at is None else due_at + self._lag)
         except FATAL as e:
             self._give_up(e)
         except EmqError as e:
@@ -520,6 +541,15 @@ class Worker:
             log.warning("beat degraded (%d in a row): %s; backing off %.0f ms", self._streak, e, pause * 1000)
             self._stop.wait(pause)
 
+    def _yield(self, due_at: float | None) -> None:
+        """How long this worker waits past the due times it learns (`YIELD_S`),
+        from what this beat found; `due_at` is the next one it learned."""
+        last, self._waited_for = self._waited_for, due_at
+        if self._found or (due_at is not None and (last is None or due_at < last)):
+            self._lag = 0.0
+        elif last is not None and time.monotonic() >= last:
+            self._lag = YIELD_S  # another worker took what came due
+
     def _promote(self, beat: Queue) -> float | None:
         """The beat's promote on one queue: the next due time it knows of
         (monotonic s). While jobs run, one promote in `BUSY_PROMOTE_S` serves
@@ -531,10 +561,11 @@ class Worker:
             at, moved, due_at = last
             if now - at < BUSY_PROMOTE_S and moved < self.pump_batch and (due_at is None or due_at > now):
                 return due_at
-        moved, now_ms, next_ms = beat._promote_next(self.pump_batch)
+        moved, due_in = beat._promote_next(self.pump_batch)
         self.counters.add(sweeps=1, moved=moved)
         self._busy = self._busy or moved > 0
-        due_at = None if next_ms is None else time.monotonic() + (next_ms - now_ms) / 1000
+        self._found = self._found or moved > 0
+        due_at = None if due_in is None else time.monotonic() + due_in
         self._promoted[beat.name] = (now, moved, due_at)
         return due_at
 
@@ -548,13 +579,13 @@ class Worker:
         max_stalled = None if self.recovery == "reap" else self.max_stalled
         lease_at = None
         for beat in self._beats:
-            recovered, dead, now_ms, next_ms = beat._stalled_next(max_stalled, self.pump_batch)
+            recovered, dead, due_in = beat._stalled_next(max_stalled, self.pump_batch)
             self.counters.add(sweeps=1, recovered=len(recovered), dead=len(dead))
             if recovered or dead:
-                self._busy = True
+                self._busy = self._found = True
                 log.info("%s: recovered %d, dead %d", beat.name, len(recovered), len(dead))
-            if next_ms is not None:
-                at = time.monotonic() + (next_ms - now_ms) / 1000
+            if due_in is not None:
+                at = time.monotonic() + due_in
                 lease_at = at if lease_at is None else min(lease_at, at)
         self._lease_at = lease_at
 
@@ -567,65 +598,76 @@ class Worker:
         group commit's claim."""
         return max(0, self.concurrency - len(self._running) - self._held)
 
-    def _wait(self, due_in: float | None) -> None:
+    def _wait(self, due_at: float | None) -> None:
         """Park: on `wake` while slots are free, else until a slot frees; never
-        past the beat (an idle worker's: `idle_beat_ms`) or the next due time
-        (`due_in` seconds, when known)."""
+        past the beat (an idle worker's: `idle_beat_ms`) or `due_at` (monotonic
+        s, when known)."""
+        e, self._pop_error = self._pop_error, None
+        if e is not None:
+            raise e
         beat_s = (self.beat_ms if self._busy else self.idle_beat_ms) / 1000
-        timeout = beat_s
-        if due_in is not None:
-            timeout = min(timeout, due_in)
-        if timeout <= 0:
-            return
         if self._free_slots() == 0:
+            # A pop now would take tokens meant for workers with room.
+            self._end_pop()
             self._freed.clear()
             if self._free_slots() == 0:
-                self._freed.wait(timeout)
+                self._freed.wait(self._timeout(beat_s, due_at))
             return
-        if len(self.queues) > 1:
-            # The park threads block on every queue's `wake`; a token on any wakes us.
+        if len(self.queues) == 1:
+            self._pop_wanted.set()
+        # A token on `wake` (a park thread pops it) wakes us at once. The due time
+        # is kept on our own clock, to the 0.1 ms: the server times out a blocking
+        # pop only on its tick (every 1/hz s, 100 ms by default), and a pop left
+        # blocking past it costs the due job nothing.
+        timeout = self._timeout(beat_s, due_at)
+        if timeout > 0:
             self._woken.wait(timeout)
-            return
+
+    @staticmethod
+    def _timeout(beat_s: float, due_at: float | None) -> float:
+        return beat_s if due_at is None else min(beat_s, due_at - time.monotonic())
+
+    def _pop_loop(self) -> None:
+        """The park thread of a worker of one queue: pops `wake` while the beat
+        wants it (`_wait`), a beat at a time where this user may not
+        CLIENT UNBLOCK (so that a stop is served within a beat); a token wakes
+        the beat, which asks again when it parks again. Ends with a stop."""
         name = self.queue.name
-        if due_in is None or due_in > beat_s:
-            # A token left by a claim (work left) or a producer wakes us at once;
-            # `stop()` ends the pop with CLIENT UNBLOCK (the id is read once).
-            # Where this user may not, the pop lasts a beat at a time (one
-            # command a beat), so that a stop is served within a beat.
-            self._park_client_id()
-            chunk = timeout if self._can_unblock else min(timeout, self.beat_ms / 1000)
-            end = time.monotonic() + timeout
-            self._parking = True
+        while True:
+            self._pop_wanted.wait()
+            if self._stop.is_set():
+                return
             try:
-                while not self._stop.is_set():
-                    if self._park._park(name, chunk):
-                        break
-                    chunk = min(chunk, end - time.monotonic())
-                    if chunk <= 0:
-                        break
+                self._park_client_id()  # the park connection is free: read its id once
+                chunk = (self.idle_beat_ms if self._can_unblock else self.beat_ms) / 1000
+                self._parking = True
+                # A beat that no longer wants the pop saw `_parking` false, or sees it
+                # true and unblocks it (`_end_pop`); so does a stop (`_end_park`).
+                token = self._pop_wanted.is_set() and not self._stop.is_set() and self._park._park(name, chunk)
+            except Exception as e:  # the beat raises it (`_wait`)
+                self._pop_error, token = e, True
+                self._park_id = None  # the connection may come back as another client
             finally:
                 self._parking = False
-            return
-        # Due before the beat: the server times out a blocking pop only on its
-        # own tick (every 1/hz s, 100 ms by default), so a timer unblocks the pop
-        # at the due time, to the millisecond, and tokens are still served.
-        park_id = self._park_client_id()
-        if park_id is None:
-            if timeout > PARK_SLACK_S:
-                self._park._park(name, timeout - PARK_SLACK_S)
-            else:
-                self._stop.wait(timeout)
-            return
-        timer = threading.Timer(timeout, self._unblock_park, args=(park_id,))
-        timer.daemon = True
-        timer.start()
-        self._parking = True
-        try:
-            if not self._stop.is_set():
-                self._park._park(name, timeout + 1)
-        finally:
-            self._parking = False
-            timer.cancel()
+            if token:
+                self._pop_wanted.clear()
+                self._woken.set()
+
+    def _end_pop(self) -> None:
+        """Ends the park thread's pop, if one blocks and this user may."""
+        self._pop_wanted.clear()
+        for _ in range(100):  # an id that never unblocks is stale: read it again later
+            park_id = self._park_id if self._can_unblock else None
+            if not self._parking or park_id is None:
+                return
+            try:
+                if self._beat.client._unblock(park_id, self.queue.name):
+                    return
+            except PermissionError:
+                self._can_unblock = False
+                return
+            time.sleep(0.0002)  # not blocking yet
+        self._park_id = None
 
     def _park_on(self, park: Client, name: str) -> None:
         """A park thread (a worker of several queues): blocks on the queue's `wake`
@@ -644,22 +686,13 @@ class Worker:
 
     def _park_client_id(self) -> int | None:
         """The park connection's CLIENT ID, or None where this user may not
-        unblock clients (then the worker waits the last stretch on its own clock)."""
+        unblock clients (then its pops last a beat at a time)."""
         if self._park_id is None and self._can_unblock:
             try:
                 self._park_id = self._park._client_id(self.queue.name)
             except PermissionError:
                 self._can_unblock = False
         return self._park_id if self._can_unblock else None
-
-    def _unblock_park(self, park_id: int) -> None:
-        try:
-            if not self._beat.client._unblock(park_id, self.queue.name):
-                self._park_id = None  # not blocked (any more), or a new connection: ask again
-        except PermissionError:
-            self._can_unblock = False
-        except EmqError:
-            self._park_id = None
 
     # -- running jobs --------------------------------------------------------
 

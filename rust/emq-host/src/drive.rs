@@ -3,7 +3,7 @@
 //! (`emq_plan::backoff`, jittered) when `EXEC` aborts or the reads changed under
 //! the watch (SPEC §9).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use emq_plan::backoff::backoff;
 use emq_plan::conversation::{Conversation, Step};
@@ -22,14 +22,26 @@ const RETRY_CAP_US: u64 = 20_000;
 
 /// Runs the conversations `make` gives until one commits (each attempt a new
 /// call, with its own clock reading). `done` sees the one that committed.
-pub fn drive<C: Conversation>(conn: &mut Conn, mut make: impl FnMut() -> HostResult<C>, mut done: impl FnMut(&C)) -> HostResult<C::Out> {
+pub fn drive<C: Conversation>(conn: &mut Conn, make: impl FnMut() -> HostResult<C>, mut done: impl FnMut(&C)) -> HostResult<C::Out> {
+    drive_timed(conn, make, |c, _| done(c))
+}
+
+/// `drive`, where `done` also gets the moment the committed call's first
+/// replies came back: within a reply's flight after its clock reading, for a
+/// caller that waits for a time the call saw.
+pub fn drive_timed<C: Conversation>(
+    conn: &mut Conn,
+    mut make: impl FnMut() -> HostResult<C>,
+    mut done: impl FnMut(&C, Instant),
+) -> HostResult<C::Out> {
     let mut rng = Jitter::new();
     let mut verb = "emq";
     for attempt in 0..MAX_ATTEMPTS {
         let mut c = make()?;
         verb = c.verb();
-        if let Some(out) = attempt_once(conn, &mut c)? {
-            done(&c);
+        let mut replied = None;
+        if let Some(out) = attempt_once(conn, &mut c, &mut replied)? {
+            done(&c, replied.unwrap_or_else(Instant::now));
             return Ok(out);
         }
         let pause_us = backoff(attempt, RETRY_BASE_US, RETRY_CAP_US, rng.unit());
@@ -41,9 +53,11 @@ pub fn drive<C: Conversation>(conn: &mut Conn, mut make: impl FnMut() -> HostRes
 }
 
 /// One call: `Some(out)`, or `None` when it must start again.
-fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C) -> HostResult<Option<C::Out>> {
-    let mut call = Call { watching: false, committed: false, aborts: 0, rng: Jitter::new(), queued: false };
-    match call.run(conn, c) {
+fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C, replied: &mut Option<Instant>) -> HostResult<Option<C::Out>> {
+    let mut call = Call { watching: false, committed: false, aborts: 0, rng: Jitter::new(), queued: false, replied: None };
+    let result = call.run(conn, c);
+    *replied = call.replied;
+    match result {
         // After a group has committed, a broken connection no longer means that
         // nothing was written: say what is known.
         Err(HostError::Connection(m) | HostError::Timeout(m)) if call.committed => {
@@ -72,6 +86,8 @@ struct Call {
     /// The expected transaction is queued (`MULTI` and its writes, not yet
     /// `EXEC`): see `Conversation::expected_exec`.
     queued: bool,
+    /// When the call's first replies came back (see `drive_timed`).
+    replied: Option<Instant>,
 }
 
 impl Call {
@@ -110,6 +126,7 @@ impl Call {
                     };
                     let expected = expected.is_some();
                     let replies = conn.replies(n)?;
+                    self.replied.get_or_insert_with(Instant::now);
                     // Fed while the server still queues: the plan is checked meanwhile.
                     let fed = fed(c, &replies, skip);
                     // `MULTI` and each queued command: the first refusal, if any.

@@ -231,21 +231,22 @@ impl Client {
         }
     }
 
-    /// PROMOTE for a worker's beat: `(moved, now_ms, next_ms)`, where `next_ms`
-    /// is the first due time past the call's clock reading that it saw (`None`:
-    /// nothing else scheduled; `now_ms`: the batch was all due, more may be).
-    fn _promote_next(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, batch: &Bound<'_, PyAny>) -> PyResult<(i64, i64, Option<f64>)> {
+    /// PROMOTE for a worker's beat: `(moved, due_in)`, where `due_in` is how
+    /// long from now (s) until the first due time past the call's clock reading
+    /// that it saw (`None`: nothing else scheduled; 0: the batch was all due,
+    /// more may be).
+    fn _promote_next(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, batch: &Bound<'_, PyAny>) -> PyResult<(i64, Option<f64>)> {
         let (q, batch) = (queue_arg(PROMOTE, queue)?, count(PROMOTE, "batch", batch, false)?);
         match self.on(py, PROMOTE, &q, |c| sweeps::run_plan_timed(c, Kind::Promote, &q, batch, None))? {
-            (Outcome::Promoted(n), (now, next)) => Ok((n, now, next)),
+            (Outcome::Promoted(n), due_in) => Ok((n, due_in)),
             _ => unreachable!("promote gives a count"),
         }
     }
 
-    /// STALLED CHECK for a worker's beat: `(recovered, dead, now_ms, next_ms)`,
-    /// where `next_ms` is the first lease deadline past the call's clock reading
-    /// that it saw (`None`: no other lease; `now_ms`: the batch was all expired,
-    /// more may be): an idle worker parks no longer than that.
+    /// STALLED CHECK for a worker's beat: `(recovered, dead, due_in)`, where
+    /// `due_in` is how long from now (s) until the first lease deadline past the
+    /// call's clock reading that it saw (`None`: no other lease; 0: the batch
+    /// was all expired, more may be): an idle worker parks no longer than that.
     #[pyo3(signature = (queue, max_stalled, batch))]
     fn _stalled_next<'py>(
         &self,
@@ -256,7 +257,7 @@ impl Client {
     ) -> PyResult<StalledNext<'py>> {
         let (q, max_stalled, batch) = stalled_args(queue, max_stalled, batch)?;
         match self.on(py, STALLED, &q, |c| sweeps::run_plan_timed(c, Kind::Stalled { max_stalled }, &q, batch, None))? {
-            (Outcome::Stalled { recovered, dead }, (now, next)) => Ok((id_list(py, recovered)?, id_list(py, dead)?, now, next)),
+            (Outcome::Stalled { recovered, dead }, due_in) => Ok((id_list(py, recovered)?, id_list(py, dead)?, due_in)),
             _ => unreachable!("a stalled check gives two lists"),
         }
     }
@@ -582,8 +583,8 @@ fn held_jobs(jobs: &[PyRef<'_, Job>]) -> Vec<Held> {
         .collect()
 }
 
-/// `_stalled_next`'s reply: recovered and dead ids, the clock reading, the next lease deadline.
-type StalledNext<'py> = (Bound<'py, PyList>, Bound<'py, PyList>, i64, Option<f64>);
+/// `_stalled_next`'s reply: recovered and dead ids, and how long until the next lease deadline.
+type StalledNext<'py> = (Bound<'py, PyList>, Bound<'py, PyList>, Option<f64>);
 
 /// A stalled check's queue, `max_stalled` (None: nothing dies) and `batch`, checked.
 fn stalled_args(

@@ -10,7 +10,7 @@ use emq_plan::sweep::{Kind, Outcome, Sweep};
 use emq_plan::{Cmd, Keys, Reply, WAKE_MAX};
 
 use crate::conn::Conn;
-use crate::drive::drive;
+use crate::drive::drive_timed;
 use crate::error::{HostError, HostResult};
 
 /// The scripts as sent: the constants they share with the plans (written here
@@ -83,26 +83,22 @@ pub fn run(conn: &mut Conn, backend: Backend, kind: Kind, queue: &[u8], batch: u
     }
 }
 
-/// The plan backend, with the call's clock reading and the next score it saw
-/// (`Sweep::timing`): a worker parks until then without reading again. Each
-/// attempt is a new call with a new clock reading; a call applied in groups
-/// takes up an aborted group itself (SPEC §9).
-pub fn run_plan_timed(
-    conn: &mut Conn,
-    kind: Kind,
-    queue: &[u8],
-    batch: u64,
-    group: Option<u64>,
-) -> HostResult<(Outcome, (i64, Option<f64>))> {
+/// The plan backend, with how long from now until the next score it saw
+/// falls due (`Sweep::next_in_us`, in s; `None`: nothing next): a worker parks
+/// until then without reading again. Each attempt is a new call with a new
+/// clock reading; a call applied in groups takes up an aborted group itself
+/// (SPEC §9).
+pub fn run_plan_timed(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64, group: Option<u64>) -> HostResult<(Outcome, Option<f64>)> {
     let keys = Keys::new(queue);
     let g = group_for(conn, kind, batch, group)?;
     let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let (rows, cap) = (size(g.rows), g.watch_cap.map(size));
     let bare = batch >= BARE_SELECTION_MIN;
-    let mut timing = (0, None);
+    let mut next = None;
     let make = || Ok(Sweep::grouped(kind, keys.clone(), batch, rows).watch_cap(cap).bare_selection(bare));
-    let outcome = drive(conn, make, |s| timing = s.timing())?;
-    Ok((outcome, timing))
+    let outcome =
+        drive_timed(conn, make, |s, replied| next = s.next_in_us().map(|us| (us / 1e6 - replied.elapsed().as_secs_f64()).max(0.0)))?;
+    Ok((outcome, next))
 }
 
 /// The seed's tail of both forms (SPEC §5, §6): the key count, the keys, the

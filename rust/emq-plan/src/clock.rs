@@ -12,9 +12,17 @@ use crate::reply::Reply;
 /// a plan writes past `now` (a due time, a lease) must be later than `now`,
 /// which the guard relies on (`guard`). No server gives such a reply.
 pub fn parse_time(r: &Reply) -> Option<i64> {
+    parse_clock(r).map(|(now, _)| now)
+}
+
+/// `parse_time`, with the µs the reading had run into its millisecond (0 to
+/// 999): a worker that waits for a time the call saw counts from the reading
+/// itself, not from the millisecond before it.
+pub fn parse_clock(r: &Reply) -> Option<(i64, i64)> {
     let a = r.as_array()?;
     let (sec, usec) = (a.first()?.as_int()?, a.get(1)?.as_int()?);
-    sec.checked_mul(1000)?.checked_add(usec / 1000).filter(|&now| now < MAX_MS)
+    let now = sec.checked_mul(1000)?.checked_add(usec / 1000).filter(|&now| now < MAX_MS)?;
+    Some((now, (usec % 1000).clamp(0, 999)))
 }
 
 #[cfg(test)]
@@ -30,6 +38,14 @@ mod tests {
         assert_eq!(parse_time(&time("1700000000", "123456")), Some(1_700_000_000_123));
         assert_eq!(parse_time(&time("0", "999")), Some(0));
         assert_eq!(parse_time(&Reply::Array(vec![Reply::Int(2), Reply::Int(5000)])), Some(2005));
+    }
+
+    #[test]
+    fn the_reading_keeps_its_microseconds() {
+        assert_eq!(parse_clock(&time("1700000000", "123456")), Some((1_700_000_000_123, 456)));
+        assert_eq!(parse_clock(&time("0", "999")), Some((0, 999)));
+        assert_eq!(parse_clock(&time("5", "0")), Some((5000, 0)));
+        assert_eq!(parse_clock(&time("5", "-1")), Some((5000, 0)), "a hostile usec never gives a negative fraction");
     }
 
     #[test]

@@ -591,6 +591,7 @@ fn a_bare_selection_whose_last_member_is_due_takes_every_member() {
     let w = plan_of(&mut s, step, 3);
     assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:schedule", "a", "b", "c"]));
     assert_eq!(s.timing(), (NOW, Some(NOW as f64)), "a full batch: more may be due");
+    assert_eq!(s.next_in_us(), Some(0.0), "due now, not 456 µs ago");
     // Fewer than N there: the probe at rank -1 names the last member.
     let mut s = bare(5);
     let step = feed_bare(&mut s, &["a", "b"], members(&[("a", NOW - 9)]), members(&[]), members(&[("b", NOW - 1)]));
@@ -605,9 +606,12 @@ fn a_bare_selection_whose_first_member_is_not_due_takes_none() {
     let step = feed_bare(&mut s, &["a", "b"], members(&[("a", NOW + 5)]), members(&[]), members(&[("b", NOW + 6)]));
     assert_eq!(step, Step::Done(Outcome::Promoted(0)));
     assert_eq!(s.timing(), (NOW, Some((NOW + 5) as f64)), "the worker parks until the first due time");
+    // The clock read 123,456 µs into its second: 456 µs into its millisecond.
+    assert_eq!(s.next_in_us(), Some(5000.0 - 456.0), "counted from the reading, not from its millisecond");
     let mut s = bare(3);
     assert_eq!(feed_bare(&mut s, &[], members(&[]), members(&[]), members(&[])), Step::Done(Outcome::Promoted(0)));
     assert_eq!(s.timing(), (NOW, None));
+    assert_eq!(s.next_in_us(), None);
 }
 
 #[test]

@@ -50,7 +50,7 @@
 
 use std::ops::Range;
 
-use crate::clock::parse_time;
+use crate::clock::parse_clock;
 use crate::cmd::Cmd;
 use crate::conversation::Conversation;
 use crate::error::{Error, Result};
@@ -210,6 +210,14 @@ impl Sweep {
         (self.read.now, self.read.next)
     }
 
+    /// How long after the clock reading `timing`'s next score falls due, in µs
+    /// (`None`: nothing next; 0: the batch was all due). Counted from the
+    /// reading's own µs: from its millisecond instead, a worker parked until
+    /// then would wake up to 1 ms late.
+    pub fn next_in_us(&self) -> Option<f64> {
+        self.read.next.map(|n| ((n - self.read.now as f64) * 1000.0 - self.read.now_us as f64).max(0.0))
+    }
+
     pub fn verb(&self) -> &'static str {
         self.kind.verb()
     }
@@ -281,7 +289,7 @@ impl Sweep {
     }
 
     fn clock(&mut self, time: &Reply) -> Result<()> {
-        self.read.now = parse_time(time).ok_or_else(|| self.host_error("TIME gave no clock"))?;
+        (self.read.now, self.read.now_us) = parse_clock(time).ok_or_else(|| self.host_error("TIME gave no clock"))?;
         Ok(())
     }
 
@@ -695,6 +703,7 @@ impl Sweep {
     fn part_as_read(&self) -> Read {
         Read {
             now: self.read.now,
+            now_us: self.read.now_us,
             ids: self.part.ids.clone(),
             scores: self.part.scores.clone(),
             rows: self.part.rows.clone(),
@@ -812,6 +821,7 @@ impl Sweep {
         }
         let read = Read {
             now: self.read.now,
+            now_us: self.read.now_us,
             ids: self.read.ids[r.clone()].to_vec(),
             scores: self.read.scores[r].to_vec(),
             rows,

@@ -76,6 +76,8 @@ impl Types {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Read {
     pub now: i64,
+    /// The µs the clock reading had run into `now`'s millisecond (0 to 999).
+    pub now_us: i64,
     pub ids: Vec<Vec<u8>>,
     /// Their scores in the zset, as selected (ascending).
     pub scores: Vec<f64>,
