@@ -204,10 +204,11 @@ class Load:
     """A thread that adds jobs to `queue` through emq, one call at a time, and
     records every id an add returned, every error, and the longest call."""
 
-    def __init__(self, url: str, queue: str):
-        self.client = emq.connect(url)
+    def __init__(self, url: str, queue: str, **connect: object):
+        self.client = emq.connect(url, **connect)
         self.queue = emq.Queue(self.client, queue)
         self.ids: list[str] = []
+        self.not_replicated = 0
         self.errors: list[BaseException] = []
         # A reply lost to a killed node: the add may have landed (OutcomeUnknownError says so).
         self.unknown = 0
@@ -223,6 +224,8 @@ class Load:
                 self.ids.append(self.queue.add(f"job {n}".encode()))
             except emq.OutcomeUnknownError:
                 self.unknown += 1
+            except emq.NotReplicatedError:
+                self.not_replicated += 1  # written, not acknowledged: like a lost reply
             except emq.EmqError as e:
                 self.errors.append(e)
             self.longest = max(self.longest, time.monotonic() - t)
@@ -292,6 +295,34 @@ def test_a_killed_primary_is_replaced_and_calls_go_on(failover_cluster):
     lost = len(load.ids) - pending
     assert -load.unknown <= lost <= 5, (lost, len(load.ids), load.unknown)
     print(f"\nprimary killed: {len(load.ids)} adds, {lost} acknowledged then lost, longest call {load.longest:.1f} s")
+
+
+def test_with_wait_replicas_no_acknowledged_add_is_lost_to_a_killed_primary(failover_cluster):
+    """`emq.connect(wait_replicas=1)` under the same kill: an add returns only
+    once the replica has it, so every add that returned is in the promoted
+    replica. After the failover the new primary has no replica: its adds are
+    written and raise NotReplicatedError."""
+    c = failover_cluster
+    name = c.queue_on(1, prefix="killw")
+    with Load(c.url, name, wait_replicas=1, wait_timeout=2.0) as load:
+        time.sleep(0.3)
+        c.nodes[1].proc.kill()
+        c.nodes[1].proc.wait()
+        wait_role(c.replicas[0].port, "master")
+        time.sleep(0.5)
+        before, deadline = load.not_replicated, time.monotonic() + 10
+        while load.not_replicated <= before:  # adds go on, on the new primary, which has no replica
+            assert time.monotonic() < deadline, "the load did not go on after the failover"
+            time.sleep(0.05)
+    assert load.errors == [], load.errors[:3]
+    assert load.ids, "the load added nothing before the kill"
+    client = emq.connect(c.url)
+    q = emq.Queue(client, name)
+    missing = [i for i in load.ids if q.get(i) is None]
+    pending = q.counts()["pending"]
+    client.close()
+    assert missing == [], f"{len(missing)} of {len(load.ids)} acknowledged adds lost"
+    print(f"\nprimary killed, wait_replicas=1: {len(load.ids)} adds acknowledged, none lost; {pending} in all")
 
 
 # ---------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 import sys
@@ -121,6 +122,26 @@ def _spins_then_sleeps(c) -> None:
     c.command("RPUSH", "emq:{t}:list", "x")
     assert c.command("BLPOP", "emq:{t}:list", "1") == [b"emq:{t}:list", b"x"]
     assert emq.promote(c, "t", batch=500) == 0
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("wait_replicas", -1),
+        ("wait_replicas", 1.5),
+        ("wait_replicas", True),
+        ("wait_replicas", "1"),
+        ("wait_timeout", 0),
+        ("wait_timeout", -1.0),
+        ("wait_timeout", math.inf),
+        ("wait_timeout", "1"),
+        ("wait_timeout", None),
+    ],
+)
+def test_bad_replica_waits_are_argument_errors(server, name, value):
+    with pytest.raises(emq.ArgumentError) as e:
+        emq.connect(server.url, **{name: value})
+    assert "emq.connect" in str(e.value) and name in str(e.value)
 
 
 @pytest.mark.parametrize("spin_us", [None, 0, 10_000])

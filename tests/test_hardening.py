@@ -9,8 +9,11 @@ Real servers only: a read-only replica (`--replicaof`), `maxmemory` with
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
+import signal
 import threading
 import time
 
@@ -155,6 +158,69 @@ def test_read_only_connection_is_dropped_so_a_promoted_replica_is_written(replic
     finally:
         rr.replicaof("127.0.0.1", replica.primary.port)
         replica.wait_link()
+
+
+@contextlib.contextmanager
+def stopped(server):
+    """The server's process stopped (SIGSTOP) for the block: it answers nothing,
+    its replication link included."""
+    os.kill(server.proc.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(server.proc.pid, signal.SIGCONT)
+
+
+@pytest.mark.parametrize("verb", VERBS)
+def test_a_write_no_replica_acknowledges_raises_not_replicated_and_is_kept(replica, verb):
+    """`emq.connect(wait_replicas=1)`: with the replica stopped, every verb that
+    writes makes its writes on the primary and then raises NotReplicatedError
+    naming the verb (not retried: it did what it did); once the replica runs
+    again it holds the same keyspace."""
+    r = redis.Redis.from_url(replica.primary_url)
+    rr = redis.Redis.from_url(replica.url)
+    _, held = loaded(emq.connect(replica.primary_url), r)
+    q = emq.Queue(emq.connect(replica.primary_url, wait_replicas=1, wait_timeout=0.2), Q)
+    before = snapshot(r)
+    with stopped(replica.replica), pytest.raises(emq.NotReplicatedError) as e:
+        verbs(q, held)[verb]()
+    msg = str(e.value)
+    assert "0 of 1 replica" in msg and "EMQ." in msg, msg
+    assert snapshot(r) != before, "the call wrote nothing"
+    replica.sync()
+    assert snapshot(rr) == snapshot(r)
+
+
+def test_wait_replicas_holds_a_call_until_a_replica_has_its_writes(replica):
+    """The call returns once the replica acknowledged it, and not before: here
+    the replica is stopped when the add starts and let go later."""
+    rr = redis.Redis.from_url(replica.url)
+    q = emq.Queue(emq.connect(replica.primary_url, wait_replicas=1, wait_timeout=30), Q)
+    returned = threading.Event()
+    out: dict = {}
+
+    def add():
+        try:
+            out["id"] = q.add(b"durable", id="d")
+        except BaseException as e:  # noqa: BLE001 - reported below
+            out["error"] = e
+        returned.set()
+
+    with stopped(replica.replica):
+        t = threading.Thread(target=add, daemon=True)
+        t.start()
+        assert not returned.wait(0.5), f"the add returned before the replica had it: {out}"
+    assert returned.wait(20), "the add did not return once the replica ran again"
+    assert out == {"id": "d"}, out
+    assert rr.hget(P + "job:d", "data") == b"durable", "the call returned before the replica had its write"
+
+
+def test_more_replicas_than_the_primary_has_raise_not_replicated(replica):
+    q = emq.Queue(emq.connect(replica.primary_url, wait_replicas=2, wait_timeout=0.1), Q)
+    with pytest.raises(emq.NotReplicatedError, match="1 of 2 replica"):
+        q.add(b"x", id="x")
+    assert q.get("x") is not None, "written on the primary"
+    assert q.counts()["pending"] == 1  # reads wait for no replica
 
 
 @pytest.mark.parametrize("verb", VERBS)

@@ -1119,6 +1119,26 @@ def test_cli_worker_serves_every_queue_given(server, r, procs):
     assert sorted(finishes(r, i)[0] for q in qs for i in ids[q.name]) == ["M"] * 6
 
 
+def test_cli_worker_waits_for_the_replicas_asked_for(replica, procs):
+    """`emq worker … --wait-replicas N`: the worker's calls wait for N replicas.
+    With the one replica there is, jobs run and their rows reach it; asking for
+    two, every call that writes raises NotReplicatedError (the beat's first,
+    its stalled check, already), the beat degrades, and nothing runs."""
+    r = redis.Redis.from_url(replica.primary_url)
+    rr = redis.Redis.from_url(replica.url)
+    q = emq.Queue(emq.connect(replica.primary_url), "cliw")
+    ids = [q.add(json.dumps({}), id=f"w{i}") for i in range(3)]
+    p = procs.worker(replica.primary_url, "cliw", "W", "--wait-replicas", "2", "--beat-ms", "200", "--ttl-s", "3")
+    assert p.wait(30) == 0, procs.output(p)[-3000:]
+    out = procs.output(p)
+    assert "NotReplicatedError" in out or "1 of 2 replica" in out, out[-3000:]
+    assert history(r) == [], "a job ran though its claim was not replicated"
+    p = procs.worker(replica.primary_url, "cliw", "V", "--wait-replicas", "1", "--beat-ms", "200", "--lease-ms", "1000", "--ttl-s", "8")
+    wait_for(lambda: all(state(q, i) == "done" for i in ids), 20, "the jobs to run", show=lambda: procs.output(p)[-2000:])
+    assert p.wait(30) == 0, procs.output(p)[-3000:]
+    assert all(rr.hget(f"emq:{{cliw}}:job:{i}", "state") == b"done" for i in ids), "a done row did not reach the replica"
+
+
 def test_cli_worker_rejects_a_bad_handler_spec(server):
     res = emq_cli("worker", "no_colon_here", "--queue", "x", "--url", server.url)
     assert res.returncode != 0 and "MODULE:FUNCTION" in res.stderr

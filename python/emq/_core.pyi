@@ -80,11 +80,20 @@ class Job:
 class Client:
     """One connection (emq.connect() makes one). Timeouts in seconds; None: the
     defaults (5 s to connect, 30 s to read); a read_timeout of math.inf: none.
-    spin_us: how long a read polls before it sleeps (None: 150)."""
+    spin_us: how long a read polls before it sleeps (None: 150). wait_replicas:
+    replicas that must acknowledge each call's writes (None: 0), within
+    wait_timeout (None: 1.0)."""
 
     address: str
     def __new__(
-        cls, url: str, *, connect_timeout: float | None = None, read_timeout: float | None = None, spin_us: int | None = None
+        cls,
+        url: str,
+        *,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+        spin_us: int | None = None,
+        wait_replicas: int | None = None,
+        wait_timeout: float | None = None,
     ) -> Client: ...
     def sibling(self, *, read_timeout: float | None = None) -> Client: ...
     def ping(self) -> bool: ...

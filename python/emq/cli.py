@@ -49,7 +49,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         ttl_s=args.ttl_s,
         grace_s=args.grace_s,
     )
-    client = emq.connect(args.url)
+    client = emq.connect(args.url, wait_replicas=args.wait_replicas)
     queues = [emq.Queue(client, name) for name in args.queue]
     queue = queues[0] if len(queues) == 1 else queues
     if asyncio.iscoroutinefunction(handler):
@@ -131,6 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     w.add_argument("--max-stalled", type=int, default=1)
     w.add_argument("--ttl-s", type=float, default=None)
     w.add_argument("--grace-s", type=float, default=30.0)
+    w.add_argument("--wait-replicas", type=int, default=0, help="replicas each write must reach before it counts (WAIT; default 0)")
     w.set_defaults(run=cmd_worker)
 
     p = with_queue(sub.add_parser("promote", help="run PROMOTE once"))

@@ -22,6 +22,8 @@ def connect(
     connect_timeout: float = 5.0,
     read_timeout: float | None = 30.0,
     spin_us: int | None = None,
+    wait_replicas: int = 0,
+    wait_timeout: float = 1.0,
 ) -> Client:
     """A connection owned by the Rust core.
 
@@ -40,9 +42,16 @@ def connect(
     poll yields the core to any other thread that wants it, and a longer wait
     sleeps after it. TCP and Unix sockets; a TLS connection always sleeps.
 
+    `wait_replicas`: every call that writes returns only once this many replicas
+    have acknowledged its writes (`WAIT`), within `wait_timeout` seconds; else it
+    raises `emq.NotReplicatedError` (the writes are applied on the primary, and a
+    failover now may lose them). 0 (the default): no wait. A write acknowledged
+    by the primary alone can be lost when the primary dies before its replicas
+    have it (a `SIGKILL`ed primary in the tests lost up to a few such adds).
+
     Every connection emq opens for this client's work (a worker's, a sweeper's)
     is a `client.sibling()`: the same address, credentials, TLS, database,
-    timeouts and spin. No string emq shows holds the password.
+    timeouts, spin and replica wait. No string emq shows holds the password.
     """
     if url is None:
         from .embedded import default_url
@@ -55,4 +64,6 @@ def connect(
         connect_timeout=_seconds("connect_timeout", connect_timeout, none_ok=False),
         read_timeout=_seconds("read_timeout", read_timeout, none_ok=True),
         spin_us=spin_us,
+        wait_replicas=wait_replicas,
+        wait_timeout=_seconds("wait_timeout", wait_timeout, none_ok=False),
     )

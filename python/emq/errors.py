@@ -21,7 +21,8 @@ discard it (`READONLY`, `OOM`, `NOPERM`, `MOVED`, …).
         ├── OutOfMemoryError              OOM: maxmemory reached with noeviction
         ├── RedirectError                 MOVED / ASK: another node serves the queue's slot
         ├── UnavailableError              LOADING, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN: try later
-        └── ClusterError                  a cluster kept redirecting a call past its budget
+        ├── ClusterError                  a cluster kept redirecting a call past its budget
+        └── NotReplicatedError            written, but fewer replicas than wait_replicas acknowledged it
 
 Apart from these, `MissingExtraError` (a `ModuleNotFoundError`) says that a part
 of emq needs an optional dependency that is not installed, and names the extra
@@ -115,6 +116,13 @@ class ClusterError(ServerError):
     names the verb and the queue's slot. Nothing was written (SPEC §11)."""
 
 
+class NotReplicatedError(ServerError):
+    """`emq.connect(wait_replicas=N)`: the call's writes were applied on the node
+    that serves the queue, but fewer than N replicas acknowledged them within
+    `wait_timeout` (or whether they did is unknown: the message says which). A
+    failover now may lose them. Not retried: the call did what it did."""
+
+
 class MissingExtraError(ModuleNotFoundError):
     """A part of emq needs an optional dependency that is not installed: the
     message names it and the extra that installs it (`emq[server]`, `emq[cli]`).
@@ -150,6 +158,7 @@ __all__ = [
     "RedirectError",
     "ScriptingError",
     "ModuleMissingError",
+    "NotReplicatedError",
     "ServerError",
     "TimeoutError",
     "UnavailableError",

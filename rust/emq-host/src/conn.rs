@@ -26,6 +26,8 @@ pub struct Conn {
     flat_watch: Option<bool>,
     /// How long a read polls before it sleeps (`emq_wire::net::Stream::set_spin`).
     spin: Duration,
+    /// `emq.connect(wait_replicas=N, wait_timeout=T)`: `(N, T in ms)`; see `replicated`.
+    wait: Option<(u64, u64)>,
     /// Whether a conversation's expected transaction is queued ahead of its
     /// reads' replies (`drive`): until a guess turns out wrong, and again once
     /// one would have been right.
@@ -45,13 +47,19 @@ pub const DEFAULT_SPIN: Duration = Duration::from_micros(150);
 pub const MAX_SPIN: Duration = Duration::from_millis(10);
 
 impl Conn {
-    pub fn open(url: &str, connect_timeout: Duration, read_timeout: Option<Duration>, spin: Duration) -> HostResult<Self> {
+    pub fn open(
+        url: &str,
+        connect_timeout: Duration,
+        read_timeout: Option<Duration>,
+        spin: Duration,
+        wait: Option<(u64, u64)>,
+    ) -> HostResult<Self> {
         let scheme_ok = ["redis://", "rediss://", "unix://", "redis+unix://"].iter().any(|s| url.starts_with(s));
         let info = url.into_connection_info().ok().filter(|_| scheme_ok).ok_or_else(|| {
             HostError::Argument(format!("emq.connect: url {:?} is not a redis://, rediss:// or unix:// URL", redact(url)))
         })?;
         let address = address(&info);
-        Ok(Conn { info, wire: None, address, connect_timeout, read_timeout, flat_watch: None, spin, queue_ahead: true })
+        Ok(Conn { info, wire: None, address, connect_timeout, read_timeout, flat_watch: None, spin, wait, queue_ahead: true })
     }
 
     /// A new connection with the same settings (`read_timeout`: `None` keeps this
@@ -65,6 +73,7 @@ impl Conn {
             read_timeout: read_timeout.unwrap_or(self.read_timeout),
             flat_watch: self.flat_watch,
             spin: self.spin,
+            wait: self.wait,
             queue_ahead: true,
         }
     }
@@ -88,6 +97,7 @@ impl Conn {
             read_timeout: self.read_timeout,
             flat_watch: self.flat_watch,
             spin: self.spin,
+            wait: self.wait,
             queue_ahead: true,
         }
     }
@@ -205,6 +215,29 @@ impl Conn {
         Ok(self.write_replies(1)?.1)
     }
 
+    /// After a call that wrote, with `emq.connect(wait_replicas=N)`: waits until
+    /// N replicas have acknowledged this connection's writes (`WAIT`), or fails
+    /// with `NotReplicated`: the writes are applied here, but a failover now may
+    /// lose them. Never a retry (the call did what it did); a user the ACL
+    /// denies `WAIT` gets `Permission`.
+    pub fn replicated(&mut self, verb: &str) -> HostResult<()> {
+        let Some((n, timeout_ms)) = self.wait else {
+            return Ok(());
+        };
+        let unknown =
+            |why: &str| HostError::NotReplicated(format!("{verb}: written, but whether {n} replica(s) have it is unknown ({why})"));
+        match self.one(Cmd::new("WAIT").arg(n.to_string()).arg(timeout_ms.to_string())) {
+            Ok(Reply::Int(k)) if u64::try_from(k).is_ok_and(|k| k >= n) => Ok(()),
+            Ok(Reply::Int(k)) => Err(HostError::NotReplicated(format!(
+                "{verb}: written, but {k} of {n} replica(s) acknowledged it within {timeout_ms} ms: a failover now may lose it"
+            ))),
+            Ok(Reply::Error { code, message }) if code == "NOPERM" => Err(HostError::Permission(format!("{verb}: {message}"))),
+            Ok(Reply::Error { message, .. }) => Err(unknown(&message)),
+            Ok(_) => Err(unknown("WAIT gave no count")),
+            Err(e) => Err(unknown(e.message())),
+        }
+    }
+
     /// Ends a watch; if the server refuses, drops the connection instead (its
     /// watch must not abort the next call's `EXEC`).
     pub fn unwatch(&mut self) -> HostResult<()> {
@@ -316,7 +349,7 @@ mod tests {
     use super::*;
 
     fn addr(url: &str) -> String {
-        Conn::open(url, Duration::from_secs(1), None, DEFAULT_SPIN).unwrap().address
+        Conn::open(url, Duration::from_secs(1), None, DEFAULT_SPIN, None).unwrap().address
     }
 
     #[test]
@@ -338,7 +371,7 @@ mod tests {
 
     #[test]
     fn siblings_keep_the_settings() {
-        let c = Conn::open("redis://u:p@h:1/2", Duration::from_secs(3), Some(Duration::from_secs(4)), DEFAULT_SPIN).unwrap();
+        let c = Conn::open("redis://u:p@h:1/2", Duration::from_secs(3), Some(Duration::from_secs(4)), DEFAULT_SPIN, None).unwrap();
         let s = c.sibling(None);
         assert_eq!(s.address, c.address);
         assert_eq!(s.info.redis_settings().password(), Some("p"));

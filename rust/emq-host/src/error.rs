@@ -36,9 +36,36 @@ pub enum HostError {
     Cluster(String),
     /// `backend="module"` on a server that has not loaded emq's module.
     NoModule(String),
+    /// `emq.connect(wait_replicas=N)`: the call's writes were applied, but fewer
+    /// than N replicas acknowledged them in time (`Conn::replicated`).
+    NotReplicated(String),
 }
 
 impl HostError {
+    /// What it says, whatever its class.
+    pub fn message(&self) -> &str {
+        match self {
+            HostError::Layout(m)
+            | HostError::Argument(m)
+            | HostError::Contention(m)
+            | HostError::Connection(m)
+            | HostError::Timeout(m)
+            | HostError::OutcomeUnknown(m)
+            | HostError::Scripting(m)
+            | HostError::Duplicate(m)
+            | HostError::Authentication(m)
+            | HostError::Permission(m)
+            | HostError::ReadOnly(m)
+            | HostError::OutOfMemory(m)
+            | HostError::Redirect(m)
+            | HostError::Unavailable(m)
+            | HostError::Server(m)
+            | HostError::Cluster(m)
+            | HostError::NoModule(m)
+            | HostError::NotReplicated(m) => m,
+        }
+    }
+
     /// The error an error reply stands for. `code` is its first word.
     pub fn classify(verb: &str, code: &str, message: &str) -> HostError {
         let m = format!("{verb}: {message}");
@@ -74,7 +101,7 @@ impl From<PlanError> for HostError {
 }
 
 /// The classes of `emq.errors`, in `HostError`'s order, imported once.
-const CLASSES: [&str; 17] = [
+const CLASSES: [&str; 18] = [
     "LayoutError",
     "ArgumentError",
     "ContentionError",
@@ -92,6 +119,7 @@ const CLASSES: [&str; 17] = [
     "ServerError",
     "ClusterError",
     "ModuleMissingError",
+    "NotReplicatedError",
 ];
 
 static TYPES: PyOnceLock<Vec<Py<PyType>>> = PyOnceLock::new();
@@ -124,6 +152,7 @@ impl From<HostError> for PyErr {
             HostError::Server(m) => (14, m),
             HostError::Cluster(m) => (15, m),
             HostError::NoModule(m) => (16, m),
+            HostError::NotReplicated(m) => (17, m),
         };
         Python::attach(|py| match class(py, i) {
             Ok(ty) => PyErr::from_type(ty, msg),

@@ -70,6 +70,22 @@ impl Client {
         self.routed(py, |r| r.run(verb, queue, &mut f))
     }
 
+    /// `on`, for a call that writes: then, with `emq.connect(wait_replicas=N)`,
+    /// waits for N replicas to acknowledge it (`Conn::replicated`).
+    fn wrote<T: Send>(
+        &self,
+        py: Python<'_>,
+        verb: &str,
+        queue: &[u8],
+        mut f: impl FnMut(&mut Conn) -> HostResult<T> + Send,
+    ) -> PyResult<T> {
+        self.on(py, verb, queue, |c| {
+            let out = f(c)?;
+            c.replicated(verb)?;
+            Ok(out)
+        })
+    }
+
     fn routed<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Router) -> HostResult<T> + Send) -> PyResult<T> {
         py.detach(|| {
             let mut router = self.conn.lock().unwrap_or_else(|poisoned| {
@@ -88,13 +104,13 @@ impl Client {
         let token = job.token.as_deref().unwrap_or_default().as_bytes();
         let lane = job.lane.as_deref().map(str::as_bytes);
         let verb = emq_plan::settle::verb(&action);
-        self.on(py, verb, &q, |c| jobs::settle(c, &q, job.id.as_bytes(), token, lane, action.clone()))
+        self.wrote(py, verb, &q, |c| jobs::settle(c, &q, job.id.as_bytes(), token, lane, action.clone()))
     }
 
     fn lane(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, lane: &str, op: LaneOp) -> PyResult<()> {
         let q = queue_arg(emq_plan::lane_control::LANE, queue)?;
         let lane = lane.as_bytes().to_vec();
-        self.on(py, emq_plan::lane_control::LANE, &q, |c| jobs::lane(c, &q, &lane, op))
+        self.wrote(py, emq_plan::lane_control::LANE, &q, |c| jobs::lane(c, &q, &lane, op))
     }
 
     /// A `CLIENT` command on the seed, or with `queue` on the connection to the
@@ -121,16 +137,19 @@ impl Client {
 #[pymethods]
 impl Client {
     #[new]
-    /// `Client(url, *, connect_timeout=5.0, read_timeout=30.0, spin_us=150)`,
-    /// timeouts in seconds (`math.inf`: no read timeout,
-    /// `emq.connect(read_timeout=None)`), the spin in microseconds (`conn::DEFAULT_SPIN`).
-    #[pyo3(signature = (url, *, connect_timeout=None, read_timeout=None, spin_us=None))]
+    /// `Client(url, *, connect_timeout=5.0, read_timeout=30.0, spin_us=150,
+    /// wait_replicas=0, wait_timeout=1.0)`, timeouts in seconds (`math.inf`: no
+    /// read timeout, `emq.connect(read_timeout=None)`), the spin in
+    /// microseconds (`conn::DEFAULT_SPIN`); `wait_replicas`: see `Conn::replicated`.
+    #[pyo3(signature = (url, *, connect_timeout=None, read_timeout=None, spin_us=None, wait_replicas=None, wait_timeout=None))]
     fn new(
         py: Python<'_>,
         url: &Bound<'_, PyAny>,
         connect_timeout: Option<&Bound<'_, PyAny>>,
         read_timeout: Option<&Bound<'_, PyAny>>,
         spin_us: Option<&Bound<'_, PyAny>>,
+        wait_replicas: Option<&Bound<'_, PyAny>>,
+        wait_timeout: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         const VERB: &str = "emq.connect";
         let url = text_arg(VERB, "url", url)?;
@@ -151,7 +170,20 @@ impl Client {
             let most = conn::MAX_SPIN.as_micros();
             return Err(HostError::Argument(format!("{VERB}: spin_us must be at most {most} (microseconds)")).into());
         }
-        Client::from_conn(py, Conn::open(&url, ct, rt, spin)?)
+        let replicas = match wait_replicas {
+            Some(v) => count(VERB, "wait_replicas", v, true)?,
+            None => 0,
+        };
+        let wait_ms = match wait_timeout {
+            Some(v) => seconds(VERB, "wait_timeout", v)?
+                .map(|d| d.as_millis())
+                .filter(|&ms| ms >= 1)
+                .and_then(|ms| u64::try_from(ms).ok())
+                .ok_or_else(|| HostError::Argument(format!("{VERB}: wait_timeout must be finite and at least 0.001 (seconds)")))?,
+            None => 1000,
+        };
+        let wait = (replicas > 0).then_some((replicas, wait_ms));
+        Client::from_conn(py, Conn::open(&url, ct, rt, spin, wait)?)
     }
 
     /// A new connection with this one's settings (address, credentials, TLS,
@@ -225,7 +257,7 @@ impl Client {
     ) -> PyResult<i64> {
         let (q, batch, backend) = (queue_arg(PROMOTE, queue)?, count(PROMOTE, "batch", batch, false)?, backend_arg(PROMOTE, backend)?);
         let group = group_arg(PROMOTE, group, backend)?;
-        match self.on(py, PROMOTE, &q, |c| sweeps::run(c, backend, Kind::Promote, &q, batch, group))? {
+        match self.wrote(py, PROMOTE, &q, |c| sweeps::run(c, backend, Kind::Promote, &q, batch, group))? {
             Outcome::Promoted(n) => Ok(n),
             Outcome::Stalled { .. } => unreachable!("promote gives a count"),
         }
@@ -237,7 +269,7 @@ impl Client {
     /// more may be).
     fn _promote_next(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, batch: &Bound<'_, PyAny>) -> PyResult<(i64, Option<f64>)> {
         let (q, batch) = (queue_arg(PROMOTE, queue)?, count(PROMOTE, "batch", batch, false)?);
-        match self.on(py, PROMOTE, &q, |c| sweeps::run_plan_timed(c, Kind::Promote, &q, batch, None))? {
+        match self.wrote(py, PROMOTE, &q, |c| sweeps::run_plan_timed(c, Kind::Promote, &q, batch, None))? {
             (Outcome::Promoted(n), due_in) => Ok((n, due_in)),
             _ => unreachable!("promote gives a count"),
         }
@@ -256,7 +288,7 @@ impl Client {
         batch: &Bound<'py, PyAny>,
     ) -> PyResult<StalledNext<'py>> {
         let (q, max_stalled, batch) = stalled_args(queue, max_stalled, batch)?;
-        match self.on(py, STALLED, &q, |c| sweeps::run_plan_timed(c, Kind::Stalled { max_stalled }, &q, batch, None))? {
+        match self.wrote(py, STALLED, &q, |c| sweeps::run_plan_timed(c, Kind::Stalled { max_stalled }, &q, batch, None))? {
             (Outcome::Stalled { recovered, dead }, due_in) => Ok((id_list(py, recovered)?, id_list(py, dead)?, due_in)),
             _ => unreachable!("a stalled check gives two lists"),
         }
@@ -294,7 +326,7 @@ impl Client {
         let (q, max_stalled, batch) = stalled_args(queue, max_stalled, batch)?;
         let backend = backend_arg(STALLED, backend)?;
         let group = group_arg(STALLED, group, backend)?;
-        let outcome = self.on(py, STALLED, &q, |c| sweeps::run(c, backend, Kind::Stalled { max_stalled }, &q, batch, group))?;
+        let outcome = self.wrote(py, STALLED, &q, |c| sweeps::run(c, backend, Kind::Stalled { max_stalled }, &q, batch, group))?;
         let Outcome::Stalled { recovered, dead } = outcome else { unreachable!("a stalled check gives two lists") };
         PyTuple::new(py, [id_list(py, recovered)?, id_list(py, dead)?])
     }
@@ -307,7 +339,7 @@ impl Client {
         let refs: Vec<&[u8]> = args.iter().map(Vec::as_slice).collect();
         let req = wire::parse(&refs).map_err(HostError::from)?;
         let backend = backend.map(|b| backend_arg(req.kind.verb(), b)).transpose()?.unwrap_or(Backend::Plan);
-        match self.on(py, req.kind.verb(), &req.queue, |c| sweeps::run(c, backend, req.kind, &req.queue, req.batch, None))? {
+        match self.wrote(py, req.kind.verb(), &req.queue, |c| sweeps::run(c, backend, req.kind, &req.queue, req.batch, None))? {
             Outcome::Promoted(n) => Ok(n.into_pyobject(py)?.into_any()),
             Outcome::Stalled { recovered, dead } => Ok(PyList::new(py, [id_list(py, recovered)?, id_list(py, dead)?])?.into_any()),
         }
@@ -332,14 +364,14 @@ impl Client {
                 max_attempts,
             })
             .collect();
-        let ids = self.on(py, emq_plan::add::ADD, &q, |c| jobs::add(c, &q, &jobs))?;
+        let ids = self.wrote(py, emq_plan::add::ADD, &q, |c| jobs::add(c, &q, &jobs))?;
         Ok(ids.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect())
     }
 
     /// CLAIM (SPEC §7): the jobs taken, each with its lease's token.
     fn _claim(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, n: u64, lease_ms: u64) -> PyResult<Vec<Job>> {
         let q = queue_arg(emq_plan::claim::CLAIM, queue)?;
-        let claimed = self.on(py, emq_plan::claim::CLAIM, &q, |c| jobs::claim(c, &q, n, lease_ms))?;
+        let claimed = self.wrote(py, emq_plan::claim::CLAIM, &q, |c| jobs::claim(c, &q, n, lease_ms))?;
         Ok(claimed.into_iter().map(Job::claimed).collect())
     }
 
@@ -357,7 +389,7 @@ impl Client {
         if held.is_empty() {
             return Ok(vec![]);
         }
-        self.on(py, emq_plan::settle::EXTEND, &q, |c| jobs::extend_many(c, &q, &held, lease_ms))
+        self.wrote(py, emq_plan::settle::EXTEND, &q, |c| jobs::extend_many(c, &q, &held, lease_ms))
     }
 
     /// COMPLETE of many held jobs of the queue in one call (one clock reading,
@@ -369,7 +401,7 @@ impl Client {
         if held.is_empty() {
             return Ok(vec![]);
         }
-        self.on(py, emq_plan::settle::COMPLETE, &q, |c| jobs::complete_many(c, &q, &held))
+        self.wrote(py, emq_plan::settle::COMPLETE, &q, |c| jobs::complete_many(c, &q, &held))
     }
 
     /// `_complete_many` and a claim of up to `n` flat jobs (from `pending`; no
@@ -386,7 +418,7 @@ impl Client {
     ) -> PyResult<(Vec<bool>, Option<Vec<Job>>)> {
         let q = queue_arg(emq_plan::settle::COMPLETE, queue)?;
         let held = held_jobs(&jobs);
-        let (done, claimed) = self.on(py, emq_plan::settle::COMPLETE, &q, |c| jobs::complete_many_claim(c, &q, &held, n, lease_ms))?;
+        let (done, claimed) = self.wrote(py, emq_plan::settle::COMPLETE, &q, |c| jobs::complete_many_claim(c, &q, &held, n, lease_ms))?;
         Ok((done, claimed.map(|c| c.into_iter().map(Job::claimed).collect())))
     }
 
@@ -563,7 +595,7 @@ impl Client {
         };
         let (a, b, c) = (int("done_ms", done_ms)?, int("dead_ms", dead_ms)?, int("dead_max", dead_max)?);
         // The range is checked again (and in full) by the plan before anything is sent.
-        self.on(py, verb, &q, |conn| look::set_retention(conn, &q, a, b, c))
+        self.wrote(py, verb, &q, |conn| look::set_retention(conn, &q, a, b, c))
     }
 }
 
