@@ -12,24 +12,31 @@ and each repeat, fresh state:
   `complete` of each, queue after queue, until all are done;
 - **worker**: `--jobs` ready jobs a queue, then one `emq.Worker` over the three
   queues (16 handler threads, a no-op handler) until every job is done (the
-  wait polls `counts()` every 20 ms, which the figures include).
+  wait polls `counts()` every 20 ms, which the figures include);
+- **parallel**: `--jobs` ready jobs a queue, then three client processes at
+  once, one a queue, each `claim(100)` + `complete_many` until its queue is
+  empty: the aggregate. Client CPU is the three processes'; each server's CPU
+  over the wall time is printed too (how busy each primary was), since on this
+  2-core machine the three clients and the servers share two cores.
 
 Measured over the sweeping or the claiming (the fill is not timed): wall time,
 this process's CPU (the client: Python and the Rust core) and the servers' CPU
 (`INFO cpu`, summed over the nodes), each per job. The table shows medians over
-`--repeats` and the ratio cluster / one node. The client runs the calls one after
-another on one thread, so the cluster's three primaries do not work in parallel
-here: what it measures is what routing costs a call (the slot lookup, a
-connection a node), not what three cores could do. On this 2-core machine the
+`--repeats` and the ratio cluster / one node. In the first three phases the client
+runs the calls one after another on one thread, so the cluster's three
+primaries do not work in parallel: what they measure is what routing costs a
+call (the slot lookup, a connection a node), not what three cores could do. On this 2-core machine the
 servers and the client share the cores.
 
-    python benches/cluster.py              # 20,000 jobs a queue, 5 repeats (about 1 minute)
+    python benches/cluster.py              # 20,000 jobs a queue, 5 repeats (about 2 minutes)
     python benches/cluster.py --jobs 5000 --repeats 3
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing as mp
+import resource
 import statistics
 import sys
 import threading
@@ -44,17 +51,49 @@ from emq.embedded import Server  # noqa: E402
 
 import servers  # noqa: E402  (tests/servers.py: the cluster fixture's maker)
 
-PHASES = ("promote", "claim+complete", "worker")
+PHASES = ("promote", "claim+complete", "worker", "parallel")
 
 
-def server_cpu(ports: list[int]) -> float:
-    total = 0.0
+def node_cpu(ports: list[int]) -> list[float]:
+    out = []
     for port in ports:
         c = emq.connect(f"redis://127.0.0.1:{port}")
         i = c.info("cpu")
-        total += float(i["used_cpu_sys"]) + float(i["used_cpu_user"])
+        out.append(float(i["used_cpu_sys"]) + float(i["used_cpu_user"]))
         c.close()
-    return total
+    return out
+
+
+def server_cpu(ports: list[int]) -> float:
+    return sum(node_cpu(ports))
+
+
+def drain(url: str, name: str, ready, go) -> None:
+    """A client process of the parallel phase: connects, says so, waits for the
+    start, then claims and completes until its queue is empty."""
+    q = emq.Queue(emq.connect(url, read_timeout=120), name)
+    q.counts()
+    ready.set()
+    go.wait()
+    while got := q.claim(100):
+        q.complete_many(got)
+
+
+def parallel(url: str, names: list[str]) -> float:
+    """The parallel phase's wall time: three processes, one a queue, at once."""
+    ctx = mp.get_context("spawn")
+    go = ctx.Event()
+    readies = [ctx.Event() for _ in names]
+    procs = [ctx.Process(target=drain, args=(url, n, r, go)) for n, r in zip(names, readies)]
+    for p in procs:
+        p.start()
+    for r in readies:
+        r.wait(60)
+    t0 = time.perf_counter()
+    go.set()
+    for p in procs:
+        p.join(300)
+    return time.perf_counter() - t0
 
 
 def measure(url: str, ports: list[int], names: list[str], jobs: int, phase: str) -> dict[str, float]:
@@ -66,6 +105,18 @@ def measure(url: str, ports: list[int], names: list[str], jobs: int, phase: str)
         for k in range(0, jobs, 1000):
             q.add_many([{"data": b"d" * 64, "delay_ms": 1 if phase == "promote" else 0}] * min(1000, jobs - k))
     time.sleep(0.01)
+    if phase == "parallel":
+        s0, k0 = node_cpu(ports), resource.getrusage(resource.RUSAGE_CHILDREN)
+        wall = parallel(url, names)
+        k1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        busy = [(b - a) / wall for a, b in zip(s0, node_cpu(ports))]
+        n = jobs * len(queues)
+        assert all(q.counts()["done"] == jobs for q in queues)
+        client.close()
+        cpu = (k1.ru_utime + k1.ru_stime) - (k0.ru_utime + k0.ru_stime)
+        out = {"jobs/s": n / wall, "client µs/job": cpu / n * 1e6, "server µs/job": sum(busy) * wall / n * 1e6}
+        out.update({f"node {i} busy": b for i, b in enumerate(busy)})
+        return out
     s0, c0, t0 = server_cpu(ports), time.process_time(), time.perf_counter()
     if phase == "promote":
         for q in queues:
@@ -121,6 +172,13 @@ def main() -> int:
                 one = statistics.median(r[metric] for r in results[(phase, "one node")])
                 clu = statistics.median(r[metric] for r in results[(phase, "cluster")])
                 print(f"{phase:16} {metric:15} {one:10.2f} {clu:10.2f} {clu / one:11.2f}x")
+        busy = {
+            setup: [statistics.median(r[f"node {i} busy"] for r in results[("parallel", setup)]) for i in range(len(ports))]
+            for setup, (_, ports) in setups.items()
+        }
+        print("parallel: each server's CPU over the wall time (1.0: a whole core):")
+        for setup, b in busy.items():
+            print(f"  {setup:9} " + " ".join(f"{x:.2f}" for x in b))
     finally:
         single.stop()
         cluster.stop()
