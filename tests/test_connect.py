@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -308,3 +309,35 @@ def test_large_replies_and_values(client):
     client.command("RPUSH", "l", *[f"x{i}\r\n" for i in range(20_000)])
     got = client.command("LRANGE", "l", "0", "-1")
     assert len(got) == 20_000 and got[-1] == b"x19999\r\n"
+
+
+def test_a_signal_during_a_blocking_call_runs_its_handler_and_the_call_goes_on(server):
+    """A socket with a timeout is not restarted after a signal (EINTR): the read
+    runs Python's handlers (as Python's own blocking calls do) and goes on, so a
+    handler that returns (a worker's SIGTERM, a SIGCHLD, a profiler) breaks no
+    call; one that raises (Ctrl-C) ends the call with its own exception."""
+    c = emq.connect(server.url)
+    main = threading.main_thread().ident
+    ran: list[int] = []
+    old = signal.signal(signal.SIGUSR1, lambda signum, frame: ran.append(signum))
+    try:
+        timer = threading.Timer(0.2, signal.pthread_kill, args=(main, signal.SIGUSR1))
+        timer.start()
+        assert c._park("sig", 1.0) is False, "the pop timed out, as asked"
+        timer.join()
+        assert ran == [signal.SIGUSR1]
+
+        def interrupt(signum, frame):
+            raise KeyboardInterrupt
+
+        signal.signal(signal.SIGUSR1, interrupt)
+        timer = threading.Timer(0.2, signal.pthread_kill, args=(main, signal.SIGUSR1))
+        timer.start()
+        t0 = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            c._park("sig", 30.0)
+        timer.join()
+        assert time.monotonic() - t0 < 20, "the handler's exception did not end the call"
+    finally:
+        signal.signal(signal.SIGUSR1, old)
+    assert c.ping(), "the client connects again after a call a signal ended"

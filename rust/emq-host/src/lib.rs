@@ -18,6 +18,7 @@ mod jobs;
 mod look;
 mod sweeps;
 
+use std::cell::RefCell;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
@@ -87,7 +88,7 @@ impl Client {
     }
 
     fn routed<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Router) -> HostResult<T> + Send) -> PyResult<T> {
-        py.detach(|| {
+        let out = py.detach(|| {
             let mut router = self.conn.lock().unwrap_or_else(|poisoned| {
                 let mut router = poisoned.into_inner();
                 router.close();
@@ -95,8 +96,13 @@ impl Client {
                 router
             });
             f(&mut router)
-        })
-        .map_err(PyErr::from)
+        });
+        // A signal handler that raised while the call waited (`signal_raised`)
+        // ended it: its error, not the broken read's.
+        match RAISED.with(|r| r.borrow_mut().take()) {
+            Some(e) => Err(e),
+            None => out.map_err(PyErr::from),
+        }
     }
 
     fn settle(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, job: &Job, action: Action) -> PyResult<Settled> {
@@ -703,8 +709,31 @@ fn queue_slot(queue: &Bound<'_, PyAny>) -> PyResult<u16> {
     Ok(cluster::queue_slot(&queue_arg("emq.queue_slot", queue)?))
 }
 
+thread_local! {
+    /// What a Python signal handler raised during this thread's call (`signal_raised`).
+    static RAISED: RefCell<Option<PyErr>> = const { RefCell::new(None) };
+}
+
+/// The wire's hook for a read interrupted by a signal (`emq_wire::resp::on_interrupt`):
+/// runs the Python signal handlers, as Python's own blocking calls do (PEP 475;
+/// only the main thread has any to run), and gives the read up only when one
+/// raised (`KeyboardInterrupt`), which the call then raises (`Client::routed`).
+/// Else the read goes on: a handler that returns (a worker's `SIGTERM`, which
+/// ends its park from another thread; a `SIGCHLD`, a profiler's) does not break
+/// the call.
+fn signal_raised() -> bool {
+    Python::attach(|py| match py.check_signals() {
+        Ok(()) => false,
+        Err(e) => {
+            RAISED.with(|r| *r.borrow_mut() = Some(e));
+            true
+        }
+    })
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    emq_wire::resp::on_interrupt(signal_raised);
     m.add_function(wrap_pyfunction!(queue_slot, m)?)?;
     m.add_class::<Client>()?;
     m.add_class::<Job>()?;

@@ -16,11 +16,23 @@
 //! (`fuzz/fuzz_targets/resp.rs` holds it to that).
 
 use std::io::{self, Read, Write};
+use std::sync::OnceLock;
 
 use emq_plan::{Cmd, Reply};
 use memchr::memchr;
 
 use crate::error::{WireError, WireResult};
+
+/// What a read interrupted by a signal (`EINTR`: a socket with a timeout is
+/// not restarted) does: the host's hook says whether to give up (`true`: its
+/// signal handler raised) or read again; with no hook, it reads again.
+static ON_INTERRUPT: OnceLock<fn() -> bool> = OnceLock::new();
+
+/// Sets the hook a read interrupted by a signal asks (see `ON_INTERRUPT`); the
+/// first one set stays.
+pub fn on_interrupt(hook: fn() -> bool) {
+    let _ = ON_INTERRUPT.set(hook);
+}
 
 /// What the handshake sends: credentials (the server's `requirepass`, or an ACL
 /// user's) and the database.
@@ -290,7 +302,12 @@ impl<S: Read + Write> Wire<S> {
                 self.buf.resize(self.buf.len() * 2, 0);
             }
         }
-        let n = self.stream.read(&mut self.buf[self.end..])?;
+        let n = loop {
+            match self.stream.read(&mut self.buf[self.end..]) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted && !ON_INTERRUPT.get().is_some_and(|give_up| give_up()) => {}
+                read => break read?,
+            }
+        };
         if n == 0 {
             return Err(WireError::Io(io::Error::new(io::ErrorKind::UnexpectedEof, "the server closed the connection")));
         }
