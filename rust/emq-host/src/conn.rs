@@ -226,6 +226,10 @@ impl Conn {
         };
         let unknown =
             |why: &str| HostError::NotReplicated(format!("{verb}: written, but whether {n} replica(s) have it is unknown ({why})"));
+        if !self.is_open() {
+            // A new connection's WAIT would count another client's writes: none.
+            return Err(unknown("the connection closed after the write"));
+        }
         match self.one(Cmd::new("WAIT").arg(n.to_string()).arg(timeout_ms.to_string())) {
             Ok(Reply::Int(k)) if u64::try_from(k).is_ok_and(|k| k >= n) => Ok(()),
             Ok(Reply::Int(k)) => Err(HostError::NotReplicated(format!(
@@ -371,8 +375,10 @@ mod tests {
 
     #[test]
     fn siblings_keep_the_settings() {
-        let c = Conn::open("redis://u:p@h:1/2", Duration::from_secs(3), Some(Duration::from_secs(4)), DEFAULT_SPIN, None).unwrap();
+        let c =
+            Conn::open("redis://u:p@h:1/2", Duration::from_secs(3), Some(Duration::from_secs(4)), DEFAULT_SPIN, Some((1, 500))).unwrap();
         let s = c.sibling(None);
+        assert_eq!((s.wait, c.at("other", 7).wait), (Some((1, 500)), Some((1, 500))), "siblings and nodes wait for replicas too");
         assert_eq!(s.address, c.address);
         assert_eq!(s.info.redis_settings().password(), Some("p"));
         assert_eq!((s.connect_timeout, s.read_timeout), (Duration::from_secs(3), Some(Duration::from_secs(4))));
