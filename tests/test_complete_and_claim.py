@@ -168,3 +168,39 @@ def test_racing_pairs_and_claims_take_every_job_once(server, r, client):
     assert len(seen) == total and len(set(seen)) == total, "a job was taken twice, or lost"
     counts = q.counts()
     assert (counts["done"], counts["active"], counts["pending"]) == (total, 0, 0)
+
+
+def watches(r) -> int:
+    return int(r.info("commandstats").get("cmdstat_watch", {}).get("calls", 0))
+
+
+def test_a_commit_claims_what_the_last_one_read_past_in_one_round_trip_less(server, r, client):
+    """A commit's claim reads `pending` twice as far as it may take; the next
+    commit on the connection watches and reads those ids' rows with its first
+    read (one WATCH where an unhinted call sends two), and takes them only if
+    `pending` still leads with them: the same keyspace as a claim then the
+    completes on a twin queue. A hint gone stale (another claimer took the ids)
+    costs the round trip back, never a wrong job."""
+    q, jobs = with_work(client, r, "hint", 9)
+    q2, jobs2 = with_work(client, r, "nohint", 9)
+    done, first = q.complete_and_claim(jobs, 3, lease_ms=60_000)  # g0..g2; g3..g5 read past
+    before = watches(r)
+    done2, second = q.complete_and_claim(first, 3, lease_ms=60_000)
+    assert watches(r) - before == 1, "the hinted commit watched twice: the hint was not used"
+    assert done == [True] * len(jobs) and done2 == [True] * 3
+    assert [j.data for j in first + second] == [f"g{i}".encode() for i in range(6)]
+    taken = q2.claim(3, lease_ms=60_000)  # pending holds more than 3: flat ones only
+    q2.complete_many(jobs2)
+    taken2 = q2.claim(3, lease_ms=60_000)
+    q2.complete_many(taken)
+    assert [j.data for j in taken2] == [j.data for j in second]
+    assert normalised(r, "hint") == normalised(r, "nohint")
+    # Stale: another client takes g6, g7 (the hint) before the next commit.
+    other = emq.Queue(emq.connect(server.url), "hint")
+    assert [j.data for j in other.claim(2, lease_ms=60_000)] == [b"g6", b"g7"]
+    before = watches(r)
+    done3, third = q.complete_and_claim(second, 3, lease_ms=60_000)
+    assert watches(r) - before == 2, "a stale hint: the rows actually taken are watched"
+    assert done3 == [True] * 3 and [j.data for j in third] == [b"g8"]
+    held = {x.decode() for x in r.zrange("emq:{hint}:active", 0, -1)}
+    assert {j.id for j in third} <= held and len(held) == 3, held  # g6, g7 (the other claimer's) and g8

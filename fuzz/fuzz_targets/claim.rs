@@ -1,4 +1,6 @@
-//! CLAIM (SPEC §7) fed any replies, flat only or not: see `emq_fuzz` for the properties.
+//! CLAIM (SPEC §7) fed any replies, flat only or not, hinted or not (the
+//! fuzzer's `LRANGE` replies are `m0`, `m1`, …, so a hint of their first ids
+//! often holds): see `emq_fuzz` for the properties.
 
 #![no_main]
 
@@ -13,10 +15,11 @@ fuzz_target!(|data: &[u8]| {
     let lease_ms = u.arbitrary::<u64>().unwrap_or(1).max(1);
     let tokens: Vec<Vec<u8>> = (0..n).map(|i| format!("t{i}").into_bytes()).collect();
     let flat_only = u.arbitrary::<bool>().unwrap_or(false);
+    let hint: Vec<Vec<u8>> = (0..u.int_in_range(0..=4usize).unwrap_or(0)).map(|i| format!("m{i}").into_bytes()).collect();
     drive(Replies::new(u, &keys, vec![]), || {
         let claim = Claim::new(keys.clone(), n, lease_ms, tokens.clone()).expect("n, lease and tokens are good");
         if flat_only {
-            claim.flat_only()
+            claim.flat_only().hinted(hint.clone())
         } else {
             claim
         }

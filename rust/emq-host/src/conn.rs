@@ -28,6 +28,9 @@ pub struct Conn {
     spin: Duration,
     /// `emq.connect(wait_replicas=N, wait_timeout=T)`: `(N, T in ms)`; see `replicated`.
     wait: Option<(u64, u64)>,
+    /// The ids the last group commit's claim read past those it took, and its
+    /// queue: the next one's hint (`jobs::complete_many_claim`).
+    pub claim_hint: Option<(Vec<u8>, Vec<Vec<u8>>)>,
     /// Whether a conversation's expected transaction is queued ahead of its
     /// reads' replies (`drive`): until a guess turns out wrong, and again once
     /// one would have been right.
@@ -59,7 +62,18 @@ impl Conn {
             HostError::Argument(format!("emq.connect: url {:?} is not a redis://, rediss:// or unix:// URL", redact(url)))
         })?;
         let address = address(&info);
-        Ok(Conn { info, wire: None, address, connect_timeout, read_timeout, flat_watch: None, spin, wait, queue_ahead: true })
+        Ok(Conn {
+            info,
+            wire: None,
+            address,
+            connect_timeout,
+            read_timeout,
+            flat_watch: None,
+            spin,
+            wait,
+            claim_hint: None,
+            queue_ahead: true,
+        })
     }
 
     /// A new connection with the same settings (`read_timeout`: `None` keeps this
@@ -74,6 +88,7 @@ impl Conn {
             flat_watch: self.flat_watch,
             spin: self.spin,
             wait: self.wait,
+            claim_hint: None,
             queue_ahead: true,
         }
     }
@@ -98,6 +113,7 @@ impl Conn {
             flat_watch: self.flat_watch,
             spin: self.spin,
             wait: self.wait,
+            claim_hint: None,
             queue_ahead: true,
         }
     }

@@ -88,21 +88,32 @@ pub fn complete_many_claim(
 ) -> HostResult<(Vec<bool>, Option<Vec<Claimed>>)> {
     let n = n.min(MAX_CLAIM);
     let mut first = true;
-    drive(
+    // What the last commit's claim on this connection read past what it took:
+    // most often the ids this one takes (one worker's commits follow each other).
+    let hint = match conn.claim_hint.take() {
+        Some((q, ids)) if q == queue => ids,
+        _ => vec![],
+    };
+    let mut next = vec![];
+    let out = drive(
         conn,
         || {
             let complete = CompleteMany::new(Keys::new(queue), jobs.to_vec())?;
             let claim = if std::mem::take(&mut first) && n > 0 {
-                Some(Claim::new(Keys::new(queue), n, lease_ms, tokens(n as usize)?)?.flat_only())
+                Some(Claim::new(Keys::new(queue), n, lease_ms, tokens(n as usize)?)?.flat_only().hinted(hint.clone()))
             } else {
                 None
             };
             Ok(Both::new(claim, complete))
         },
-        |_| {},
-    )
+        |both| next = both.first().map(Claim::next_hint).unwrap_or_default(),
+    )?;
+    if out.0.is_some() && !next.is_empty() {
+        conn.claim_hint = Some((queue.to_vec(), next));
+    }
     // No claim asked for is not a claim dropped.
-    .map(|(claimed, done)| (done, if n == 0 { Some(vec![]) } else { claimed }))
+    let (claimed, done) = out;
+    Ok((done, if n == 0 { Some(vec![]) } else { claimed }))
 }
 
 pub fn lane(conn: &mut Conn, queue: &[u8], lane: &[u8], op: LaneOp) -> HostResult<()> {

@@ -98,6 +98,11 @@ impl<A: Conversation, B: Conversation> Both<A, B> {
         Both { a: a.map(Half::new), b: Half::new(b), broken: None }
     }
 
+    /// The first conversation, if any (what it read, once the call is done).
+    pub fn first(&self) -> Option<&A> {
+        self.a.as_ref().map(|h| &h.c)
+    }
+
     /// How many replies of the step just sent are the first's.
     fn split(&self) -> usize {
         self.a.as_ref().and_then(|a| a.sent).unwrap_or(0)

@@ -60,6 +60,8 @@ enum Visit {
 
 enum Stage {
     Heads,
+    /// The heads and the hinted rows, read together under the hint's watch.
+    Hinted,
     Rows,
     FlatTypes(Vec<usize>),
     /// `pending` watched and read again: the head holds ids it drops.
@@ -95,6 +97,10 @@ pub struct Claim {
     out: Vec<Claimed>,
     /// Takes from `pending` only (`flat_only`).
     flat_only: bool,
+    /// The ids it expects at the head of `pending` (`hinted`).
+    hint: Vec<Vec<u8>>,
+    /// Up to `n` ids read past those it may take: the next claim's hint.
+    beyond: Vec<Vec<u8>>,
 }
 
 impl Claim {
@@ -130,7 +136,40 @@ impl Claim {
             active_ok: true,
             out: vec![],
             flat_only: false,
+            hint: vec![],
+            beyond: vec![],
         })
+    }
+
+    /// A flat claim that expects `ids` (at most `n` of them) at the head of
+    /// `pending`, as the last flat claim read past what it took (`next_hint`):
+    /// it watches and reads their rows with the heads, in its first round trip.
+    /// Read under that watch, the heads confirm the guess, and the call is a
+    /// round trip shorter; else it goes on as an unhinted claim (the rows it
+    /// watched for nothing can only abort it, never let it write wrongly).
+    #[must_use]
+    pub fn hinted(mut self, mut ids: Vec<Vec<u8>>) -> Self {
+        if self.flat_only {
+            ids.truncate(self.n);
+            self.hint = ids;
+        }
+        self
+    }
+
+    /// The ids a flat claim read past those it took: the next one's hint.
+    pub fn next_hint(&self) -> Vec<Vec<u8>> {
+        self.beyond.clone()
+    }
+
+    /// How many ids of `pending` the first read takes: one more than it may take
+    /// (to tell whether work is left), or for a flat claim, twice as many (the
+    /// rest is the next one's hint).
+    fn head_read(&self) -> usize {
+        if self.flat_only {
+            2 * self.n
+        } else {
+            self.n + 1
+        }
     }
 
     /// A claim of flat jobs only: up to `n` from the head of `pending`, as a
@@ -172,15 +211,49 @@ impl Claim {
     }
 
     fn heads_read(&mut self, replies: &[Reply]) -> Result<Step<Vec<Claimed>>> {
-        let k = self.keys.clone();
         let [time, pending, ring] = replies else {
             return Err(Error::server(CLAIM, "wrong number of replies"));
         };
+        self.heads(time, pending, ring)?;
+        self.rows_step()
+    }
+
+    /// The hinted first read: the heads, then the hinted rows, `LLEN wake`,
+    /// `ZCARD active`, all under the watch of the hinted rows.
+    fn hinted_read(&mut self, replies: &[Reply]) -> Result<Step<Vec<Claimed>>> {
+        let k = self.keys.clone();
+        let row_replies = rows::reply_count(self.hint.len());
+        if replies.len() != 3 + row_replies + 2 {
+            return Err(Error::server(CLAIM, "wrong number of replies"));
+        }
+        self.heads(&replies[0], &replies[1], &replies[2])?;
+        if self.flat.is_empty() {
+            return Ok(Step::Done(vec![]));
+        }
+        if self.flat != self.hint {
+            return self.rows_step();
+        }
+        let (rows, unsure) = rows::parse(CLAIM, &k, &self.flat, &replies[3..3 + row_replies], FIELDS.len())?;
+        self.flat_rows = rows;
+        let at = 3 + row_replies;
+        self.wake_ok = !replies[at].is_wrongtype();
+        self.active_ok = !replies[at + 1].is_wrongtype();
+        if !unsure.is_empty() {
+            let cmds = rows::type_reads(&k, &self.flat, &unsure);
+            self.stage = Stage::FlatTypes(unsure);
+            return Ok(Step::Read { watch: vec![], cmds });
+        }
+        self.flat_known()
+    }
+
+    /// The clock, the ids it may take from `pending` (and those past them), the ring.
+    fn heads(&mut self, time: &Reply, pending: &Reply, ring: &Reply) -> Result<()> {
+        let k = self.keys.clone();
         self.now = parse_time(time).ok_or_else(|| Error::server(CLAIM, "TIME gave no clock"))?;
-        // One id more than it may take tells whether work is left.
+        // Ids past those it may take tell whether work is left.
         self.flat = Self::list(pending, &k.pending())?;
         self.pending_more = self.flat.len() > self.n;
-        self.flat.truncate(self.n);
+        self.beyond = self.flat.split_off(self.n.min(self.flat.len()));
         if self.flat_only {
             if ring.is_wrongtype() {
                 return Err(Self::layout(&k.ring()));
@@ -191,6 +264,13 @@ impl Claim {
             // A ring read short of RING_READ is the whole ring.
             self.ring_len = if self.ring.len() < RING_READ { self.ring.len() as i64 } else { i64::MAX };
         }
+        Ok(())
+    }
+
+    /// After the heads: the rows of the ids, watched and read with `pending`
+    /// again under the watch.
+    fn rows_step(&mut self) -> Result<Step<Vec<Claimed>>> {
+        let k = self.keys.clone();
         let lanes = self.considered();
         if self.flat.is_empty() && lanes == 0 {
             return Ok(Step::Done(vec![]));
@@ -490,24 +570,30 @@ impl Conversation for Claim {
 
     fn start(&mut self) -> Step<Self::Out> {
         let k = &self.keys;
-        self.stage = Stage::Heads;
-        Step::Read {
-            watch: vec![],
-            cmds: vec![
-                Cmd::new("TIME"),
-                Cmd::new("LRANGE").arg(k.pending()).arg("0").arg(self.n.to_string()),
-                if self.flat_only {
-                    Cmd::new("LLEN").arg(k.ring())
-                } else {
-                    Cmd::new("LRANGE").arg(k.ring()).arg("0").arg((RING_READ - 1).to_string())
-                },
-            ],
+        let mut cmds = vec![
+            Cmd::new("TIME"),
+            Cmd::new("LRANGE").arg(k.pending()).arg("0").arg((self.head_read() - 1).to_string()),
+            if self.flat_only {
+                Cmd::new("LLEN").arg(k.ring())
+            } else {
+                Cmd::new("LRANGE").arg(k.ring()).arg("0").arg((RING_READ - 1).to_string())
+            },
+        ];
+        if self.hint.is_empty() {
+            self.stage = Stage::Heads;
+            return Step::Read { watch: vec![], cmds };
         }
+        self.stage = Stage::Hinted;
+        cmds.extend(rows::reads(k, &self.hint, &FIELDS));
+        cmds.push(Cmd::new("LLEN").arg(k.wake()));
+        cmds.push(Cmd::new("ZCARD").arg(k.active()));
+        Step::Read { watch: self.hint.iter().map(|id| k.job(id)).collect(), cmds }
     }
 
     fn feed(&mut self, replies: &[Reply]) -> Result<Step<Self::Out>> {
         match std::mem::replace(&mut self.stage, Stage::Exec) {
             Stage::Heads => self.heads_read(replies),
+            Stage::Hinted => self.hinted_read(replies),
             Stage::Rows => self.rows_read(replies),
             Stage::FlatTypes(unsure) => {
                 let flat = self.flat.clone();
