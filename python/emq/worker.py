@@ -446,7 +446,6 @@ class Worker:
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())
-        started = time.monotonic()
         # Daemon threads: a job that outlasts the grace period must not keep the
         # process alive; it is left to recovery.
         threads = [threading.Thread(target=self._handle, name=f"emq-{self.queue.name}-{i}", daemon=True) for i in range(self.concurrency)]
@@ -468,10 +467,7 @@ class Worker:
             ttl.start()
         log.info("worker on %s: concurrency %d, beat %d ms", ", ".join(map(str, self.queues)), self.concurrency, self.beat_ms)
         try:
-            while not self._stop.is_set():
-                if self.ttl_s is not None and time.monotonic() - started >= self.ttl_s:
-                    log.info("time to live reached")
-                    break
+            while not self._stop.is_set():  # the time to live's timer stops it too
                 self._beat_once()
         finally:
             if ttl is not None:

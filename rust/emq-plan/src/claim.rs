@@ -236,10 +236,16 @@ impl Claim {
         let (rows, unsure) = rows::parse(CLAIM, &k, &self.flat, &replies[3..3 + row_replies], FIELDS.len())?;
         self.flat_rows = rows;
         let at = 3 + row_replies;
-        self.wake_ok = !replies[at].is_wrongtype();
-        self.active_ok = !replies[at + 1].is_wrongtype();
+        self.flat_rows_read(&replies[at], &replies[at + 1], unsure)
+    }
+
+    /// With the flat rows parsed (`unsure`: rows whose type must be read),
+    /// `LLEN wake` and `ZCARD active`: the type reads, else on to the plan.
+    fn flat_rows_read(&mut self, wake: &Reply, active: &Reply, unsure: Vec<usize>) -> Result<Step<Vec<Claimed>>> {
+        self.wake_ok = !wake.is_wrongtype();
+        self.active_ok = !active.is_wrongtype();
         if !unsure.is_empty() {
-            let cmds = rows::type_reads(&k, &self.flat, &unsure);
+            let cmds = rows::type_reads(&self.keys, &self.flat, &unsure);
             self.stage = Stage::FlatTypes(unsure);
             return Ok(Step::Read { watch: vec![], cmds });
         }
@@ -330,14 +336,7 @@ impl Claim {
             }
             at += 3 * lanes;
         }
-        self.wake_ok = !replies[at].is_wrongtype();
-        self.active_ok = !replies[at + 1].is_wrongtype();
-        if !unsure.is_empty() {
-            let cmds = rows::type_reads(&k, &self.flat, &unsure);
-            self.stage = Stage::FlatTypes(unsure);
-            return Ok(Step::Read { watch: vec![], cmds });
-        }
-        self.flat_known()
+        self.flat_rows_read(&replies[at], &replies[at + 1], unsure)
     }
 
     /// With the flat rows known. Popping the head of `pending` is safe while the
