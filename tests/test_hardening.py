@@ -215,6 +215,19 @@ def test_wait_replicas_holds_a_call_until_a_replica_has_its_writes(replica):
     assert rr.hget(P + "job:d", "data") == b"durable", "the call returned before the replica had its write"
 
 
+def test_a_call_that_writes_nothing_waits_for_no_replica(replica):
+    """Asking for more replicas than there are: calls that write nothing (a
+    beat's promote with nothing due, a claim of an empty queue, a stalled check
+    with no lease) neither send WAIT nor raise; the first write does."""
+    c = emq.connect(replica.primary_url, wait_replicas=2, wait_timeout=0.1)
+    q = emq.Queue(c, "nothing")
+    assert emq.promote(c, "nothing") == 0
+    assert q.claim(5) == []
+    assert emq.stalled_check(c, "nothing") == ([], [])
+    with pytest.raises(emq.NotReplicatedError, match="1 of 2 replica"):
+        q.add(b"x")
+
+
 def test_more_replicas_than_the_primary_has_raise_not_replicated(replica):
     q = emq.Queue(emq.connect(replica.primary_url, wait_replicas=2, wait_timeout=0.1), Q)
     with pytest.raises(emq.NotReplicatedError, match="1 of 2 replica"):

@@ -1122,13 +1122,14 @@ def test_cli_worker_serves_every_queue_given(server, r, procs):
 def test_cli_worker_waits_for_the_replicas_asked_for(replica, procs):
     """`emq worker … --wait-replicas N`: the worker's calls wait for N replicas.
     With the one replica there is, jobs run and their rows reach it; asking for
-    two, every call that writes raises NotReplicatedError (the beat's first,
-    its stalled check, already), the beat degrades, and nothing runs."""
+    two, every call that writes raises NotReplicatedError (the beat's claim:
+    its jobs are left leased, 1 s here, until recovery), the beat degrades, and
+    nothing runs."""
     r = redis.Redis.from_url(replica.primary_url)
     rr = redis.Redis.from_url(replica.url)
     q = emq.Queue(emq.connect(replica.primary_url), "cliw")
     ids = [q.add(json.dumps({}), id=f"w{i}") for i in range(3)]
-    p = procs.worker(replica.primary_url, "cliw", "W", "--wait-replicas", "2", "--beat-ms", "200", "--ttl-s", "3")
+    p = procs.worker(replica.primary_url, "cliw", "W", "--wait-replicas", "2", "--beat-ms", "200", "--lease-ms", "1000", "--ttl-s", "3")
     assert p.wait(30) == 0, procs.output(p)[-3000:]
     out = procs.output(p)
     assert "NotReplicatedError" in out or "1 of 2 replica" in out, out[-3000:]

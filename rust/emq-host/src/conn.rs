@@ -28,6 +28,8 @@ pub struct Conn {
     spin: Duration,
     /// `emq.connect(wait_replicas=N, wait_timeout=T)`: `(N, T in ms)`; see `replicated`.
     wait: Option<(u64, u64)>,
+    /// A transaction ran or a script answered since `replicated` last looked.
+    written: bool,
     /// The ids the last group commit's claim read past those it took, and its
     /// queue: the next one's hint (`jobs::complete_many_claim`).
     pub claim_hint: Option<(Vec<u8>, Vec<Vec<u8>>)>,
@@ -71,6 +73,7 @@ impl Conn {
             flat_watch: None,
             spin,
             wait,
+            written: false,
             claim_hint: None,
             queue_ahead: true,
         })
@@ -88,6 +91,7 @@ impl Conn {
             flat_watch: self.flat_watch,
             spin: self.spin,
             wait: self.wait,
+            written: false,
             claim_hint: None,
             queue_ahead: true,
         }
@@ -113,6 +117,7 @@ impl Conn {
             flat_watch: self.flat_watch,
             spin: self.spin,
             wait: self.wait,
+            written: false,
             claim_hint: None,
             queue_ahead: true,
         }
@@ -210,7 +215,10 @@ impl Conn {
     /// last. The write was sent whole, so a failure now leaves its outcome
     /// unknown.
     pub fn write_replies(&mut self, n: usize) -> HostResult<(Option<Reply>, Reply)> {
-        self.on_wire(|w| w.exec_replies(n)).map_err(unknown)
+        let out = self.on_wire(|w| w.exec_replies(n)).map_err(unknown)?;
+        // An `EXEC` that ran (not aborted, not refused), or a script that answered.
+        self.written |= !matches!(out.1, Reply::Nil | Reply::Error { .. });
+        Ok(out)
     }
 
     /// Reads the `n` replies of commands queued in a transaction not yet run
@@ -231,13 +239,16 @@ impl Conn {
         Ok(self.write_replies(1)?.1)
     }
 
-    /// After a call that wrote, with `emq.connect(wait_replicas=N)`: waits until
-    /// N replicas have acknowledged this connection's writes (`WAIT`), or fails
-    /// with `NotReplicated`: the writes are applied here, but a failover now may
-    /// lose them. Never a retry (the call did what it did); a user the ACL
-    /// denies `WAIT` gets `Permission`.
+    /// After a call that may write, with `emq.connect(wait_replicas=N)`: if it
+    /// wrote (see `written`), waits until N replicas have acknowledged this
+    /// connection's writes (`WAIT`), or fails with `NotReplicated`: the writes
+    /// are applied here, but a failover now may lose them. Never a retry (the
+    /// call did what it did); a user the ACL denies `WAIT` gets `Permission`. A
+    /// call that wrote nothing (a beat's promote with nothing due) waits for
+    /// nothing.
     pub fn replicated(&mut self, verb: &str) -> HostResult<()> {
-        let Some((n, timeout_ms)) = self.wait else {
+        let wrote = std::mem::take(&mut self.written);
+        let Some((n, timeout_ms)) = self.wait.filter(|_| wrote) else {
             return Ok(());
         };
         let unknown =
