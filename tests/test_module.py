@@ -159,6 +159,46 @@ def test_bad_input_is_refused_as_the_plan_refuses_it_and_writes_nothing(r, clien
         emq.promote(client, Q, backend="module", group=2)
 
 
+def watched_exec(r, key: bytes, between) -> list | None:
+    """`WATCH key`, then `between()`, then a transaction: its replies, or None
+    when the watch aborted it."""
+    with r.pipeline(transaction=True) as p:
+        p.watch(key)
+        between()
+        p.multi()
+        p.set(b"other", b"1")
+        try:
+            return p.execute()
+        except redis.WatchError:
+            return None
+
+
+def test_a_watch_sees_the_rows_the_module_writes_and_not_those_it_only_reads(r, client):
+    """The module keeps a row open from its read to its write and signals it as
+    modified itself: a client's WATCH on a row it wrote aborts (as after the
+    script's HSET), and one on a row it only read does not (a call refused
+    before its first write, the row of another queue's prefix untouched)."""
+    now = client.time_ms()
+    row = P + b"job:a"
+    for sweep, make in [
+        (lambda: emq.promote(client, Q, batch=10, backend="module"), lambda: state(now, [b"a", b"b"])),
+        (lambda: emq.stalled_check(client, Q, batch=10, backend="module"), lambda: stalled_state(now, [b"a", b"b"])),
+    ]:
+        reset(r, make())
+        assert watched_exec(r, row, sweep) is None, "a row the module wrote did not abort the watch"
+        # Refused before the first write (pending of the wrong type): the rows were read only.
+        bad = make()
+        bad[P + b"pending"] = ("string", b"v")
+        reset(r, bad)
+
+        def refused(sweep=sweep):
+            with pytest.raises(emq.LayoutError):
+                sweep()
+
+        assert watched_exec(r, row, refused) == [True], "a row the module only read aborted the watch"
+        assert dump(r) == {**bad, b"other": ("string", b"1")}
+
+
 def test_a_server_without_the_module_says_so():
     with Server(binary("valkey"), module=False) as s:
         c = emq.connect(s.url)

@@ -645,6 +645,7 @@ fn to_py(py: Python<'_>, r: Reply) -> PyResult<Bound<'_, PyAny>> {
         Reply::Nil => py.None().into_bound(py),
         Reply::Int(n) => n.into_pyobject(py)?.into_any(),
         Reply::Bulk(b) => PyBytes::new(py, &b).into_any(),
+        Reply::Double(d) => d.into_pyobject(py)?.into_any(),
         Reply::Status(s) => PyString::new(py, &s).into_any(),
         Reply::Array(items) => {
             let l = PyList::empty(py);

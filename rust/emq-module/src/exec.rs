@@ -11,148 +11,383 @@
 //! instead, with the same replies, errors, keyspace events and propagation: a
 //! call re-parses a command and builds its reply (a thousand scores printed and
 //! parsed again), which costs more than the work itself.
+//!
+//! What nothing else can change between a read and a write is kept for the
+//! write (`Host`): the hashes a read opened stay open (a row is looked up once,
+//! not once a command), and the head of the sorted set read serves the writes
+//! that name it (its members' strings are the arguments of the pushes, and
+//! removing exactly that head is `ZREMRANGEBYRANK`, which finds no member).
+
+use std::collections::hash_map::RandomState;
+use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 use emq_plan::conversation::{Conversation, Step};
 use emq_plan::error::{Error, Result};
 use emq_plan::{Cmd, Reply};
 
-use crate::ffi::{self, Ctx};
+use crate::ffi::{self, Ctx, RString};
 
 /// Runs `c` to its end.
 pub fn run<C: Conversation>(ctx: *mut Ctx, c: &mut C) -> Result<C::Out> {
+    let mut host = Host::new(ctx);
     let mut step = c.start();
     loop {
         step = match step {
             Step::Done(out) => return Ok(out),
             Step::Read { cmds, .. } => {
-                let replies = Reads::new(ctx).run(&cmds);
+                let replies = host.reads(&cmds);
                 c.feed(&replies)?
             }
             Step::Exec(writes) => {
-                let replies = apply(ctx, c.verb(), &writes)?;
+                let replies = host.apply(c.verb(), &writes)?;
                 return c.finish(&replies);
             }
             Step::Group { writes, cmds, .. } => {
-                let replies = apply(ctx, c.verb(), &writes)?;
+                let replies = host.apply(c.verb(), &writes)?;
                 c.committed(Some(&replies))?;
-                let replies = Reads::new(ctx).run(&cmds);
+                let replies = host.reads(&cmds);
                 c.feed(&replies)?
             }
         };
     }
 }
 
-/// The writes in order. Every input check was made before the first one (SPEC
-/// §5, §6), so an error here is the server's (out of memory): the writes stop
-/// there, as a script's do.
-fn apply(ctx: *mut Ctx, verb: &str, writes: &[Cmd]) -> Result<Vec<Reply>> {
-    let mut replies = Vec::with_capacity(writes.len());
-    let mut args = vec![];
-    let mut words = Words::new(ctx);
-    for w in writes {
-        args.clear();
-        args.extend(w.iter_args());
-        let reply = match args.as_slice() {
-            [name, rest @ ..] if name.eq_ignore_ascii_case(b"HSET") && rest.len() >= 3 && rest.len() % 2 == 1 => {
-                hash_write(ctx, &mut words, rest, HashOp::Set)
-            }
-            [name, rest @ ..] if name.eq_ignore_ascii_case(b"HDEL") && rest.len() >= 2 => hash_write(ctx, &mut words, rest, HashOp::Del),
-            [name, rest @ ..] => call(ctx, name, rest, true),
-            [] => error("ERR empty command"),
-        };
-        match reply {
-            Reply::Error { message, .. } => return Err(Error::server(verb, message)),
-            r => replies.push(r),
-        }
-    }
-    Ok(replies)
+/// What one module call keeps from its reads for its writes.
+struct Host {
+    ctx: *mut Ctx,
+    /// The hashes the reads opened (rows, lane controls), in order, open for
+    /// writing too: their writes need no second lookup. Closed when the call
+    /// ends, or before a command by `RedisModule_Call` names one.
+    open: Vec<Open>,
+    /// `open`'s index by the hash of a key's name, for the keys still open
+    /// (names of the same hash are chained by `Open::next`): no copy of a name.
+    index: HashMap<u64, usize>,
+    hasher: RandomState,
+    /// The shortest and longest name in `index`: a `Call` argument outside
+    /// them (an id) is no open key, without hashing it.
+    lens: (usize, usize),
+    /// Where the next write of a row is looked for in `open` first (the plans
+    /// write rows in the order they read them).
+    at: usize,
+    head: Head,
+    words: Words,
 }
 
-/// One read step's commands. Nothing is written between them, so a key whose
-/// type a row read saw needs no second lookup for the `EXISTS` that follows.
-struct Reads<'a> {
-    ctx: *mut Ctx,
-    /// Keys the row reads opened, in order, and whether each exists.
-    seen: Vec<(&'a [u8], bool)>,
-    /// The next of `seen` an `EXISTS` is likely to name (the plans count rows in
-    /// the order they read them).
+struct Open {
+    /// The key's name, one string (the key's writes propagate it).
+    name: ffi::Strings,
+    key: Option<ffi::OpenKey>,
+    /// Written through `key`: signalled as modified when closed.
+    modified: bool,
+    /// The next open key whose name has the same hash.
+    next: Option<usize>,
+}
+
+/// The head of the sorted set a `ZRANGE key 0 N` read.
+struct Head {
+    /// The set, while nothing has written it since the read.
+    key: Option<Vec<u8>>,
+    /// The members read, in order, as server strings (kept to the end of the
+    /// call: they are the arguments of the writes that name them).
+    members: ffi::Strings,
+    /// Where the next argument is looked for in `members`.
     at: usize,
 }
 
-impl<'a> Reads<'a> {
+impl Host {
     fn new(ctx: *mut Ctx) -> Self {
-        Reads { ctx, seen: vec![], at: 0 }
+        Host {
+            ctx,
+            open: vec![],
+            index: HashMap::new(),
+            hasher: RandomState::new(),
+            lens: (usize::MAX, 0),
+            at: 0,
+            head: Head { key: None, members: ffi::Strings::empty(ctx), at: 0 },
+            words: Words::new(ctx),
+        }
     }
 
-    fn run(mut self, cmds: &'a [Cmd]) -> Vec<Reply> {
-        let mut args: Vec<&'a [u8]> = vec![];
-        cmds.iter()
-            .map(|cmd| {
-                args.clear();
-                args.extend(cmd.iter_args());
-                match args.as_slice() {
-                    [name, key, field] if name.eq_ignore_ascii_case(b"HGET") => match self.hash_fields(key, &[field]) {
-                        Ok(mut v) => v.pop().unwrap_or(Reply::Nil),
-                        Err(e) => e,
-                    },
-                    [name, key, fields @ ..] if name.eq_ignore_ascii_case(b"HMGET") && !fields.is_empty() => {
-                        self.hash_fields(key, fields).map_or_else(|e| e, Reply::Array)
-                    }
-                    [name, keys @ ..] if name.eq_ignore_ascii_case(b"EXISTS") && !keys.is_empty() => self.exists(keys),
-                    [name, key, b"0", stop, ws] if name.eq_ignore_ascii_case(b"ZRANGE") && ws.eq_ignore_ascii_case(b"WITHSCORES") => {
-                        match std::str::from_utf8(stop).ok().and_then(|s| s.parse::<usize>().ok()) {
-                            Some(stop) => self.zset_head(key, stop.saturating_add(1)),
-                            None => call(self.ctx, name, &args[1..], false),
-                        }
-                    }
-                    [name, rest @ ..] => call(self.ctx, name, rest, false),
-                    [] => error("ERR empty command"),
+    /// One read step's commands, in order. Nothing is written between them.
+    fn reads(&mut self, cmds: &[Cmd]) -> Vec<Reply> {
+        let mut args: Vec<&[u8]> = vec![];
+        let mut replies = Vec::with_capacity(cmds.len());
+        // Room for a row a command: nothing grows (and copies) a row at a time.
+        self.open.reserve(cmds.len());
+        self.index.reserve(cmds.len());
+        for cmd in cmds {
+            args.clear();
+            args.extend(cmd.iter_args());
+            let reply = match args.as_slice() {
+                [name, key, field] if name.eq_ignore_ascii_case(b"HGET") => match self.hash_fields(key, &[field]) {
+                    Ok(mut v) => v.pop().unwrap_or(Reply::Nil),
+                    Err(e) => e,
+                },
+                [name, key, fields @ ..] if name.eq_ignore_ascii_case(b"HMGET") && !fields.is_empty() => {
+                    self.hash_fields(key, fields).map_or_else(|e| e, Reply::Array)
                 }
-            })
-            .collect()
+                [name, keys @ ..] if name.eq_ignore_ascii_case(b"EXISTS") && !keys.is_empty() => self.exists(keys),
+                [name, key, b"0", stop, ws] if name.eq_ignore_ascii_case(b"ZRANGE") && ws.eq_ignore_ascii_case(b"WITHSCORES") => {
+                    match std::str::from_utf8(stop).ok().and_then(|s| s.parse::<usize>().ok()) {
+                        Some(stop) => self.zset_head(key, stop.saturating_add(1)),
+                        None => self.call(name, &args[1..], false),
+                    }
+                }
+                [name, rest @ ..] => self.call(name, rest, false),
+                [] => error("ERR empty command"),
+            };
+            replies.push(reply);
+        }
+        replies
+    }
+
+    /// The writes in order. Every input check was made before the first one (SPEC
+    /// §5, §6), so an error here is the server's (out of memory): the writes stop
+    /// there, as a script's do.
+    fn apply(&mut self, verb: &str, writes: &[Cmd]) -> Result<Vec<Reply>> {
+        let mut replies = Vec::with_capacity(writes.len());
+        let mut args: Vec<&[u8]> = vec![];
+        for w in writes {
+            args.clear();
+            args.extend(w.iter_args());
+            let reply = match args.as_slice() {
+                [name, rest @ ..] if name.eq_ignore_ascii_case(b"HSET") && rest.len() >= 3 && rest.len() % 2 == 1 => {
+                    self.hash_write(rest, HashOp::Set)
+                }
+                [name, rest @ ..] if name.eq_ignore_ascii_case(b"HDEL") && rest.len() >= 2 => self.hash_write(rest, HashOp::Del),
+                [name, key, members @ ..] if name.eq_ignore_ascii_case(b"ZREM") && self.is_head(key, members) => {
+                    // The members are the set's first ones, in order: the same removal,
+                    // without a lookup and a search for each member.
+                    let last = (members.len() - 1).to_string();
+                    self.call(b"ZREMRANGEBYRANK", &[key, b"0", last.as_bytes()], true)
+                }
+                [name, rest @ ..] => self.call(name, rest, true),
+                [] => error("ERR empty command"),
+            };
+            match reply {
+                Reply::Error { message, .. } => return Err(Error::server(verb, message)),
+                r => replies.push(r),
+            }
+        }
+        Ok(replies)
+    }
+
+    /// `open`'s entry for `key`, opening it (for reading and writing) if it is not.
+    fn opened(&mut self, key: &[u8]) -> usize {
+        if let Some(i) = self.find(key) {
+            return i;
+        }
+
+        let name = ffi::Strings::new(self.ctx, &[key]);
+        let k = ffi::OpenKey::write(self.ctx, name.items[0]);
+        let i = self.open.len();
+        let next = self.index.insert(self.hasher.hash_one(key), i);
+        self.open.push(Open { name, key: Some(k), modified: false, next });
+        self.lens = (self.lens.0.min(key.len()), self.lens.1.max(key.len()));
+        i
+    }
+
+    /// The open entry of `key` by its hash, and the entry before it in its chain.
+    fn lookup(&self, key: &[u8]) -> Option<(usize, Option<usize>)> {
+        if key.len() < self.lens.0 || key.len() > self.lens.1 {
+            return None;
+        }
+        let (mut at, mut before) = (*self.index.get(&self.hasher.hash_one(key))?, None);
+        loop {
+            if ffi::bytes(self.open[at].name.items[0]) == key {
+                return Some((at, before));
+            }
+            before = Some(at);
+            at = self.open[at].next?;
+        }
+    }
+
+    /// `open`'s entry for `key` if it is open.
+    fn find(&mut self, key: &[u8]) -> Option<usize> {
+        for i in [self.at, self.at + 1] {
+            if let Some(o) = self.open.get(i) {
+                if o.key.is_some() && ffi::bytes(o.name.items[0]) == key {
+                    self.at = i + 1;
+                    return Some(i);
+                }
+            }
+        }
+        let (i, _) = self.lookup(key)?;
+        self.at = i + 1;
+        Some(i)
+    }
+
+    /// Closes `key` if it is open (a command by `Call` is about to name it).
+    fn close(&mut self, key: &[u8]) {
+        let Some((i, before)) = self.lookup(key) else { return };
+        let next = self.open[i].next.take();
+        match before {
+            Some(b) => self.open[b].next = next,
+            None => match next {
+                Some(n) => drop(self.index.insert(self.hasher.hash_one(key), n)),
+                None => drop(self.index.remove(&self.hasher.hash_one(key))),
+            },
+        }
+        self.open[i].close(self.ctx);
     }
 
     /// `HMGET key field…`: each value or nil; a key of another type is
     /// `WRONGTYPE`, an empty one all nils.
-    fn hash_fields(&mut self, key: &'a [u8], fields: &[&[u8]]) -> std::result::Result<Vec<Reply>, Reply> {
-        let (_name, k) = open_read(self.ctx, key);
-        let kind = k.kind();
-        self.seen.push((key, kind != ffi::KEYTYPE_EMPTY));
-        match kind {
+    fn hash_fields(&mut self, key: &[u8], fields: &[&[u8]]) -> std::result::Result<Vec<Reply>, Reply> {
+        let i = self.opened(key);
+        let k = self.open[i].key.as_ref().expect("an indexed key is open");
+        match k.kind() {
             ffi::KEYTYPE_EMPTY => Ok(vec![Reply::Nil; fields.len()]),
             ffi::KEYTYPE_HASH => Ok(fields.iter().map(|f| k.hash_get(self.ctx, f).map_or(Reply::Nil, Reply::Bulk)).collect()),
             _ => Err(error(WRONGTYPE)),
         }
     }
 
-    /// `ZRANGE key 0 n-1 WITHSCORES`: members and scores (as the server prints
-    /// them: the plans parse them back to the same doubles).
-    fn zset_head(&self, key: &[u8], n: usize) -> Reply {
+    /// `ZRANGE key 0 n-1 WITHSCORES`: members and scores (as doubles: the plans
+    /// read them as the server keeps them).
+    fn zset_head(&mut self, key: &[u8], n: usize) -> Reply {
         let (_name, k) = open_read(self.ctx, key);
         match k.kind() {
             ffi::KEYTYPE_EMPTY => Reply::Array(vec![]),
-            ffi::KEYTYPE_ZSET => Reply::Array(
-                k.zset_head(n).into_iter().flat_map(|(m, s)| [Reply::Bulk(m), Reply::Bulk(score_text(s).into_bytes())]).collect(),
-            ),
+            ffi::KEYTYPE_ZSET => {
+                let mut members = ffi::Strings::empty(self.ctx);
+                let scores = k.zset_head(n, &mut members);
+                let mut reply = Vec::with_capacity(2 * scores.len());
+                for (&m, s) in members.items.iter().zip(scores) {
+                    reply.extend([Reply::Bulk(ffi::bytes(m).to_vec()), Reply::Double(s)]);
+                }
+                let reply = Reply::Array(reply);
+                self.head = Head { key: Some(key.to_vec()), members, at: 0 };
+                reply
+            }
             _ => error(WRONGTYPE),
         }
+    }
+
+    /// Whether `members` are the first members of `key`, in order, as the head read them.
+    fn is_head(&self, key: &[u8], members: &[&[u8]]) -> bool {
+        let head = &self.head;
+        head.key.as_deref() == Some(key)
+            && !members.is_empty()
+            && members.len() <= head.members.items.len()
+            && members.iter().zip(&head.members.items).all(|(m, &s)| *m == ffi::bytes(s))
     }
 
     /// `EXISTS key…`: how many of the keys exist.
     fn exists(&mut self, keys: &[&[u8]]) -> Reply {
         let mut n = 0i64;
         for &key in keys {
-            let known = match self.seen.get(self.at) {
-                Some(&(k, exists)) if k == key => {
-                    self.at += 1;
-                    Some(exists)
-                }
-                _ => None,
+            let exists = match self.find(key) {
+                Some(i) => self.open[i].key.as_ref().is_some_and(|k| k.kind() != ffi::KEYTYPE_EMPTY),
+                None => open_read(self.ctx, key).1.kind() != ffi::KEYTYPE_EMPTY,
             };
-            let exists = known.unwrap_or_else(|| open_read(self.ctx, key).1.kind() != ffi::KEYTYPE_EMPTY);
             n += i64::from(exists);
         }
         Reply::Int(n)
+    }
+
+    /// `HSET` or `HDEL` with the key API, propagated as itself, with its keyspace
+    /// event. Its reply (a count of fields, which no plan reads) is given as 0.
+    fn hash_write(&mut self, args: &[&[u8]], op: HashOp) -> Reply {
+        let key = args[0];
+        let mut owned = ffi::Strings::empty(self.ctx);
+        // A key a read opened, or one opened for this write alone.
+        let found = self.find(key);
+        let (name, transient) = match found {
+            Some(i) => (self.open[i].name.items[0], None),
+            None => {
+                let name = owned.push(key);
+                (name, Some(ffi::OpenKey::write(self.ctx, name)))
+            }
+        };
+        let k = match (&transient, found) {
+            (Some(k), _) => k,
+            (None, Some(i)) => self.open[i].key.as_ref().expect("a found key is open"),
+            (None, None) => unreachable!("a key not found is opened"),
+        };
+        match k.kind() {
+            ffi::KEYTYPE_HASH => {}
+            // Nothing to delete: nothing written, nothing propagated.
+            ffi::KEYTYPE_EMPTY if op == HashOp::Del => return Reply::Int(0),
+            ffi::KEYTYPE_EMPTY => {}
+            _ => return error(WRONGTYPE),
+        }
+        let mut s = Vec::with_capacity(args.len());
+        s.push(name);
+        self.words.strings(&args[1..], &mut owned, &mut s);
+        match op {
+            HashOp::Set => s[1..].chunks_exact(2).for_each(|pair| k.hash_set(pair[0], pair[1])),
+            HashOp::Del => s[1..].iter().for_each(|&field| k.hash_del(field)),
+        }
+        match found {
+            // Signalled when it is closed.
+            Some(i) => self.open[i].modified = true,
+            None => {
+                drop(transient);
+                ffi::signal_modified(self.ctx, name);
+            }
+        }
+        if self.head.key.as_deref() == Some(key) {
+            self.head.key = None;
+        }
+        let (command, event) = match op {
+            HashOp::Set => (c"HSET", c"hset"),
+            HashOp::Del => (c"HDEL", c"hdel"),
+        };
+        ffi::notify_hash(self.ctx, event, name);
+        ffi::replicate(self.ctx, command, &mut s);
+        Reply::Int(0)
+    }
+
+    /// One command by `RedisModule_Call` (`write`: propagated as itself). The
+    /// keys it names are closed first; a member of the head read is passed as
+    /// the string read.
+    fn call(&mut self, name: &[u8], rest: &[&[u8]], write: bool) -> Reply {
+        if write {
+            for a in rest {
+                self.close(a);
+                if self.head.key.as_deref() == Some(*a) {
+                    self.head.key = None;
+                }
+            }
+        }
+        let mut owned = ffi::Strings::empty(self.ctx);
+        let mut argv: Vec<*mut RString> = rest.iter().map(|a| self.head.member(a).unwrap_or_else(|| owned.push(a))).collect();
+        let r = ffi::call(self.ctx, name, &mut argv, write);
+        match r.get() {
+            Some(r) => convert(r),
+            None => error(&format!("ERR the server refused {} from the module", String::from_utf8_lossy(name))),
+        }
+    }
+}
+
+impl Head {
+    /// The string of the member `a` (looked for from where the last one was
+    /// found, a few members on: writes name the members in the order read,
+    /// some left out).
+    fn member(&mut self, a: &[u8]) -> Option<*mut RString> {
+        let items = &self.members.items;
+        let end = items.len().min(self.at + 8);
+        let i = (self.at..end).find(|&i| ffi::bytes(items[i]) == a)?;
+        self.at = i + 1;
+        Some(items[i])
+    }
+}
+
+impl Open {
+    fn close(&mut self, ctx: *mut Ctx) {
+        if self.key.take().is_some() && self.modified {
+            ffi::signal_modified(ctx, self.name.items[0]);
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        for o in &mut self.open {
+            o.close(self.ctx);
+        }
     }
 }
 
@@ -163,21 +398,10 @@ fn open_read(ctx: *mut Ctx, key: &[u8]) -> (ffi::Strings, ffi::OpenKey) {
     (name, k)
 }
 
-/// A score as text that parses back to the same double: an integer where it is
-/// one (scores are times in ms), else Rust's shortest round-trip form; `inf`, `-inf`.
-fn score_text(s: f64) -> String {
-    if s.fract() == 0.0 && s.abs() < 1e15 {
-        #[allow(clippy::cast_possible_truncation)] // integral and below 2^53
-        return (s as i64).to_string();
-    }
-    s.to_string()
-}
-
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 /// The server strings of the fields and values a write plan repeats row after
-/// row (`state`, `pending`, `token`, `lease`, …), made once per plan: a row
-/// write then makes one string, its key.
+/// row (`state`, `pending`, `token`, `lease`, …), made once per call.
 struct Words {
     ctx: *mut Ctx,
     known: Vec<(Vec<u8>, ffi::Strings)>,
@@ -191,13 +415,10 @@ impl Words {
         Words { ctx, known: vec![] }
     }
 
-    /// The strings of `key` and `rest`, in order: the key's and any word not kept
-    /// are made anew and freed with the first value; kept words live as long as `self`.
-    fn command(&mut self, key: &[u8], rest: &[&[u8]]) -> (ffi::Strings, Vec<*mut ffi::RString>) {
-        let mut owned = ffi::Strings::new(self.ctx, &[key]);
-        let mut all = Vec::with_capacity(rest.len() + 1);
-        all.push(owned.items[0]);
-        for &w in rest {
+    /// Appends the strings of `words` to `out`: a kept word's, or one made anew
+    /// into `owned`.
+    fn strings(&mut self, words: &[&[u8]], owned: &mut ffi::Strings, out: &mut Vec<*mut RString>) {
+        for &w in words {
             let s = match self.known.iter().find(|(b, _)| b.as_slice() == w) {
                 Some((_, s)) => s.items[0],
                 None if self.known.len() < WORDS && w.len() <= 32 => {
@@ -208,9 +429,8 @@ impl Words {
                 }
                 None => owned.push(w),
             };
-            all.push(s);
+            out.push(s);
         }
-        (owned, all)
     }
 }
 
@@ -220,42 +440,6 @@ enum HashOp {
     Set,
     /// `HDEL key field…` (a key left without fields is deleted, as HDEL does)
     Del,
-}
-
-/// `HSET` or `HDEL` with the key API, propagated as itself, with its keyspace
-/// event. Its reply (a count of fields, which no plan reads) is given as 0.
-fn hash_write(ctx: *mut Ctx, words: &mut Words, args: &[&[u8]], op: HashOp) -> Reply {
-    let (_owned, mut s) = words.command(args[0], &args[1..]);
-    {
-        let key = ffi::OpenKey::write(ctx, s[0]);
-        match key.kind() {
-            ffi::KEYTYPE_HASH => {}
-            // Nothing to delete: nothing written, nothing propagated.
-            ffi::KEYTYPE_EMPTY if op == HashOp::Del => return Reply::Int(0),
-            ffi::KEYTYPE_EMPTY => {}
-            _ => return error(WRONGTYPE),
-        }
-        match op {
-            HashOp::Set => s[1..].chunks_exact(2).for_each(|pair| key.hash_set(pair[0], pair[1])),
-            HashOp::Del => s[1..].iter().for_each(|&field| key.hash_del(field)),
-        }
-    }
-    let (name, event) = match op {
-        HashOp::Set => (c"HSET", c"hset"),
-        HashOp::Del => (c"HDEL", c"hdel"),
-    };
-    ffi::notify_hash(ctx, event, s[0]);
-    ffi::replicate(ctx, name, &mut s);
-    Reply::Int(0)
-}
-
-/// One command by `RedisModule_Call` (`write`: propagated as itself).
-fn call(ctx: *mut Ctx, name: &[u8], rest: &[&[u8]], write: bool) -> Reply {
-    let r = ffi::call(ctx, name, rest, write);
-    match r.get() {
-        Some(r) => convert(r),
-        None => error(&format!("ERR the server refused {} from the module", String::from_utf8_lossy(name))),
-    }
 }
 
 fn error(message: &str) -> Reply {

@@ -36,6 +36,8 @@ pub const KEYTYPE_ZSET: c_int = 5;
 const HASH_NONE: c_int = 0;
 const HASH_CFIELDS: c_int = 1 << 2;
 const NOTIFY_HASH: c_int = 1 << 6;
+/// `REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED` (Redis 6.0 and later, every Valkey).
+const NO_IMPLICIT_SIGNAL_MODIFIED: c_int = 1 << 1;
 
 pub const OK: c_int = 0;
 pub const ERR: c_int = 1;
@@ -54,6 +56,8 @@ type GetApi = unsafe extern "C" fn(*const c_char, *mut c_void) -> c_int;
 /// The API table, filled once by `init`.
 pub struct Api {
     set_module_attribs: unsafe extern "C" fn(*mut Ctx, *const c_char, c_int, c_int),
+    set_module_options: unsafe extern "C" fn(*mut Ctx, c_int),
+    signal_modified_key: unsafe extern "C" fn(*mut Ctx, *mut RString) -> c_int,
     create_command: unsafe extern "C" fn(*mut Ctx, *const c_char, CmdFunc, *const c_char, c_int, c_int, c_int) -> c_int,
     string_ptr_len: unsafe extern "C" fn(*const RString, *mut usize) -> *const c_char,
     create_string: unsafe extern "C" fn(*mut Ctx, *const c_char, usize) -> *mut RString,
@@ -80,7 +84,7 @@ pub struct Api {
     zset_range_current_element: unsafe extern "C" fn(*mut Key, *mut f64) -> *mut RString,
     zset_range_next: unsafe extern "C" fn(*mut Key) -> c_int,
     zset_range_stop: unsafe extern "C" fn(*mut Key),
-    // The heap (`ServerAlloc`), which `cargo test` builds leave to the system.
+    // The heap (`heap::Heap`), which `cargo test` builds leave to the system.
     #[cfg_attr(test, allow(dead_code))]
     alloc: unsafe extern "C" fn(usize) -> *mut c_void,
     #[cfg_attr(test, allow(dead_code))]
@@ -112,6 +116,8 @@ unsafe fn lookup(ctx: *mut Ctx) -> Option<Api> {
     }
     Some(Api {
         set_module_attribs: get!("SetModuleAttribs"),
+        set_module_options: get!("SetModuleOptions"),
+        signal_modified_key: get!("SignalModifiedKey"),
         create_command: get!("CreateCommand"),
         string_ptr_len: get!("StringPtrLen"),
         create_string: get!("CreateString"),
@@ -160,7 +166,29 @@ pub unsafe fn init(ctx: *mut Ctx, name: &CStr, version: c_int) -> bool {
     }
     // SAFETY: a load context and a C string.
     unsafe { (api().set_module_attribs)(ctx, name.as_ptr(), version, APIVER_1) };
+    // A key written with the key API is signalled as modified by `signal_modified`,
+    // not by closing it: the host keeps a row open from its read to its write, and
+    // a row it only read must not abort a client's `WATCH` on it.
+    // SAFETY: a load context.
+    unsafe { (api().set_module_options)(ctx, NO_IMPLICIT_SIGNAL_MODIFIED) };
     true
+}
+
+/// Tells the server `name` was written (a client's `WATCH` on it aborts, client
+/// tracking invalidates it), as a command that writes a key does.
+pub fn signal_modified(ctx: *mut Ctx, name: *mut RString) {
+    // SAFETY: the command's context and a live key name.
+    unsafe { (api().signal_modified_key)(ctx, name) };
+}
+
+/// The bytes of a server string (valid while the string lives).
+pub fn bytes<'a>(s: *mut RString) -> &'a [u8] {
+    let mut len = 0usize;
+    // SAFETY: a live string; its bytes stay put while it lives (the caller keeps it).
+    unsafe {
+        let p = (api().string_ptr_len)(s, &mut len);
+        std::slice::from_raw_parts(p.cast::<u8>(), len)
+    }
 }
 
 /// Registers a command; `first`, `last`, `step`: its key positions.
@@ -243,59 +271,47 @@ impl<'a> ReplyRef<'a> {
     }
 }
 
-/// `RedisModule_Call(ctx, name, "v" [+ "!"], argv, argc)`: the arguments as
-/// server strings, made and freed here. `replicate`: the call is propagated to
-/// replicas and the AOF as itself (the writes; reads are not).
-pub fn call(ctx: *mut Ctx, name: &[u8], args: &[&[u8]], replicate: bool) -> Reply {
-    let a = api();
+/// `RedisModule_Call(ctx, name, "v" [+ "!"], argv, argc)` with the arguments as
+/// live server strings (the call takes its own references). `replicate`: the
+/// call is propagated to replicas and the AOF as itself (the writes; reads are not).
+pub fn call(ctx: *mut Ctx, name: &[u8], argv: &mut [*mut RString], replicate: bool) -> Reply {
     let mut cname = Vec::with_capacity(name.len() + 1);
     cname.extend_from_slice(name);
     cname.push(0);
-    // SAFETY: `ctx` is the command's context; each string is freed below, after
-    // the call (which takes its own references).
-    unsafe {
-        let mut argv: Vec<*mut RString> = args.iter().map(|s| (a.create_string)(ctx, s.as_ptr().cast(), s.len())).collect();
-        let fmt: &[u8] = if replicate { b"v!\0" } else { b"v\0" };
-        let r = (a.call)(ctx, cname.as_ptr().cast(), fmt.as_ptr().cast(), argv.as_mut_ptr(), argv.len());
-        for s in argv {
-            (a.free_string)(ctx, s);
-        }
-        Reply(r)
-    }
+    let fmt: &[u8] = if replicate { b"v!\0" } else { b"v\0" };
+    // SAFETY: `ctx` is the command's context, the name and format C strings, and
+    // `argv` live strings with their count.
+    Reply(unsafe { (api().call)(ctx, cname.as_ptr().cast(), fmt.as_ptr().cast(), argv.as_mut_ptr(), argv.len()) })
 }
 
-/// The module's heap is the server's (`RedisModule_Alloc`): its allocator (jemalloc
-/// where the server has it), and counted in `INFO memory` as the server's own.
-/// Nothing allocates before `RedisModule_OnLoad` has looked the API up.
+/// A block of `size` bytes from the server's allocator (`RedisModule_Alloc`:
+/// jemalloc where the server has it, counted in `INFO memory` as the server's
+/// own), aligned to 16 bytes. Nothing allocates before `RedisModule_OnLoad` has
+/// looked the API up.
 #[cfg_attr(test, allow(dead_code))]
-pub struct ServerAlloc;
+pub fn server_alloc(size: usize) -> *mut u8 {
+    // SAFETY: the API was looked up at load time; any size may be asked.
+    unsafe { (api().alloc)(size).cast() }
+}
 
-/// The server's allocator aligns to 16 bytes (jemalloc, glibc malloc on x86-64
-/// and aarch64); larger alignments, which emq never asks for, are refused.
+/// Gives back a block of `server_alloc` or `server_realloc`.
+///
+/// # Safety
+/// `p` is such a block, not used after.
 #[cfg_attr(test, allow(dead_code))]
-const MAX_ALIGN: usize = 16;
+pub unsafe fn server_free(p: *mut u8) {
+    // SAFETY: as the caller promises.
+    unsafe { (api().free)(p.cast()) }
+}
 
-// SAFETY: `Alloc`/`Realloc`/`Free` are the server's malloc family, which gives
-// blocks aligned to MAX_ALIGN; a larger alignment gets null (an allocation error).
-unsafe impl std::alloc::GlobalAlloc for ServerAlloc {
-    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if layout.align() > MAX_ALIGN {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: the API was looked up at load time.
-        unsafe { (api().alloc)(layout.size()).cast() }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, _layout: std::alloc::Layout) {
-        // SAFETY: a block of `alloc` or `realloc`.
-        unsafe { (api().free)(ptr.cast()) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
-        if layout.align() > MAX_ALIGN {
-            return std::ptr::null_mut();
-        }
-        // SAFETY: a block of `alloc` or `realloc`.
-        unsafe { (api().realloc)(ptr.cast(), new_size).cast() }
-    }
+/// A block of `server_alloc` grown or shrunk to `size`.
+///
+/// # Safety
+/// `p` is such a block, not used after (the result replaces it).
+#[cfg_attr(test, allow(dead_code))]
+pub unsafe fn server_realloc(p: *mut u8, size: usize) -> *mut u8 {
+    // SAFETY: as the caller promises.
+    unsafe { (api().realloc)(p.cast(), size).cast() }
 }
 
 /// Server strings made from bytes, freed when dropped.
@@ -305,6 +321,10 @@ pub struct Strings {
 }
 
 impl Strings {
+    pub fn empty(ctx: *mut Ctx) -> Strings {
+        Strings { ctx, items: vec![] }
+    }
+
     pub fn new(ctx: *mut Ctx, args: &[&[u8]]) -> Strings {
         let mut s = Strings { ctx, items: Vec::with_capacity(args.len()) };
         for a in args {
@@ -331,8 +351,8 @@ impl Drop for Strings {
     }
 }
 
-/// A key opened with the key API, closed when dropped (a write signals the
-/// key as modified then: a client's `WATCH` on it sees the change).
+/// A key opened with the key API, closed when dropped (a key written through it
+/// is signalled by the host: `signal_modified`).
 pub struct OpenKey(*mut Key);
 
 impl OpenKey {
@@ -382,36 +402,38 @@ impl OpenKey {
             Some(out)
         }
     }
-    /// The first `n` members of a sorted set (the key is one) with their scores,
-    /// in the set's order.
-    pub fn zset_head(&self, n: usize) -> Vec<(Vec<u8>, f64)> {
-        let mut out = vec![];
+    /// The first `n` members of a sorted set (the key is one), in the set's
+    /// order, as server strings (into `members`) with their scores.
+    pub fn zset_head(&self, n: usize, members: &mut Strings) -> Vec<f64> {
+        let mut scores = vec![];
         if self.0.is_null() || n == 0 {
-            return out;
+            return scores;
         }
+        // Room for the head (as far as a sweep's batch goes): the vectors never grow.
+        let room = n.min(1 << 16);
+        scores.reserve(room);
+        members.items.reserve(room);
         let a = api();
-        // SAFETY: an open sorted set; each element is ours to free; the range is stopped.
+        // SAFETY: an open sorted set; each element is ours (freed with `members`); the range is stopped.
         unsafe {
             if (a.zset_first_in_score_range)(self.0, f64::NEG_INFINITY, f64::INFINITY, 0, 0) != OK {
-                return out;
+                return scores;
             }
-            while out.len() < n {
+            while scores.len() < n {
                 let mut score = 0f64;
                 let member = (a.zset_range_current_element)(self.0, &mut score);
                 if member.is_null() {
                     break;
                 }
-                let mut len = 0usize;
-                let p = (a.string_ptr_len)(member, &mut len);
-                out.push((std::slice::from_raw_parts(p.cast::<u8>(), len).to_vec(), score));
-                (a.free_string)(std::ptr::null_mut(), member);
+                members.items.push(member);
+                scores.push(score);
                 if (a.zset_range_next)(self.0) == 0 {
                     break;
                 }
             }
             (a.zset_range_stop)(self.0);
         }
-        out
+        scores
     }
 
     /// Deletes one field of a hash (`REDISMODULE_HASH_DELETE` as the value); a hash

@@ -6,12 +6,14 @@
 //! Load it with `--loadmodule libemq_module.so` (or `MODULE LOAD`); the client
 //! runs a sweep on it with `backend="module"`.
 //!
-//! `unsafe` lives in `ffi` (the module API) and in the two entry points below.
+//! `unsafe` lives in `ffi` (the module API), `heap` (the allocator) and in the
+//! two entry points below.
 
 #![allow(unsafe_code)]
 
 mod exec;
 mod ffi;
+mod heap;
 
 use std::ffi::{c_int, CStr};
 
@@ -23,7 +25,7 @@ use ffi::{Ctx, RString};
 
 #[cfg(not(test))]
 #[global_allocator]
-static ALLOC: ffi::ServerAlloc = ffi::ServerAlloc;
+static ALLOC: heap::Heap = heap::Heap;
 
 /// The module's name (`MODULE LIST`) and version.
 const NAME: &CStr = c"emq";

@@ -32,9 +32,13 @@ impl Cmd {
     /// One argument made of `parts` end to end (a key: prefix, kind, name).
     pub fn arg_parts(mut self, parts: &[&[u8]]) -> Self {
         let len: usize = parts.iter().map(|p| p.len()).sum();
-        self.buf.push(b'$');
-        push_decimal(&mut self.buf, len);
-        self.buf.extend_from_slice(b"\r\n");
+        // `$<len>\r\n` made on the stack, and room for the whole argument at once.
+        let mut head = [0u8; 24];
+        head[0] = b'$';
+        let n = 1 + write_decimal(&mut head[1..], len);
+        head[n..n + 2].copy_from_slice(b"\r\n");
+        self.buf.reserve(n + 2 + len + 2);
+        self.buf.extend_from_slice(&head[..n + 2]);
         for p in parts {
             self.buf.extend_from_slice(p);
         }
@@ -113,7 +117,14 @@ impl fmt::Debug for Cmd {
     }
 }
 
-fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
+fn push_decimal(out: &mut Vec<u8>, n: usize) {
+    let mut digits = [0u8; 20];
+    let len = write_decimal(&mut digits, n);
+    out.extend_from_slice(&digits[..len]);
+}
+
+/// Writes `n` in decimal at the start of `out` (20 bytes hold any `usize`); gives its length.
+fn write_decimal(out: &mut [u8], mut n: usize) -> usize {
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {
@@ -124,7 +135,9 @@ fn push_decimal(out: &mut Vec<u8>, mut n: usize) {
             break;
         }
     }
-    out.extend_from_slice(&digits[i..]);
+    let len = digits.len() - i;
+    out[..len].copy_from_slice(&digits[i..]);
+    len
 }
 
 /// Appends commands, encoded back to back as one pipeline, to `out` (a buffer kept from call to

@@ -6,6 +6,9 @@ pub enum Reply {
     Nil,
     Int(i64),
     Bulk(Vec<u8>),
+    /// A double (RESP3's `,`): a score the module host read as the server keeps
+    /// it, without printing it for the plan to parse back.
+    Double(f64),
     Status(String),
     Array(Vec<Reply>),
     /// An error reply: its code (`WRONGTYPE`, `NOPERM`, …) and the whole message.
@@ -30,7 +33,10 @@ impl Reply {
 
     /// A zset score as the server prints it (`ZRANGE … WITHSCORES`, `ZMSCORE`).
     pub fn as_score(&self) -> Option<f64> {
-        std::str::from_utf8(self.as_bytes()?).ok()?.parse::<f64>().ok()
+        match self {
+            Reply::Double(d) => Some(*d),
+            r => std::str::from_utf8(r.as_bytes()?).ok()?.parse::<f64>().ok(),
+        }
     }
 
     pub fn as_bytes(&self) -> Option<&[u8]> {

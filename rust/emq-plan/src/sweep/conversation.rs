@@ -569,10 +569,22 @@ impl Sweep {
     /// The first group, from the reads of steps 2 to 4.
     fn first_part(&mut self) -> Result<Step> {
         let r = self.groups[0].clone();
-        let rows = self.read.rows[r.clone()].to_vec();
-        let names = Self::lanes_of(&rows);
-        let lanes = self.read.lanes.iter().filter(|l| names.contains(&l.name)).cloned().collect();
-        self.part = Part { ids: self.read.ids[r.clone()].to_vec(), scores: self.read.scores[r].to_vec(), rows, lanes };
+        self.part = if self.groups.len() == 1 {
+            // The call's one group: nothing reads the selection again (an abort
+            // starts the call anew), so the part takes it rather than a copy.
+            let lanes = std::mem::take(&mut self.read.lanes);
+            Part {
+                ids: std::mem::take(&mut self.read.ids),
+                scores: std::mem::take(&mut self.read.scores),
+                rows: std::mem::take(&mut self.read.rows),
+                lanes,
+            }
+        } else {
+            let rows = self.read.rows[r.clone()].to_vec();
+            let names = Self::lanes_of(&rows);
+            let lanes = self.read.lanes.iter().filter(|l| names.contains(&l.name)).cloned().collect();
+            Part { ids: self.read.ids[r.clone()].to_vec(), scores: self.read.scores[r].to_vec(), rows, lanes }
+        };
         self.plan_part()
     }
 
@@ -700,17 +712,23 @@ impl Sweep {
 
     // -- 5, 6. the plan of the current group -------------------------------------------
 
-    fn part_as_read(&self) -> Read {
+    /// The current group as a read (the part is left empty: `part_back` puts it back).
+    fn part_as_read(&mut self) -> Read {
+        let part = std::mem::take(&mut self.part);
         Read {
             now: self.read.now,
             now_us: self.read.now_us,
-            ids: self.part.ids.clone(),
-            scores: self.part.scores.clone(),
-            rows: self.part.rows.clone(),
-            lanes: self.part.lanes.clone(),
+            ids: part.ids,
+            scores: part.scores,
+            rows: part.rows,
+            lanes: part.lanes,
             types: self.read.types,
             next: self.read.next,
         }
+    }
+
+    fn part_back(&mut self, read: Read) {
+        self.part = Part { ids: read.ids, scores: read.scores, rows: read.rows, lanes: read.lanes };
     }
 
     fn plan_part(&mut self) -> Result<Step> {
@@ -722,6 +740,8 @@ impl Sweep {
         if relied.is_empty() {
             return self.build(&read);
         }
+        // The part is planned once the lanes are confirmed empty.
+        self.part_back(read);
         let step = confirm_empty(&self.keys, &relied);
         self.stage = Stage::Confirm(relied);
         Ok(step)
