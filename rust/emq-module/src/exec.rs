@@ -239,7 +239,10 @@ impl Host {
         let k = self.open[i].key.as_ref().expect("an indexed key is open");
         match k.kind() {
             ffi::KEYTYPE_EMPTY => Ok(vec![Reply::Nil; fields.len()]),
-            ffi::KEYTYPE_HASH => Ok(fields.iter().map(|f| k.hash_get(self.ctx, f).map_or(Reply::Nil, Reply::Bulk)).collect()),
+            ffi::KEYTYPE_HASH => {
+                let mut owned = ffi::Strings::empty(self.ctx);
+                Ok(fields.iter().map(|f| k.hash_get(self.words.word(f, &mut owned)).map_or(Reply::Nil, Reply::Bulk)).collect())
+            }
             _ => Err(error(WRONGTYPE)),
         }
     }
@@ -400,8 +403,8 @@ fn open_read(ctx: *mut Ctx, key: &[u8]) -> (ffi::Strings, ffi::OpenKey) {
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
-/// The server strings of the fields and values a write plan repeats row after
-/// row (`state`, `pending`, `token`, `lease`, …), made once per call.
+/// The server strings of the fields and values the plans repeat row after row
+/// (`lane`, `state`, `pending`, `token`, `lease`, …), made once per call.
 struct Words {
     ctx: *mut Ctx,
     known: Vec<(Vec<u8>, ffi::Strings)>,
@@ -415,21 +418,24 @@ impl Words {
         Words { ctx, known: vec![] }
     }
 
-    /// Appends the strings of `words` to `out`: a kept word's, or one made anew
-    /// into `owned`.
+    /// Appends the strings of `words` to `out` (`word`).
     fn strings(&mut self, words: &[&[u8]], owned: &mut ffi::Strings, out: &mut Vec<*mut RString>) {
         for &w in words {
-            let s = match self.known.iter().find(|(b, _)| b.as_slice() == w) {
-                Some((_, s)) => s.items[0],
-                None if self.known.len() < WORDS && w.len() <= 32 => {
-                    let s = ffi::Strings::new(self.ctx, &[w]);
-                    let p = s.items[0];
-                    self.known.push((w.to_vec(), s));
-                    p
-                }
-                None => owned.push(w),
-            };
-            out.push(s);
+            out.push(self.word(w, owned));
+        }
+    }
+
+    /// The string of `w`: a kept word's, or one made anew into `owned`.
+    fn word(&mut self, w: &[u8], owned: &mut ffi::Strings) -> *mut RString {
+        match self.known.iter().find(|(b, _)| b.as_slice() == w) {
+            Some((_, s)) => s.items[0],
+            None if self.known.len() < WORDS && w.len() <= 32 => {
+                let s = ffi::Strings::new(self.ctx, &[w]);
+                let p = s.items[0];
+                self.known.push((w.to_vec(), s));
+                p
+            }
+            None => owned.push(w),
         }
     }
 }

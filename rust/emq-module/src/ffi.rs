@@ -34,7 +34,6 @@ pub const KEYTYPE_EMPTY: c_int = 0;
 pub const KEYTYPE_HASH: c_int = 3;
 pub const KEYTYPE_ZSET: c_int = 5;
 const HASH_NONE: c_int = 0;
-const HASH_CFIELDS: c_int = 1 << 2;
 const NOTIFY_HASH: c_int = 1 << 6;
 /// `REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED` (Redis 6.0 and later, every Valkey).
 const NO_IMPLICIT_SIGNAL_MODIFIED: c_int = 1 << 1;
@@ -372,32 +371,19 @@ impl OpenKey {
         unsafe { (api().key_type)(self.0) }
     }
     /// A field of a hash (the key is one): its value, or None.
-    pub fn hash_get(&self, ctx: *mut Ctx, field: &[u8]) -> Option<Vec<u8>> {
+    pub fn hash_get(&self, field: *mut RString) -> Option<Vec<u8>> {
         if self.0.is_null() {
             return None;
         }
         let mut value: *mut RString = std::ptr::null_mut();
-        // A short field without NUL goes as a C string from the stack, not a server string.
-        let mut cfield = [0u8; 64];
-        // SAFETY: an open hash key, a field (a C string, or a server string freed
-        // here), a slot for the value and the NULL that ends the list; the value
-        // is ours to free.
+        // SAFETY: an open hash key, a field, a slot for the value and the NULL that
+        // ends the list; the value is ours to free.
         unsafe {
-            if field.len() < cfield.len() && !field.contains(&0) {
-                cfield[..field.len()].copy_from_slice(field);
-                let f = cfield.as_ptr().cast::<c_char>();
-                (api().hash_get)(self.0, HASH_CFIELDS, f, std::ptr::addr_of_mut!(value), std::ptr::null_mut::<c_void>());
-            } else {
-                let f = (api().create_string)(ctx, field.as_ptr().cast(), field.len());
-                (api().hash_get)(self.0, HASH_NONE, f, std::ptr::addr_of_mut!(value), std::ptr::null_mut::<c_void>());
-                (api().free_string)(ctx, f);
-            }
+            (api().hash_get)(self.0, HASH_NONE, field, std::ptr::addr_of_mut!(value), std::ptr::null_mut::<c_void>());
             if value.is_null() {
                 return None;
             }
-            let mut len = 0usize;
-            let p = (api().string_ptr_len)(value, &mut len);
-            let out = std::slice::from_raw_parts(p.cast::<u8>(), len).to_vec();
+            let out = bytes(value).to_vec();
             (api().free_string)(std::ptr::null_mut(), value);
             Some(out)
         }
