@@ -67,8 +67,8 @@ struct Host {
     /// The shortest and longest name in `index`: a `Call` argument outside
     /// them (an id) is no open key, without hashing it.
     lens: (usize, usize),
-    /// Where the next write of a row is looked for in `open` first (the plans
-    /// write rows in the order they read them).
+    /// Where a key is looked for in `open` first, with the one after it (the
+    /// plans write rows in the order they read them, one or two commands a row).
     at: usize,
     head: Head,
     words: Words,
@@ -208,13 +208,13 @@ impl Host {
         for i in [self.at, self.at + 1] {
             if let Some(o) = self.open.get(i) {
                 if o.key.is_some() && ffi::bytes(o.name.items[0]) == key {
-                    self.at = i + 1;
+                    self.at = i;
                     return Some(i);
                 }
             }
         }
         let (i, _) = self.lookup(key)?;
-        self.at = i + 1;
+        self.at = i;
         Some(i)
     }
 
