@@ -76,6 +76,30 @@ def test_a_busy_worker_completes_its_jobs_in_fewer_commits_than_jobs(client):
     assert q.counts()["done"] == 8 * rounds
 
 
+def test_a_commit_that_refills_its_slots_leaves_the_beat_asleep(client):
+    """The beat waits for a free slot. A group commit that claims a job for every
+    slot it frees (a busy queue) leaves none free, so it does not wake the beat:
+    waking it would cost a thread switch a commit for nothing. The beat wakes
+    when a slot stays free (the queue ran dry) and at its beat."""
+    q = emq.Queue(client, "gc-asleep")
+    jobs = 2000
+    q.add_many([b"x"] * jobs)
+    w = emq.Worker(q, lambda job: None, concurrency=4, beat_ms=1000)
+    t = threading.Thread(target=w.run, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 60
+    while w.counters.completed < jobs and time.monotonic() < deadline:
+        time.sleep(0.001)
+    # Counted while the jobs ran: once idle, the worker pops the wake tokens the
+    # add left (one beat each).
+    beats, commits = w.counters.beats, w._commits["gc-asleep"].commits
+    w.stop()
+    t.join(10)
+    assert w.counters.completed == jobs
+    assert commits > jobs / 8, f"{commits} commits: the commits did not claim"
+    assert beats < commits / 10, f"{beats} beats for {commits} commits"
+
+
 def test_a_commit_that_raises_leaves_nobody_waiting(client):
     """An error that is not the server's (a bug, an interrupt) in a commit: its
     jobs are answered None, the jobs that finished meanwhile still commit, and

@@ -752,9 +752,13 @@ class Worker:
             self._held -= held
             for job in claimed:
                 self._running[job.token] = (job, work)
+            free = self._unheld()
         for job in claimed:
             self._jobs.put(job)
-        self._freed.set()
+        # The beat waits for a free slot; a commit that refilled every slot it
+        # freed leaves it asleep (waking it for nothing cost a thread switch a commit).
+        if free:
+            self._freed.set()
 
     def _release(self, job: Job) -> None:
         with self._running_lock:
