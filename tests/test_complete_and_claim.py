@@ -171,7 +171,30 @@ def test_racing_pairs_and_claims_take_every_job_once(server, r, client):
 
 
 def watches(r) -> int:
-    return int(r.info("commandstats").get("cmdstat_watch", {}).get("calls", 0))
+    return calls(r, "watch")
+
+
+def calls(r, command: str) -> int:
+    return int(r.info("commandstats").get(f"cmdstat_{command}", {}).get("calls", 0))
+
+
+def test_a_commit_reads_the_clock_once_and_each_list_type_once(r, client):
+    """The claim and the completes of a commit read `TIME` and the types of the
+    lists both write once between them: one clock reading for the call (SPEC
+    §4), and fewer commands for the server. A hinted commit (the claim reads its
+    rows with its first read, beside the completes') shares `LLEN ring`, `LLEN
+    wake` and `ZCARD active` too."""
+    q = emq.Queue(client, "once")
+    q.add_many([f"o{i}".encode() for i in range(12)])
+    jobs = q.claim(4, lease_ms=60_000)
+    done, first = q.complete_and_claim(jobs, 2, lease_ms=60_000)  # reads past: the next commit is hinted
+    assert done == [True] * 4 and len(first) == 2
+    before = {c: calls(r, c) for c in ("time", "llen", "zcard")}
+    done, second = q.complete_and_claim(first, 2, lease_ms=60_000)
+    assert done == [True] * 2 and [j.data for j in second] == [b"o6", b"o7"]
+    got = {c: calls(r, c) - before[c] for c in before}
+    # Apart: TIME twice, LLEN ring and wake twice each, ZCARD active twice and done.
+    assert got == {"time": 1, "llen": 2, "zcard": 2}, got
 
 
 def test_a_commit_claims_what_the_last_one_read_past_in_one_round_trip_less(server, r, client):

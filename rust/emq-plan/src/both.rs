@@ -11,6 +11,11 @@
 //! completes rows their tokens hold in `active`; see
 //! `claim::Claim::flat_only`). The first is optional: without it the call is
 //! the second alone.
+//!
+//! A short read both send (`TIME`, the type checks of the lists both write:
+//! one or two arguments, byte for byte the same) goes out once, and both are
+//! fed its reply: the pair reads the clock once (SPEC §4), and the server
+//! answers two fewer commands.
 
 use crate::cmd::Cmd;
 use crate::conversation::{Conversation, Step};
@@ -87,15 +92,24 @@ impl<C: Conversation> Half<C> {
 pub struct Both<A: Conversation, B: Conversation> {
     a: Option<Half<A>>,
     b: Half<B>,
+    /// Where the second's replies are in the read just sent, when a command of
+    /// its went out once for both (`step`).
+    b_from: Option<Vec<usize>>,
+    /// How many commands of the read just sent are the second's own.
+    b_wire: usize,
     /// A half that could not start (a step the pair cannot carry): the call's error.
     broken: Option<Error>,
 }
+
+/// The most arguments of a read sent once for both halves: `TIME`, `LLEN key`,
+/// `ZCARD key` (a row's read is the one half's alone, and comparing it costs).
+const SHARED_ARGS: usize = 2;
 
 impl<A: Conversation, B: Conversation> Both<A, B> {
     /// `a` (if any) and `b` as one call: as `a`, then `b`, one after the other,
     /// in one transaction.
     pub fn new(a: Option<A>, b: B) -> Self {
-        Both { a: a.map(Half::new), b: Half::new(b), broken: None }
+        Both { a: a.map(Half::new), b: Half::new(b), b_from: None, b_wire: 0, broken: None }
     }
 
     /// The first conversation, if any (what it read, once the call is done).
@@ -115,7 +129,29 @@ impl<A: Conversation, B: Conversation> Both<A, B> {
             if let Some(a) = &mut self.a {
                 a.send_read(&mut watch, &mut cmds);
             }
-            self.b.send_read(&mut watch, &mut cmds);
+            let k = cmds.len();
+            let mut mine = vec![];
+            self.b.send_read(&mut watch, &mut mine);
+            self.b_wire = mine.len();
+            self.b_from = None;
+            let shared: Vec<Option<usize>> =
+                mine.iter().map(|c| if c.argc() <= SHARED_ARGS { cmds[..k].iter().position(|a| a == c) } else { None }).collect();
+            if shared.iter().any(Option::is_some) {
+                let mut from = Vec::with_capacity(mine.len());
+                for (c, at) in mine.into_iter().zip(shared) {
+                    match at {
+                        Some(i) => from.push(i),
+                        None => {
+                            from.push(cmds.len());
+                            cmds.push(c);
+                        }
+                    }
+                }
+                self.b_wire = cmds.len() - k;
+                self.b_from = Some(from);
+            } else {
+                cmds.extend(mine);
+            }
             return Step::Read { watch, cmds };
         }
         let mut writes = vec![];
@@ -165,13 +201,20 @@ impl<A: Conversation, B: Conversation> Conversation for Both<A, B> {
             return Err(e);
         }
         let k = self.split();
-        if replies.len() != k + self.b.sent.unwrap_or(0) {
+        let wire = if self.b.sent.is_some() { self.b_wire } else { 0 };
+        if replies.len() != k + wire {
             return Err(Error::server(self.verb(), "wrong number of replies"));
         }
         if let Some(a) = &mut self.a {
             a.feed(&replies[..k])?;
         }
-        self.b.feed(&replies[k..])?;
+        match self.b_from.take() {
+            Some(from) => {
+                let mine: Vec<Reply> = from.iter().map(|&i| replies[i].clone()).collect();
+                self.b.feed(&mine)?;
+            }
+            None => self.b.feed(&replies[k..])?,
+        }
         Ok(self.step())
     }
 
@@ -278,6 +321,47 @@ mod tests {
         let mut both: Both<Script, Script> = Both::new(None, Script::new("B", 1, false));
         assert!(matches!(both.start(), Step::Read { .. }));
         assert_eq!(both.feed(&[int(1)]).expect("done"), Step::Done((None, vec![int(1)])));
+    }
+
+    /// Reads `cmds` once, then is done with the replies it was fed.
+    struct Reads(Vec<Cmd>, Vec<Reply>);
+
+    impl Conversation for Reads {
+        type Out = Vec<Reply>;
+        fn verb(&self) -> &'static str {
+            "R"
+        }
+        fn start(&mut self) -> Step<Self::Out> {
+            Step::Read { watch: vec![], cmds: self.0.clone() }
+        }
+        fn feed(&mut self, replies: &[Reply]) -> Result<Step<Self::Out>> {
+            assert_eq!(replies.len(), self.0.len());
+            self.1 = replies.to_vec();
+            Ok(Step::Done(std::mem::take(&mut self.1)))
+        }
+        fn finish(&mut self, _: &[Reply]) -> Result<Self::Out> {
+            unreachable!()
+        }
+    }
+
+    #[test]
+    fn a_short_read_both_send_goes_once_and_both_get_its_reply() {
+        let time = || Cmd::new("TIME");
+        let llen = || Cmd::new("LLEN").arg("wake");
+        let row = || Cmd::new("HMGET").arg("row").arg("f").arg("g");
+        let a = Reads(vec![time(), llen(), row()], vec![]);
+        let b = Reads(vec![time(), Cmd::new("GET").arg("x"), llen(), row()], vec![]);
+        let mut both = Both::new(Some(a), b);
+        let Step::Read { cmds, .. } = both.start() else { panic!("a read") };
+        // The second's TIME and LLEN go out once; its row read (three arguments) is its own.
+        assert_eq!(cmds, vec![time(), llen(), row(), Cmd::new("GET").arg("x"), row()]);
+        let Ok(Step::Done((a, b))) = both.feed(&[int(1), int(2), int(3), int(4), int(5)]) else { panic!("both done") };
+        assert_eq!(a, Some(vec![int(1), int(2), int(3)]));
+        assert_eq!(b, vec![int(1), int(4), int(2), int(5)]);
+        // Without a first, nothing is shared.
+        let mut alone: Both<Reads, Reads> = Both::new(None, Reads(vec![time(), time()], vec![]));
+        let Step::Read { cmds, .. } = alone.start() else { panic!("a read") };
+        assert_eq!(cmds.len(), 2);
     }
 
     #[test]
