@@ -11,8 +11,9 @@
 //! class takes it back: a call after the first finds its blocks ready.
 //!
 //! What is kept is bounded ([`KEPT_BYTES`] a class), and every block is the
-//! server's, counted in `INFO memory`. Lists are per thread (module commands run
-//! on the server's main thread).
+//! server's, counted in `INFO memory`; it is kept until the server exits (a
+//! `MODULE UNLOAD` leaves it allocated). Lists are per thread (module commands
+//! run on the server's main thread).
 
 #![cfg_attr(test, allow(dead_code))]
 
