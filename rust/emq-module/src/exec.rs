@@ -320,8 +320,8 @@ impl Host {
         s.push(name);
         self.words.strings(&args[1..], &mut owned, &mut s);
         match op {
-            HashOp::Set => s[1..].chunks_exact(2).for_each(|pair| k.hash_set(pair[0], pair[1])),
-            HashOp::Del => s[1..].iter().for_each(|&field| k.hash_del(field)),
+            HashOp::Set => k.hash_set(&s[1..].chunks_exact(2).map(|p| (p[0], p[1])).collect::<Vec<_>>()),
+            HashOp::Del => k.hash_set(&s[1..].iter().map(|&field| (field, ffi::DELETE)).collect::<Vec<_>>()),
         }
         match found {
             // Signalled when it is closed.

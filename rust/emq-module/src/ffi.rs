@@ -422,20 +422,30 @@ impl OpenKey {
         scores
     }
 
-    /// Deletes one field of a hash (`REDISMODULE_HASH_DELETE` as the value); a hash
-    /// left empty is deleted when the key is closed.
-    pub fn hash_del(&self, field: *mut RString) {
-        let delete = std::ptr::without_provenance_mut::<RString>(1);
-        // SAFETY: a key open for writing, a field, the API's delete marker, the ending NULL.
-        unsafe { (api().hash_set)(self.0, HASH_NONE, field, delete, std::ptr::null_mut::<c_void>()) };
-    }
-
-    /// Sets one field of a hash (created if the key is empty).
-    pub fn hash_set(&self, field: *mut RString, value: *mut RString) {
-        // SAFETY: a key open for writing, a field and value, the ending NULL.
-        unsafe { (api().hash_set)(self.0, HASH_NONE, field, value, std::ptr::null_mut::<c_void>()) };
+    /// Sets fields of a hash (created if the key is empty), `(field, value)`
+    /// pairs; a value of [`DELETE`] deletes its field (a hash left empty is
+    /// deleted). Up to three pairs go in one call of the API (its argument list
+    /// is variadic), more in several.
+    pub fn hash_set(&self, pairs: &[(*mut RString, *mut RString)]) {
+        let f = api().hash_set;
+        let end = std::ptr::null_mut::<c_void>();
+        for chunk in pairs.chunks(3) {
+            // SAFETY: a key open for writing, field and value strings (or the
+            // delete marker), the ending NULL.
+            unsafe {
+                match *chunk {
+                    [(f1, v1)] => f(self.0, HASH_NONE, f1, v1, end),
+                    [(f1, v1), (f2, v2)] => f(self.0, HASH_NONE, f1, v1, f2, v2, end),
+                    [(f1, v1), (f2, v2), (f3, v3)] => f(self.0, HASH_NONE, f1, v1, f2, v2, f3, v3, end),
+                    _ => 0,
+                }
+            };
+        }
     }
 }
+
+/// `REDISMODULE_HASH_DELETE`: as a value of `hash_set`, deletes the field.
+pub const DELETE: *mut RString = std::ptr::without_provenance_mut::<RString>(1);
 
 impl Drop for OpenKey {
     fn drop(&mut self) {
