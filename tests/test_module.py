@@ -159,6 +159,30 @@ def test_bad_input_is_refused_as_the_plan_refuses_it_and_writes_nothing(r, clien
         emq.promote(client, Q, backend="module", group=2)
 
 
+def test_a_row_written_then_deleted_in_the_same_call_is_closed_first(r, client):
+    """A stalled check that kills every job it recovers, under a policy that keeps
+    no dead job, writes each row (state, stalls, error) and then deletes it with
+    the trim of `dead`, a command the module runs by `RedisModule_Call`. The row's
+    key, kept open since its read, is closed (and signalled) before that command
+    names it. What this can see is the keyspace (the script's) and a live server;
+    a handle left open across the delete would be a use after free that need not
+    crash (checking that takes a sanitizer build of the server)."""
+    now = client.time_ms()
+    ids = [b"k%02d" % i for i in range(40)]
+    start = stalled_state(now, ids)
+    for i in ids:
+        start[P + b"job:" + i][1][b"stalls"] = b"0"
+    start[P + b"retention"] = ("hash", {b"dead_max": b"0"})
+    call = lambda be: emq.stalled_check(client, Q, max_stalled=0, batch=100, backend=be)  # noqa: E731
+    (lr, la), (mr, ma) = both(r, client, start, call)
+    assert not isinstance(mr, Exception), mr
+    assert mr == lr and sorted(mr[1]) == sorted(i.decode() for i in ids)
+    strip = lambda d: {k: v for k, v in d.items() if b":leases:" not in k}  # noqa: E731
+    assert strip(ma) == strip(la)
+    assert not any(k.startswith(P + b"job:") for k in ma), "a dead row outlived the trim"
+    assert r.ping()
+
+
 def watched_exec(r, key: bytes, between) -> list | None:
     """`WATCH key`, then `between()`, then a transaction: its replies, or None
     when the watch aborted it."""
