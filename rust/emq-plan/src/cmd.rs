@@ -125,6 +125,16 @@ fn push_decimal(out: &mut Vec<u8>, n: usize) {
 
 /// Writes `n` in decimal at the start of `out` (20 bytes hold any `usize`); gives its length.
 fn write_decimal(out: &mut [u8], mut n: usize) -> usize {
+    // An argument's length is most often one or two digits.
+    if n < 10 {
+        out[0] = b'0' + n as u8;
+        return 1;
+    }
+    if n < 100 {
+        out[0] = b'0' + (n / 10) as u8;
+        out[1] = b'0' + (n % 10) as u8;
+        return 2;
+    }
     let mut digits = [0u8; 20];
     let mut i = digits.len();
     loop {
@@ -159,6 +169,17 @@ mod tests {
         let mut out = b"*1\r\n$4\r\nPING\r\n".to_vec();
         encode_into(&[c], &mut out);
         assert_eq!(out, b"*1\r\n$4\r\nPING\r\n*3\r\n$5\r\nRPUSH\r\n$1\r\nk\r\n$2\r\n\xffx\r\n".to_vec());
+    }
+
+    #[test]
+    fn lengths_of_every_size_are_written_in_decimal() {
+        for n in [0usize, 1, 9, 10, 11, 42, 99, 100, 101, 999, 1000, 65535, 123_456_789, usize::MAX] {
+            let mut out = [0u8; 20];
+            let len = write_decimal(&mut out, n);
+            assert_eq!(&out[..len], n.to_string().as_bytes());
+        }
+        let c = Cmd::new("SET").arg(vec![b'x'; 9]).arg(vec![b'y'; 10]).arg(vec![b'z'; 100]);
+        assert_eq!(c.to_args().iter().map(|a| a.len()).collect::<Vec<_>>(), vec![3, 9, 10, 100]);
     }
 
     #[test]
