@@ -107,20 +107,7 @@ impl Conn {
             _ => ConnectionAddr::Tcp(host.to_string(), port),
         };
         let info = self.info.clone().set_addr(addr);
-        let address = address(&info);
-        Conn {
-            info,
-            wire: None,
-            address,
-            connect_timeout: self.connect_timeout,
-            read_timeout: self.read_timeout,
-            flat_watch: self.flat_watch,
-            spin: self.spin,
-            wait: self.wait,
-            written: false,
-            claim_hint: None,
-            queue_ahead: true,
-        }
+        Conn { address: address(&info), info, ..self.sibling(None) }
     }
 
     /// The host it connects to (empty for a Unix socket).

@@ -205,16 +205,8 @@ pub unsafe fn create_command(ctx: *mut Ctx, name: &CStr, f: CmdFunc, flags: &CSt
 /// `argv` holds `argc` strings the server passed to a command function.
 pub unsafe fn args<'a>(argv: *mut *mut RString, argc: c_int) -> Vec<&'a [u8]> {
     let n = usize::try_from(argc).unwrap_or(0);
-    (0..n)
-        .map(|i| {
-            let mut len = 0usize;
-            // SAFETY: `i < argc`; the server's strings outlive the command call.
-            unsafe {
-                let p = (api().string_ptr_len)(*argv.add(i), &mut len);
-                std::slice::from_raw_parts(p.cast::<u8>(), len)
-            }
-        })
-        .collect()
+    // SAFETY: `i < argc`; the server's strings outlive the command call.
+    (0..n).map(|i| bytes(unsafe { *argv.add(i) })).collect()
 }
 
 /// A reply of `RedisModule_Call`, freed when dropped.
