@@ -294,7 +294,7 @@ fn auth(info: &ConnectionInfo) -> Auth {
 }
 
 /// A lost reply to a write that was sent whole.
-fn unknown(e: HostError) -> HostError {
+pub(crate) fn unknown(e: HostError) -> HostError {
     match e {
         HostError::Connection(m) | HostError::Timeout(m) | HostError::Server(m) => {
             HostError::OutcomeUnknown(format!("{m}; the write was sent, whether it ran is unknown"))

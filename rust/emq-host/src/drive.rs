@@ -9,7 +9,7 @@ use emq_plan::backoff::backoff;
 use emq_plan::conversation::{Conversation, Step};
 use emq_plan::{Cmd, Reply};
 
-use crate::conn::Conn;
+use crate::conn::{unknown, Conn};
 use crate::error::{HostError, HostResult};
 use crate::jitter::Jitter;
 
@@ -54,7 +54,8 @@ pub fn drive_timed<C: Conversation>(
 
 /// One call: `Some(out)`, or `None` when it must start again.
 fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C, replied: &mut Option<Instant>) -> HostResult<Option<C::Out>> {
-    let mut call = Call { watching: false, committed: false, aborts: 0, rng: Jitter::new(), queued: false, replied: None };
+    let mut call =
+        Call { watching: false, committed: false, aborts: 0, rng: Jitter::new(), queued: false, exec_sent: false, replied: None };
     let result = call.run(conn, c);
     *replied = call.replied;
     match result {
@@ -86,6 +87,9 @@ struct Call {
     /// The expected transaction is queued (`MULTI` and its writes, not yet
     /// `EXEC`): see `Conversation::expected_exec`.
     queued: bool,
+    /// Its `EXEC` is sent too: it went as soon as the read was found to be the
+    /// one expected, before the replies to the queued writes were read.
+    exec_sent: bool,
     /// When the call's first replies came back (see `drive_timed`).
     replied: Option<Instant>,
 }
@@ -129,9 +133,17 @@ impl Call {
                     self.replied.get_or_insert_with(Instant::now);
                     // Fed while the server still queues: the plan is checked meanwhile.
                     let fed = fed(c, &replies, skip);
-                    // `MULTI` and each queued command: the first refusal, if any.
+                    // The read is the one expected: `EXEC` goes now, so the server runs the
+                    // transaction as soon as it has queued it, not a round trip later. A
+                    // command it refused to queue makes it refuse the `EXEC` too.
+                    if ahead.is_some() && matches!(fed, Ok(Step::Exec(_))) && c.exec_as_expected() {
+                        self.exec_sent = true;
+                        conn.send(&[Cmd::new("EXEC")]).map_err(unknown)?;
+                    }
+                    // `MULTI` and each queued command: the first refusal, if any (with
+                    // `EXEC` sent, a connection lost now leaves the outcome unknown).
                     let refused = match ahead {
-                        Some(k) => conn.queued_replies(k + 1)?,
+                        Some(k) => conn.queued_replies(k + 1).map_err(|e| if self.exec_sent { unknown(e) } else { e })?,
                         None => None,
                     };
                     spent.1 = replies;
@@ -146,10 +158,16 @@ impl Call {
                     }
                 }
                 Step::Exec(writes) => {
-                    // Queued ahead: its writes are the server's already.
-                    let tx = if std::mem::take(&mut self.queued) { vec![Cmd::new("EXEC")] } else { transaction(writes) };
-                    conn.send(&tx)?;
-                    let n = tx.len();
+                    // Queued ahead: its writes are the server's already, and its `EXEC` may be too.
+                    let tx = match (std::mem::take(&mut self.queued), std::mem::take(&mut self.exec_sent)) {
+                        (true, true) => vec![],
+                        (true, false) => vec![Cmd::new("EXEC")],
+                        (false, _) => transaction(writes),
+                    };
+                    if !tx.is_empty() {
+                        conn.send(&tx)?;
+                    }
+                    let n = tx.len().max(1);
                     drop(tx);
                     drop(std::mem::take(&mut spent));
                     self.watching = false; // EXEC ends every watch, run or not
@@ -243,7 +261,11 @@ impl Call {
             return fed;
         }
         conn.queue_ahead = expected;
-        if let Reply::Error { .. } = conn.one(Cmd::new("DISCARD"))? {
+        if std::mem::take(&mut self.exec_sent) {
+            // The server refused a queued command, and so the `EXEC` sent ahead
+            // (`EXECABORT`: nothing ran, and the watch ended).
+            conn.write_replies(1)?;
+        } else if let Reply::Error { .. } = conn.one(Cmd::new("DISCARD"))? {
             conn.close();
         }
         self.watching = false;
