@@ -93,6 +93,30 @@ impl Settle {
     }
 }
 
+/// Which type reads an action needs beyond the row, its lane and `active`: the
+/// ring and `wake` where it may offer (a lane job, or a fail that makes work
+/// ready or a new head of `schedule`), `pending`, `schedule` and `dead` for a
+/// fail, the retention and `done` for a complete.
+#[derive(Clone, Copy)]
+struct Reads {
+    offers: bool,
+    fails: bool,
+    done: bool,
+}
+
+impl Reads {
+    fn count(self) -> usize {
+        1 + 2 * usize::from(self.offers) + 3 * usize::from(self.fails) + 2 * usize::from(self.done)
+    }
+}
+
+impl Settle {
+    fn reads(&self) -> Reads {
+        let fails = matches!(self.action, Action::Fail { .. });
+        Reads { offers: fails || (self.lane.is_some() && self.action == Action::Complete), fails, done: self.action == Action::Complete }
+    }
+}
+
 pub fn verb(a: &Action) -> &'static str {
     match a {
         Action::Extend { .. } => EXTEND,
@@ -117,15 +141,20 @@ impl Conversation for Settle {
             cmds.push(Cmd::new("HMGET").arg(k.lanectl(l)).args(CTL_FIELDS));
             cmds.push(Cmd::new("LLEN").arg(k.lane(l)));
         }
-        for key in [k.pending(), k.ring(), k.wake()] {
-            cmds.push(Cmd::new("LLEN").arg(key));
+        // The types of what this action may write, and nothing else (`Reads`).
+        cmds.push(Cmd::new("ZCARD").arg(k.active()));
+        let r = self.reads();
+        if r.offers {
+            cmds.push(Cmd::new("LLEN").arg(k.ring()));
+            cmds.push(Cmd::new("LLEN").arg(k.wake()));
         }
-        // The head of `schedule` (its type too): a retry due before it wakes a parked worker.
-        cmds.push(schedule_head(k));
-        for key in [k.active(), k.dead()] {
-            cmds.push(Cmd::new("ZCARD").arg(key));
+        if r.fails {
+            cmds.push(Cmd::new("LLEN").arg(k.pending()));
+            // The head of `schedule` (its type too): a retry due before it wakes a parked worker.
+            cmds.push(schedule_head(k));
+            cmds.push(Cmd::new("ZCARD").arg(k.dead()));
         }
-        if self.action == Action::Complete {
+        if r.done {
             cmds.push(retention::read(k, &["done_ms"]));
             cmds.push(Cmd::new("ZCARD").arg(k.done()));
         }
@@ -155,8 +184,8 @@ impl Conversation for Settle {
         }
         let k = self.keys.clone();
         let lane_reads = if self.lane.is_some() { 2 } else { 0 };
-        let done_reads = if self.action == Action::Complete { 2 } else { 0 };
-        if replies.len() != 2 + lane_reads + 6 + done_reads {
+        let r = self.reads();
+        if replies.len() != 2 + lane_reads + r.count() {
             return Err(Error::server(verb, "wrong number of replies"));
         }
         let now = parse_time(&replies[0]).ok_or_else(|| Error::server(verb, "TIME gave no clock"))?;
@@ -182,9 +211,16 @@ impl Conversation for Settle {
             }
             None => (LaneCtl::default(), 0),
         };
+        // The replies in `start`'s order; a read this action leaves out reads as the
+        // right type (nothing of this action writes that key).
         let t = &replies[2 + lane_reads..];
-        let ok = |i: usize| !t[i].is_wrongtype();
-        let (pending_ok, ring_ok, wake_ok, schedule_ok, active_ok, dead_ok) = (ok(0), ok(1), ok(2), ok(3), ok(4), ok(5));
+        let ok = |i: Option<usize>| i.is_none_or(|i| !t[i].is_wrongtype());
+        let at = |on: bool, i: usize| on.then_some(i);
+        let (o, f) = (usize::from(r.offers) * 2, usize::from(r.fails) * 3);
+        let (active_ok, ring_ok, wake_ok) = (ok(Some(0)), ok(at(r.offers, 1)), ok(at(r.offers, 2)));
+        let (pending_ok, schedule_ok, dead_ok) = (ok(at(r.fails, 1 + o)), ok(at(r.fails, 2 + o)), ok(at(r.fails, 3 + o)));
+        let schedule = at(r.fails, 2 + o).map(|i| &t[i]);
+        let done = at(r.done, 1 + o + f).map(|i| (&t[i], &t[i + 1]));
         if !active_ok {
             return Err(Error::layout(verb, "active has the wrong type"));
         }
@@ -207,8 +243,9 @@ impl Conversation for Settle {
                 return Ok(Step::Exec(w));
             }
             Action::Complete => {
-                let done_ms = Retention::from_reply(verb, &k, &["done_ms"], &t[6])?.done_ms;
-                if done_ms != 0 && t[7].is_wrongtype() {
+                let (retention, done) = done.ok_or_else(|| Error::server(verb, "the retention was not read"))?;
+                let done_ms = Retention::from_reply(verb, &k, &["done_ms"], retention)?.done_ms;
+                if done_ms != 0 && done.is_wrongtype() {
                     return Err(retention::wrong_type(verb, &k.done()));
                 }
                 w.push(Cmd::new("ZREM").arg(k.active()).arg(&self.id));
@@ -238,7 +275,7 @@ impl Conversation for Settle {
                             return Err(Error::layout(verb, "schedule has the wrong type"));
                         }
                         w.push(Cmd::new("ZADD").arg(k.schedule()).arg(due.to_string()).arg(&self.id));
-                        woke = new_head(&t[3], std::iter::once(due));
+                        woke = schedule.is_some_and(|head| new_head(head, std::iter::once(due)));
                     }
                     out = Settled::Retrying;
                 } else {

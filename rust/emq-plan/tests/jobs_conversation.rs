@@ -154,11 +154,15 @@ fn an_id_another_job_has_refuses_the_call_once_the_watch_holds() {
 
 // ------------------------------------------------------------------ complete and fail
 
-/// A flat job `a` held with token `t`: the replies of the settle's first read, then
-/// (for COMPLETE) the retention's `done_ms` and `ZCARD done`.
+/// A flat job `a` held with token `t`: the replies of the settle's first read (the
+/// clock, the row, `ZCARD active`), then for COMPLETE (`done_ms` given) the
+/// retention's `done_ms` and `ZCARD done`, for FAIL the ring, `wake`, `pending`, the
+/// head of `schedule` and `ZCARD dead`.
 fn settle_replies(done_ms: Option<&str>, done: Reply, attempts: &str) -> Vec<Reply> {
-    let mut r = vec![time(), fields(&[Some("active"), Some("t"), None, Some(attempts), Some("1")])];
-    r.extend([Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(1), Reply::Int(0)]);
+    let mut r = vec![time(), fields(&[Some("active"), Some("t"), None, Some(attempts), Some("1")]), Reply::Int(1)];
+    if done_ms.is_none() {
+        r.extend([Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Array(vec![]), Reply::Int(0)]);
+    }
     if let Some(v) = done_ms {
         r.push(fields(&[if v == "absent" { None } else { Some(v) }]));
         r.push(done);
@@ -252,11 +256,31 @@ fn a_lane_job_that_dies_trims_then_confirms_its_empty_lane() {
     s.start();
     let mut r = vec![time(), fields(&[Some("active"), Some("t"), Some("L"), Some("1"), Some("1")])];
     r.extend([fields(&[None, Some("1"), Some("1"), None]), Reply::Int(0)]);
-    r.extend([Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(1), Reply::Int(0)]);
+    // `ZCARD active`, the ring, `wake`, `pending`, the head of `schedule`, `ZCARD dead`.
+    r.extend([Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Array(vec![]), Reply::Int(0)]);
     let Step::Read { watch, .. } = s.feed(&r).unwrap() else { panic!() };
     assert_eq!(watch, vec![b"emq:{q}:dead".to_vec()]);
     let Step::Read { watch, .. } = s.feed(&[fields(&[None, None]), Reply::Int(0), Reply::Array(vec![])]).unwrap() else { panic!() };
     assert_eq!(watch, vec![b"emq:{q}:lane:L".to_vec()]);
     let Step::Exec(w) = s.feed(&[Reply::Int(0)]).unwrap() else { panic!() };
     assert!(w.contains(&cmd(&["HSET", "emq:{q}:lanectl:L", "active", "0"])));
+}
+
+#[test]
+fn a_settle_reads_the_types_of_what_its_action_may_write_and_no_more() {
+    let reads = |lane: Option<&str>, action: Action| -> Vec<Vec<u8>> {
+        let mut s = Settle::new(Keys::new(b"q"), b"a".to_vec(), b"t".to_vec(), lane.map(|l| l.as_bytes().to_vec()), action, 0.5).unwrap();
+        let Step::Read { cmds, .. } = s.start() else { panic!() };
+        // Every key read past the clock and the row.
+        cmds[2..].iter().map(|c| c.to_args()[1].to_vec()).collect()
+    };
+    let keys = |ks: &[&str]| ks.iter().map(|k| format!("emq:{{q}}:{k}").into_bytes()).collect::<Vec<_>>();
+    // A flat complete writes `active`, the row and `done` (by the retention): not
+    // `pending`, `schedule`, `dead`, the ring or `wake`.
+    assert_eq!(reads(None, Action::Complete), keys(&["active", "retention", "done"]));
+    assert_eq!(reads(None, Action::Extend { lease_ms: 5 }), keys(&["active"]));
+    // A lane job's complete offers its lane: the ring and `wake` too.
+    assert_eq!(reads(Some("L"), Action::Complete), keys(&["lanectl:L", "lane:L", "active", "ring", "wake", "retention", "done"]));
+    let fail = Action::Fail { error: b"e".to_vec(), retry_in_ms: None };
+    assert_eq!(reads(None, fail), keys(&["active", "ring", "wake", "pending", "schedule", "dead"]));
 }
