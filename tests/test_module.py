@@ -10,6 +10,7 @@ deny-oom, and cluster routing by its key positions.
 
 from __future__ import annotations
 
+import signal
 import time
 
 import pytest
@@ -294,6 +295,83 @@ def test_a_replica_without_the_module_and_an_aof_reload_end_with_the_primarys_ke
         replica.close()
     finally:
         pair.stop()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_writes_reach_a_replica_and_one_that_comes_back_without_an_aof(kind):
+    """Without an AOF, what takes the module's writes is a replica, or the
+    replication backlog while a replica is away: the module leaves its row writes
+    unpropagated only where neither is there (`ffi::propagates`). A replica linked
+    throughout ends with the primary's keyspace; so does one whose link was cut
+    before a sweep and that comes back by a partial resync from the backlog (the
+    row writes of that sweep reach it only through the backlog)."""
+    pair = _servers.start_replicated(kind, module=True)
+    try:
+        primary, replica = redis.Redis.from_url(pair.primary.url), redis.Redis.from_url(pair.replica.url)
+        c = emq.connect(pair.primary.url)
+        q = emq.Queue(c, Q)
+        q.add_many([{"data": "x", "id": f"f{i}", "delay_ms": 1} for i in range(30)])
+        time.sleep(0.01)
+        assert emq.promote(c, Q, batch=10, backend="module") == 10
+        assert primary.execute_command("WAIT", 1, 5000) == 1
+        assert dump(replica) == dump(primary)
+        claimed = q.claim(5, lease_ms=1)
+        time.sleep(0.01)
+        # The link cut, the replica stopped so that it cannot come back yet: no
+        # replica connected, the backlog kept.
+        partial = primary.info("stats")["sync_partial_ok"]
+        pair.replica.proc.send_signal(signal.SIGSTOP)
+        try:
+            primary.client_kill_filter(_type="replica")
+            assert primary.info("replication")["connected_slaves"] == 0
+            assert emq.promote(c, Q, batch=10, backend="module") == 10
+            recovered, _ = emq.stalled_check(c, Q, max_stalled=None, batch=10, backend="module")
+            assert len(claimed) == len(recovered) == 5
+            assert primary.info("replication")["connected_slaves"] == 0
+        finally:
+            pair.replica.proc.send_signal(signal.SIGCONT)
+        assert primary.execute_command("WAIT", 1, 10000) == 1
+        assert primary.info("stats")["sync_partial_ok"] == partial + 1, "the replica came back by a partial resync"
+        want = dump(primary)
+        assert dump(replica) == want
+        c.close()
+        primary.close()
+        replica.close()
+    finally:
+        pair.stop()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_an_aof_alone_takes_the_writes(kind):
+    """No replica, no backlog, the append-only file on: the module's row writes
+    are propagated to it, and a server without the module restarted from it holds
+    what the primary held."""
+    s = Server(binary(kind), extra=["--appendonly", "yes", "--appendfsync", "always"], module=True).start()
+    try:
+        with redis.Redis.from_url(s.url) as r0:
+            assert r0.info("replication")["repl_backlog_active"] == 0
+            c = emq.connect(s.url)
+            q = emq.Queue(c, Q)
+            q.add_many([{"data": "x", "id": f"f{i}", "delay_ms": 1} for i in range(20)])
+            time.sleep(0.01)
+            assert emq.promote(c, Q, batch=20, backend="module") == 20
+            claimed = q.claim(5, lease_ms=1)
+            time.sleep(0.01)
+            recovered, _ = emq.stalled_check(c, Q, max_stalled=None, batch=10, backend="module")
+            assert len(claimed) == len(recovered) == 5
+            want = dump(r0)
+            c.close()
+        data = s.dir
+        s.proc.terminate()  # not stop(): that removes the data directory
+        s.proc.wait(10)
+        again = Server(binary(kind), extra=["--appendonly", "yes", "--dir", str(data)], module=False).start()
+        try:
+            with redis.Redis.from_url(again.url) as r2:
+                assert dump(r2) == want
+        finally:
+            again.stop()
+    finally:
+        s.stop()
 
 
 def test_in_a_cluster_the_key_positions_route_the_commands(_production_servers):

@@ -78,6 +78,10 @@ pub struct Api {
     hash_get: unsafe extern "C" fn(*mut Key, c_int, ...) -> c_int,
     hash_set: unsafe extern "C" fn(*mut Key, c_int, ...) -> c_int,
     replicate: unsafe extern "C" fn(*mut Ctx, *const c_char, *const c_char, ...) -> c_int,
+    get_context_flags: unsafe extern "C" fn(*mut Ctx) -> c_int,
+    get_server_info: unsafe extern "C" fn(*mut Ctx, *const c_char) -> *mut c_void,
+    server_info_get_field_signed: unsafe extern "C" fn(*mut c_void, *const c_char, *mut c_int) -> c_longlong,
+    free_server_info: unsafe extern "C" fn(*mut Ctx, *mut c_void),
     notify_keyspace_event: unsafe extern "C" fn(*mut Ctx, c_int, *const c_char, *mut RString) -> c_int,
     zset_first_in_score_range: unsafe extern "C" fn(*mut Key, f64, f64, c_int, c_int) -> c_int,
     zset_range_current_element: unsafe extern "C" fn(*mut Key, *mut f64) -> *mut RString,
@@ -138,6 +142,10 @@ unsafe fn lookup(ctx: *mut Ctx) -> Option<Api> {
         hash_get: get!("HashGet"),
         hash_set: get!("HashSet"),
         replicate: get!("Replicate"),
+        get_context_flags: get!("GetContextFlags"),
+        get_server_info: get!("GetServerInfo"),
+        server_info_get_field_signed: get!("ServerInfoGetFieldSigned"),
+        free_server_info: get!("FreeServerInfo"),
         notify_keyspace_event: get!("NotifyKeyspaceEvent"),
         zset_first_in_score_range: get!("ZsetFirstInScoreRange"),
         zset_range_current_element: get!("ZsetRangeCurrentElement"),
@@ -446,6 +454,37 @@ impl Drop for OpenKey {
             unsafe { (api().close_key)(self.0) }
         }
     }
+}
+
+/// `REDISMODULE_CTX_FLAGS_AOF`: the append-only file is on.
+const CTX_FLAGS_AOF: c_int = 1 << 6;
+
+/// Whether anything takes this server's writes as commands: the append-only
+/// file, a replica, or a replication backlog (kept for a replica that comes back
+/// and asks for what it missed, and made as soon as one starts to sync). Where
+/// nothing does, the server propagates no command (a script's writes neither),
+/// and `replicate` would only build and drop its arguments. Asked once a call:
+/// nothing attaches while a command runs. When the answer cannot be read: yes.
+pub fn propagates(ctx: *mut Ctx) -> bool {
+    // SAFETY: the command's context.
+    if unsafe { (api().get_context_flags)(ctx) } & CTX_FLAGS_AOF != 0 {
+        return true;
+    }
+    // SAFETY: the command's context and a C string; the info is freed below.
+    let info = unsafe { (api().get_server_info)(ctx, c"replication".as_ptr()) };
+    if info.is_null() {
+        return true;
+    }
+    let field = |name: &CStr| {
+        let mut err: c_int = 0;
+        // SAFETY: live info, a C string, an out-parameter.
+        let v = unsafe { (api().server_info_get_field_signed)(info, name.as_ptr(), &raw mut err) };
+        err != 0 || v != 0
+    };
+    let listened = field(c"repl_backlog_active") || field(c"connected_slaves");
+    // SAFETY: got above, freed once.
+    unsafe { (api().free_server_info)(ctx, info) };
+    listened
 }
 
 /// Propagates `name args…` to replicas and the AOF, as a command would.
