@@ -211,16 +211,17 @@ impl Conversation for Settle {
             }
             None => (LaneCtl::default(), 0),
         };
-        // The replies in `start`'s order; a read this action leaves out reads as the
-        // right type (nothing of this action writes that key).
-        let t = &replies[2 + lane_reads..];
-        let ok = |i: Option<usize>| i.is_none_or(|i| !t[i].is_wrongtype());
-        let at = |on: bool, i: usize| on.then_some(i);
-        let (o, f) = (usize::from(r.offers) * 2, usize::from(r.fails) * 3);
-        let (active_ok, ring_ok, wake_ok) = (ok(Some(0)), ok(at(r.offers, 1)), ok(at(r.offers, 2)));
-        let (pending_ok, schedule_ok, dead_ok) = (ok(at(r.fails, 1 + o)), ok(at(r.fails, 2 + o)), ok(at(r.fails, 3 + o)));
-        let schedule = at(r.fails, 2 + o).map(|i| &t[i]);
-        let done = at(r.done, 1 + o + f).map(|i| (&t[i], &t[i + 1]));
+        // The replies in `start`'s order; a read this action leaves out is `None`,
+        // and passes as the right type (nothing this action writes is that key).
+        let mut t = replies[2 + lane_reads..].iter();
+        let mut next = |on: bool| if on { t.next() } else { None };
+        let active = next(true);
+        let (ring, wake) = (next(r.offers), next(r.offers));
+        let (pending, schedule, dead) = (next(r.fails), next(r.fails), next(r.fails));
+        let (retention, done) = (next(r.done), next(r.done));
+        let ok = |reply: Option<&Reply>| reply.is_none_or(|r| !r.is_wrongtype());
+        let (active_ok, ring_ok, wake_ok) = (ok(active), ok(ring), ok(wake));
+        let (pending_ok, schedule_ok, dead_ok) = (ok(pending), ok(schedule), ok(dead));
         if !active_ok {
             return Err(Error::layout(verb, "active has the wrong type"));
         }
@@ -243,7 +244,9 @@ impl Conversation for Settle {
                 return Ok(Step::Exec(w));
             }
             Action::Complete => {
-                let (retention, done) = done.ok_or_else(|| Error::server(verb, "the retention was not read"))?;
+                let (Some(retention), Some(done)) = (retention, done) else {
+                    return Err(Error::server(verb, "the retention was not read"));
+                };
                 let done_ms = Retention::from_reply(verb, &k, &["done_ms"], retention)?.done_ms;
                 if done_ms != 0 && done.is_wrongtype() {
                     return Err(retention::wrong_type(verb, &k.done()));
