@@ -133,10 +133,11 @@ impl Call {
                     self.replied.get_or_insert_with(Instant::now);
                     // Fed while the server still queues: the plan is checked meanwhile.
                     let fed = fed(c, &replies, skip);
+                    let as_expected = matches!(fed, Ok(Step::Exec(_))) && c.exec_as_expected();
                     // The read is the one expected: `EXEC` goes now, so the server runs the
                     // transaction as soon as it has queued it, not a round trip later. A
                     // command it refused to queue makes it refuse the `EXEC` too.
-                    if ahead.is_some() && matches!(fed, Ok(Step::Exec(_))) && c.exec_as_expected() {
+                    if ahead.is_some() && as_expected {
                         self.exec_sent = true;
                         conn.send(&[Cmd::new("EXEC")]).map_err(unknown)?;
                     }
@@ -148,10 +149,10 @@ impl Call {
                     };
                     spent.1 = replies;
                     match ahead {
-                        Some(_) => self.after_queued(conn, c, fed, refused),
+                        Some(_) => self.after_queued(conn, c.verb(), fed, as_expected, refused),
                         None => {
                             if expected && matches!(fed, Ok(Step::Exec(_))) {
-                                conn.queue_ahead = c.exec_as_expected();
+                                conn.queue_ahead = as_expected;
                             }
                             fed
                         }
@@ -243,19 +244,20 @@ impl Call {
         }
     }
 
-    /// The step after reads whose expected transaction was queued behind them:
-    /// the `EXEC` of that transaction, when the conversation's next step is it
-    /// and the server queued it all; else the queue is discarded (which ends
-    /// the watch too) and the call goes on without it, or starts again when it
+    /// The step after reads whose expected transaction was queued behind them
+    /// (`expected`: `fed` is that transaction's `Step::Exec`, and its `EXEC` was
+    /// sent): that `EXEC`, when the server queued it all; else the queue ends,
+    /// by `DISCARD` or by the server's refusal of the `EXEC` sent (either ends the
+    /// watch too), and the call goes on without it, or starts again when it
     /// needed the watch.
-    fn after_queued<C: Conversation>(
+    fn after_queued<O>(
         &mut self,
         conn: &mut Conn,
-        c: &C,
-        fed: HostResult<Step<C::Out>>,
+        verb: &str,
+        fed: HostResult<Step<O>>,
+        expected: bool,
         refused: Option<Reply>,
-    ) -> HostResult<Step<C::Out>> {
-        let expected = matches!(fed, Ok(Step::Exec(_))) && c.exec_as_expected();
+    ) -> HostResult<Step<O>> {
         if expected && refused.is_none() {
             self.queued = true;
             return fed;
@@ -271,9 +273,9 @@ impl Call {
         self.watching = false;
         match (fed, refused) {
             // The transaction was its own, and the server refused part of it.
-            (Ok(_), Some(r)) if expected => Err(refusal(c.verb(), &r)),
+            (Ok(_), Some(r)) if expected => Err(refusal(verb, &r)),
             (Ok(Step::Done(out)), _) => Ok(Step::Done(out)),
-            (Ok(_), _) => Err(HostError::Contention(format!("{}: the read was not the one expected; its watch ended", c.verb()))),
+            (Ok(_), _) => Err(HostError::Contention(format!("{verb}: the read was not the one expected; its watch ended"))),
             (Err(e), _) => Err(e),
         }
     }

@@ -132,7 +132,6 @@ impl<A: Conversation, B: Conversation> Both<A, B> {
             let k = cmds.len();
             let mut mine = vec![];
             self.b.send_read(&mut watch, &mut mine);
-            self.b_wire = mine.len();
             self.b_from = None;
             let shared: Vec<Option<usize>> =
                 mine.iter().map(|c| if c.argc() <= SHARED_ARGS { cmds[..k].iter().position(|a| a == c) } else { None }).collect();
@@ -147,11 +146,11 @@ impl<A: Conversation, B: Conversation> Both<A, B> {
                         }
                     }
                 }
-                self.b_wire = cmds.len() - k;
                 self.b_from = Some(from);
             } else {
                 cmds.extend(mine);
             }
+            self.b_wire = cmds.len() - k;
             return Step::Read { watch, cmds };
         }
         let mut writes = vec![];
