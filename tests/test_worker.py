@@ -424,6 +424,31 @@ def test_an_idle_worker_parks_for_idle_beat_ms_and_wakes_for_work_due_times_and_
     assert w.counters.snapshot()["beats"] < 40
 
 
+def test_a_worker_waiting_for_a_due_time_pings_the_server_just_before_it():
+    """A parked worker that waits exactly for a due time wakes `WARM_S` early and
+    pings the server (so the due job's promote runs on warm cores); a worker
+    parked with nothing due sends nothing, and the due job still runs at its
+    due time, not before."""
+    with Server() as srv:
+        r = redis.Redis(port=srv.port)
+        qn = "warm"
+        ran: dict[str, int] = {}
+        q = emq.Queue(emq.connect(srv.url), qn)
+        w = emq.Worker(emq.Queue(emq.connect(srv.url), qn), lambda job: ran.setdefault(job.id, server_ms(r)), idle_beat_ms=60_000)
+        with running(w):
+            parked(w, 1)
+            time.sleep(0.3)
+            r.config_resetstat()
+            time.sleep(1.0)
+            assert "cmdstat_ping" not in r.info("commandstats"), "a worker with nothing due pinged"
+            due = server_ms(r) + 400
+            job = q.add(b"x", at_ms=due)
+            wait_for(lambda: job in ran, 10, "the due job", show=w.counters.snapshot)
+            assert ran[job] >= due
+            pings = r.info("commandstats").get("cmdstat_ping", {}).get("calls", 0)
+            assert 1 <= pings <= 2, f"{pings} pings for one due time"
+
+
 def test_a_lost_token_is_healed_within_idle_beat_ms(server, r):
     qn = "lost"
     k = keys(qn)
