@@ -177,6 +177,11 @@ class Harness:
             out[k.removeprefix("cmdstat_")] = (int(f["calls"]), int(f["usec"]))
         return out
 
+    def cpu_s(self) -> float:
+        """The server process's CPU time so far (`INFO cpu`: user + system, s)."""
+        info = self.client.info("cpu")
+        return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
     def clients(self) -> int:
         return len([line for line in self.client.command("CLIENT", "LIST").decode().splitlines() if line.strip()])
 
@@ -369,12 +374,12 @@ def finish(p: subprocess.Popen, timeout: float) -> dict:
 
 def measure_idle(h: Harness, port: int, seconds: float) -> dict:
     h.client.command("CONFIG", "RESETSTAT")
-    t0 = time.monotonic()
+    cpu0, t0 = h.cpu_s(), time.monotonic()
     mon = Monitor(port)
     time.sleep(seconds)
     mon_s = mon.stop()
     stats = h.commandstats()
-    stats_s = time.monotonic() - t0
+    cpu1, stats_s = h.cpu_s(), time.monotonic() - t0
     skip = {"info", "config|resetstat", "config", "monitor"}
     calls = {k: c for k, (c, _) in stats.items() if k not in skip and c}
     usec = sum(u for k, (_, u) in stats.items() if k not in skip)
@@ -382,7 +387,9 @@ def measure_idle(h: Harness, port: int, seconds: float) -> dict:
     return {
         "sent_per_s": sum(sent.values()) / mon_s,
         "calls_per_s": sum(calls.values()) / stats_s,
-        "server_usec_per_s": usec / stats_s,
+        "command_usec_per_s": usec / stats_s,
+        # The server's whole CPU (its timers and the MONITOR feed included, as for every system).
+        "server_cpu_us_per_s": (cpu1 - cpu0) * 1e6 / stats_s,
         "sent": dict(sorted(sent.items(), key=lambda kv: -kv[1])),
         "script_internal": dict(sorted(mon.lua.items(), key=lambda kv: -kv[1])),
         "calls": dict(sorted(calls.items(), key=lambda kv: -kv[1])),
@@ -461,6 +468,7 @@ def measure_lateness(
 def measure_throughput(h: Harness, name: str, rec: Records, tag: str, *, jobs: int, cap_s: float) -> dict:
     h.client.command("CONFIG", "RESETSTAT")
     h.sent = {}
+    cpu0 = h.cpu_s()
     start = time.monotonic()
     p = produce(name, h.url, "burst", wait=False, count=jobs, batch=100, seconds=cap_s, prefix=tag)
     end_ms = None
@@ -473,6 +481,7 @@ def measure_throughput(h: Harness, name: str, rec: Records, tag: str, *, jobs: i
         # Every 2 ms: the fastest runs take a quarter of a second, which a coarser
         # poll would stretch by several percent.
         time.sleep(0.002 if rec.n(tag) >= jobs else 0.02)
+    cpu1 = h.cpu_s()  # at the end, or at the cap: what the server spent on what was done
     prod = finish(p, 60)
     stats = h.commandstats()
     rec.poll()
@@ -493,7 +502,12 @@ def measure_throughput(h: Harness, name: str, rec: Records, tag: str, *, jobs: i
         "jobs_per_s": done / secs if secs > 0 else None,
         "enqueue_per_s": prod["n"] / add_s if add_s > 0 else None,
         "calls_per_job": calls / max(1, done),
-        "server_usec_per_job": usec / max(1, done),
+        # The server's CPU (`INFO cpu`, user + system) from the first add to the
+        # end, over the jobs: commands, scripts, system calls, everything.
+        "server_cpu_us_per_job": (cpu1 - cpu0) * 1e6 / max(1, done),
+        # commandstats `usec` summed: time inside commands; a transaction's or a
+        # script's usec includes its commands', which count again on their own.
+        "command_usec_per_job": usec / max(1, done),
         "calls_per_job_by_command": {
             k: round((c - h.sent.get(k, 0)) / max(1, done), 3)
             for k, (c, _) in sorted(stats.items(), key=lambda kv: -kv[1][0])
@@ -566,17 +580,20 @@ def summarize(runs: list[dict], workers: int) -> dict:
     s: dict = {}
     for phase in ("light", "heavy"):
         rs = [r[phase] for r in runs if phase in r]
-        s[phase] = {k: median([r[k] for r in rs]) for k in ("p50", "p99", "max")}
+        s[phase] = {k: median([r.get(k) for r in rs]) for k in ("p50", "p99", "max")}
         s[phase]["missing"] = max((r["missing"] for r in rs), default=None)
         s[phase]["backlog_left"] = max((r.get("backlog_left", 0) for r in rs), default=0)
         if rs and "flood" in rs[0]:
             s[phase]["flood_rate_achieved"] = median([r["flood"]["rate_achieved"] for r in rs])
     for phase in (f"tput{workers}", "tput1"):
         rs = [r[phase] for r in runs if phase in r]
-        s[phase] = {k: median([r[k] for r in rs]) for k in ("jobs_per_s", "enqueue_per_s", "calls_per_job", "server_usec_per_job")}
+        s[phase] = {
+            k: median([r.get(k) for r in rs])
+            for k in ("jobs_per_s", "enqueue_per_s", "calls_per_job", "server_cpu_us_per_job", "command_usec_per_job")
+        }
         s[phase]["capped"] = any(r["capped"] for r in rs)
     rs = [r["idle"] for r in runs if "idle" in r]
-    s["idle"] = {k: median([r[k] for r in rs]) for k in ("sent_per_s", "calls_per_s", "server_usec_per_s")}
+    s["idle"] = {k: median([r.get(k) for r in rs]) for k in ("sent_per_s", "calls_per_s", "server_cpu_us_per_s")}
     return s
 
 
@@ -748,17 +765,21 @@ def table(data: dict) -> str:
         )
     rows += [
         "",
-        "What the server spends (commandstats; calls include those inside scripts and transactions):",
+        "What the server spends: calls from commandstats (those inside scripts and transactions included); "
+        "CPU from `INFO cpu` (user + system, commands and system calls alike) over the phase; time "
+        "inside commands from commandstats `usec` (a transaction's or a script's includes its commands', "
+        "which count again on their own):",
         "",
-        f"| system | calls per job, {w} workers | server CPU per job, {w} workers (µs) | idle server CPU ({w} workers, µs/s) |",
-        "|---|---|---|---|",
+        f"| system | calls per job, {w} workers | server CPU per job, {w} workers (µs) | time in commands per job (µs) "
+        f"| idle server CPU ({w} workers, µs/s) |",
+        "|---|---|---|---|---|",
     ]
     for s in data["systems"]:
         sm = data["summary"].get(s)
         if sm:
             rows.append(
-                f"| {s} | {fmt(sm[f'tput{w}']['calls_per_job'])} | {fmt(sm[f'tput{w}']['server_usec_per_job'])} | "
-                f"{fmt(sm['idle']['server_usec_per_s'])} |"
+                f"| {s} | {fmt(sm[f'tput{w}']['calls_per_job'])} | {fmt(sm[f'tput{w}']['server_cpu_us_per_job'])} | "
+                f"{fmt(sm[f'tput{w}']['command_usec_per_job'])} | {fmt(sm['idle']['server_cpu_us_per_s'])} |"
             )
     return "\n".join(rows)
 
