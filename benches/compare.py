@@ -17,9 +17,13 @@ clock) in a file. Per system and run:
    deltas, script internals included), per second;
 2. lateness, light load: `--sched-jobs` jobs due at random times over
    `--window-s` seconds, the workers idle until then; handler start − due;
-3. lateness, heavy load: the same while a producer floods the queue with
+3. lateness, short delays: while the workers park, a producer adds
+   `--delay-jobs` jobs one at a time, at random moments (0 to
+   `--delay-gap-ms` apart), each due 10 to 300 ms after its add (a retry's
+   backoff, a short wait); handler start − due;
+4. lateness, heavy load: the same as 2. while a producer floods the queue with
    immediate no-op jobs at `--flood-rate` jobs/s;
-4. throughput with 4 workers, then (after a restart) with 1: the workers
+5. throughput with 4 workers, then (after a restart) with 1: the workers
    running and idle, a producer adds `--tput-jobs` immediate no-op jobs as fast
    as it can in batches of 100 (the library's bulk add where it has one, else
    100 adds gathered concurrently); the clock runs from the first add to the
@@ -465,6 +469,32 @@ def measure_lateness(
     return out
 
 
+def measure_delays(h: Harness, name: str, rec: Records, tag: str, *, jobs: int, gap_ms: float, tail_s: float, seed: int) -> dict:
+    """Short delays while the workers park: the producer adds one job at a time
+    and says when each is due; then until every job started, or `tail_s` past
+    the last add."""
+    prod = produce(name, h.url, "delays", timeout=jobs * gap_ms / 1000 + 120, count=jobs, prefix=tag, seed=seed, **{"gap-ms": gap_ms})
+    pairs = prod["pairs"]
+    deadline = time.monotonic() + tail_s
+    while time.monotonic() < deadline:
+        rec.poll()
+        if rec.n(tag) >= jobs:
+            break
+        time.sleep(0.1)
+    rec.poll()
+    late = [rec.first[i][1] - due for i, due in pairs if i in rec.first]
+    return {
+        "jobs": jobs,
+        "started": len(late),
+        "missing": jobs - len(late),
+        "p50": pct(late, 50),
+        "p99": pct(late, 99),
+        "max": max(late) if late else None,
+        "min": min(late) if late else None,
+        "lateness_ms": [round(x, 3) for x in late],
+    }
+
+
 def measure_throughput(h: Harness, name: str, rec: Records, tag: str, *, jobs: int, cap_s: float) -> dict:
     h.client.command("CONFIG", "RESETSTAT")
     h.sent = {}
@@ -533,6 +563,12 @@ def run_system(name: str, srv: Server, h: Harness, cfg, run: int, logdir: Path) 
             h, name, rec, "L", jobs=cfg.sched_jobs, window_s=cfg.window_s, lead_s=cfg.lead_s, flood_rate=0, tail_s=cfg.tail_s, rnd=rnd
         )
         drain(h, name, rec, 10)
+        if cfg.delay_jobs:
+            log(f"  {name}: lateness, short delays ({cfg.delay_jobs} jobs added while the workers park)")
+            out["delays"] = measure_delays(
+                h, name, rec, "D", jobs=cfg.delay_jobs, gap_ms=cfg.delay_gap_ms, tail_s=cfg.tail_s, seed=1000 * run + SYSTEMS.index(name)
+            )
+            drain(h, name, rec, 10)
         log(f"  {name}: lateness, heavy load (+{cfg.flood_rate:.0f} immediate jobs/s)")
         out["heavy"] = measure_lateness(
             h,
@@ -578,7 +614,7 @@ def run_system(name: str, srv: Server, h: Harness, cfg, run: int, logdir: Path) 
 
 def summarize(runs: list[dict], workers: int) -> dict:
     s: dict = {}
-    for phase in ("light", "heavy"):
+    for phase in ("light", "delays", "heavy"):
         rs = [r[phase] for r in runs if phase in r]
         s[phase] = {k: median([r.get(k) for r in rs]) for k in ("p50", "p99", "max")}
         s[phase]["missing"] = max((r["missing"] for r in rs), default=None)
@@ -604,6 +640,7 @@ def ratios(summary: dict, workers: int) -> dict:
     out = {}
     keys = [
         ("light", "p99"),
+        ("delays", "p99"),
         ("heavy", "p99"),
         (f"tput{workers}", "jobs_per_s"),
         ("tput1", "jobs_per_s"),
@@ -630,12 +667,13 @@ def plots(data: dict, tag: str) -> list[str]:
     w = data["config"]["workers"]
     srv = data["server"]["name"] + " " + data["server"]["version"]
 
-    fig, axes = plt.subplots(1, 2, figsize=(12, 5), sharey=True)
-    for ax, phase, title in (
-        (axes[0], "light", "light load: idle workers"),
-        (axes[1], "heavy", f"heavy load: + {data['config']['flood_rate']:.0f} immediate jobs/s"),
-    ):
-        vals = [[x for r in data["results"][s]["runs"] for x in r[phase]["lateness_ms"]] for s in systems]
+    panels = [("light", "light load: idle workers")]
+    if any("delays" in r for s in systems for r in data["results"][s]["runs"]):
+        panels.append(("delays", "short delays (10–300 ms) added while idle"))
+    panels.append(("heavy", f"heavy load: + {data['config']['flood_rate']:.0f} immediate jobs/s"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 5), sharey=True)
+    for ax, (phase, title) in zip(axes, panels):
+        vals = [[x for r in data["results"][s]["runs"] for x in r.get(phase, {}).get("lateness_ms", [])] for s in systems]
         bp = ax.boxplot(vals, whis=(1, 99), showfliers=True, patch_artist=True, widths=0.6, flierprops={"markersize": 2, "alpha": 0.4})
         for patch, s in zip(bp["boxes"], systems):
             patch.set_facecolor(colors.get(s, "grey"))
@@ -646,14 +684,14 @@ def plots(data: dict, tag: str) -> list[str]:
                 ax.annotate(f"p99 {p99:.0f}", (k, p99), xytext=(4, 6), textcoords="offset points", fontsize=8)
         labels = []
         for s in systems:
-            never = sum(r[phase]["missing"] for r in data["results"][s]["runs"])
+            never = sum(r.get(phase, {}).get("missing", 0) for r in data["results"][s]["runs"])
             labels.append(s + (f"\n({never} never\nstarted)" if never else ""))
         ax.set_xticks(range(1, len(systems) + 1), labels)
         ax.set_yscale("symlog", linthresh=10)
         ax.set_title(title)
         ax.grid(axis="y", alpha=0.3)
     axes[0].set_ylabel("handler start − due time (ms, symlog)")
-    fig.suptitle(f"Lateness of scheduled jobs, {w} worker processes, all runs pooled (box: quartiles, whiskers: p1–p99)  [{srv}]")
+    fig.suptitle(f"Lateness of delayed jobs, {w} worker processes, all runs pooled (box: quartiles, whiskers: p1–p99)  [{srv}]")
     fig.tight_layout()
     f = RESULTS / f"compare-{tag}-lateness.png"
     fig.savefig(f, dpi=110)
@@ -733,20 +771,21 @@ def table(data: dict) -> str:
     w = data["config"]["workers"]
     n = data["config"]["sched_jobs"]
     rows = [
-        "| system | version | light p50 / p99 / max (ms) | heavy p50 / p99 / max (ms) | "
+        "| system | version | light p50 / p99 / max (ms) | short delays p50 / p99 / max (ms) | heavy p50 / p99 / max (ms) | "
         f"jobs/s, 1 worker | jobs/s, {w} workers | idle: calls/s (sent/s) |",
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for s in data["systems"]:
         sm = data["summary"].get(s)
         if not sm:
-            rows.append(f"| {s} | – | {data['results'].get(s, {}).get('error', 'not run')} | | | | |")
+            rows.append(f"| {s} | – | {data['results'].get(s, {}).get('error', 'not run')} | | | | | |")
             continue
         v = data["versions"][s].get(PEERS[s].DIST, "?")
-        lt, hv = sm["light"], sm["heavy"]
+        lt, dl, hv = sm["light"], sm.get("delays") or {}, sm["heavy"]
+        nd = data["config"].get("delay_jobs", 0)
         cap = lambda p: " (capped)" if p.get("capped") else ""  # noqa: E731
         rows.append(
-            f"| {s} | {v} | {late(lt, n)} | {late(hv, n)} | "
+            f"| {s} | {v} | {late(lt, n)} | {late(dl, nd) if dl.get('p50') is not None else '–'} | {late(hv, n)} | "
             f"{fmt(sm['tput1']['jobs_per_s'])}{cap(sm['tput1'])} | {fmt(sm[f'tput{w}']['jobs_per_s'])}{cap(sm[f'tput{w}'])} | "
             f"{fmt(sm['idle']['calls_per_s'])} ({fmt(sm['idle']['sent_per_s'])}) |"
         )
@@ -754,13 +793,13 @@ def table(data: dict) -> str:
         "",
         "Against emq (ratio peer / emq; lateness and idle: lower is better, throughput: higher):",
         "",
-        f"| system | light p99 | heavy p99 | jobs/s, 1 worker | jobs/s, {w} workers | idle calls/s | idle sent/s |",
-        "|---|---|---|---|---|---|---|",
+        f"| system | light p99 | short delays p99 | heavy p99 | jobs/s, 1 worker | jobs/s, {w} workers | idle calls/s | idle sent/s |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for s, r in data["ratios"].items():
         f = lambda k, r=r: "–" if r.get(k) is None else f"{r[k]:.2f}×"  # noqa: E731
         rows.append(
-            f"| {s} | {f('light.p99')} | {f('heavy.p99')} | {f('tput1.jobs_per_s')} | {f(f'tput{w}.jobs_per_s')} | "
+            f"| {s} | {f('light.p99')} | {f('delays.p99')} | {f('heavy.p99')} | {f('tput1.jobs_per_s')} | {f(f'tput{w}.jobs_per_s')} | "
             f"{f('idle.calls_per_s')} | {f('idle.sent_per_s')} |"
         )
     rows += [
@@ -847,7 +886,9 @@ empty queue, the commands they send per second (MONITOR, without the commands th
 inside scripts) and the calls the server counts (INFO commandstats deltas, which include
 the commands inside Lua scripts and transactions); **lateness**: {sched} jobs due at random
 times over {window} s, handler start − due time, first with the workers idle (light) and
-then while a producer adds {flood} immediate no-op jobs/s (heavy); **throughput**: with the
+then while a producer adds {flood} immediate no-op jobs/s (heavy); between the two, **short
+delays**: {delays} jobs added one at a time while the workers park, at random moments 0 to
+{gap} ms apart, each due 10 to 300 ms after its add; **throughput**: with the
 workers running and idle, a producer adds N no-op jobs as fast as it can in batches of 100
 (enqueue concurrently with the work); from the first add until every job has started and the
 library holds none unfinished; with {workers} worker processes ({tput} jobs), then 1 ({tput1}).
@@ -877,6 +918,8 @@ def merge_readme(data: dict, path_json: str, pngs: list[str], observations: str 
         sched=c["sched_jobs"],
         window=f"{c['window_s']:g}",
         flood=f"{c['flood_rate']:g}",
+        delays=c.get("delay_jobs", 0),
+        gap=f"{c.get('delay_gap_ms', 100):g}",
         tput=c["tput_jobs"],
         tput1=c["tput1_jobs"],
         cap=f"{c['tput_cap_s']:g}",
@@ -922,6 +965,8 @@ def main() -> int:
     ap.add_argument("--tail-s", type=float, default=5.0)
     ap.add_argument("--heavy-tail-s", type=float, default=15.0)
     ap.add_argument("--flood-rate", type=float, default=500.0)
+    ap.add_argument("--delay-jobs", type=int, default=200, help="jobs of the short-delay phase (0: no such phase)")
+    ap.add_argument("--delay-gap-ms", type=float, default=100.0, help="the most between two of its adds")
     ap.add_argument("--tput-jobs", type=int, default=10000)
     ap.add_argument("--tput1-jobs", type=int, default=10000)
     ap.add_argument("--tput-cap-s", type=float, default=20.0)
@@ -954,7 +999,7 @@ def main() -> int:
         return 0
     if cfg.quick:
         cfg.runs, cfg.sched_jobs, cfg.window_s, cfg.lead_s = 1, 40, 3.0, 2.0
-        cfg.tail_s, cfg.heavy_tail_s, cfg.flood_rate = 3.0, 8.0, 250.0
+        cfg.tail_s, cfg.heavy_tail_s, cfg.flood_rate, cfg.delay_jobs = 3.0, 8.0, 250.0, 30
         cfg.tput_jobs, cfg.tput1_jobs, cfg.tput_cap_s, cfg.idle_s, cfg.settle = 1500, 600, 6.0, 3.0, 2.0
     missing = [s for s in systems if not Path(python_of(s)).exists()]
     if missing:

@@ -16,7 +16,7 @@ A peer module defines:
 - `outstanding(cmd, queue) -> int`: jobs not finished yet (queued, scheduled
   or active), from raw commands sent with `cmd(*args)`.
 - `Producer(url, queue)`: `add_now(ids)` and `add_at(pairs)` (coroutines),
-  `close()`; driven by `main()` below (`python -m peers.NAME schedule|flood|burst`).
+  `close()`; driven by `main()` below (`python -m peers.NAME schedule|flood|delays|burst`).
 
 The handlers all do the same: record `id due_ms start_ms` (wall clock,
 `time.time() * 1000`, taken first thing) in the file named by
@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import json
 import os
+import random
 import sys
 import time
 
@@ -96,6 +97,22 @@ async def _drive(producer, args) -> dict:
                 await asyncio.sleep(delay)
         last = now_ms()
         out["seconds"] = round(time.monotonic() - start, 3)
+    elif args.op == "delays":
+        # One job at a time, at random moments (0 to `--gap-ms` apart), each due
+        # `--min-ms` to `--max-ms` after its add: the retry backoffs and short
+        # waits that come while the workers park. Prints each job's due time.
+        rnd = random.Random(args.seed)
+        pairs = []
+        for k in range(args.count):
+            await asyncio.sleep(rnd.uniform(0, args.gap_ms / 1000))
+            t = now_ms()
+            first = first or t
+            pair = [f"{args.prefix}{k}", int(t + rnd.randint(args.min_ms, args.max_ms))]
+            await _maybe(producer.add_at([pair]))
+            pairs.append(pair)
+            out["n"] = k + 1
+        last = now_ms()
+        out["pairs"] = pairs
     elif args.op == "burst":
         # As fast as the producer can: batches of `batch`.
         deadline = time.monotonic() + args.seconds
@@ -114,9 +131,9 @@ async def _drive(producer, args) -> dict:
 
 
 def main(make_producer) -> None:
-    """`python -m peers.NAME {schedule,flood,burst} --url U --queue Q ...`"""
+    """`python -m peers.NAME {schedule,flood,delays,burst} --url U --queue Q ...`"""
     p = argparse.ArgumentParser()
-    p.add_argument("op", choices=["schedule", "flood", "burst"])
+    p.add_argument("op", choices=["schedule", "flood", "delays", "burst"])
     p.add_argument("--url", required=True)
     p.add_argument("--queue", required=True)
     p.add_argument("--count", type=int, default=1000)
@@ -124,6 +141,10 @@ def main(make_producer) -> None:
     p.add_argument("--seconds", type=float, default=60.0)
     p.add_argument("--batch", type=int, default=100)
     p.add_argument("--prefix", default="b")
+    p.add_argument("--gap-ms", type=float, default=100.0)
+    p.add_argument("--min-ms", type=int, default=10)
+    p.add_argument("--max-ms", type=int, default=300)
+    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
 
     async def go():
