@@ -925,22 +925,24 @@ def merge_readme(data: dict, path_json: str, pngs: list[str], observations: str 
         cap=f"{c['tput_cap_s']:g}",
     )
     old = README.read_text() if README.exists() else ""
-    subs: dict[str, str] = {}
-    notes = ""
+    # Every subsection kept, in order (the runs' notes written by hand too); this
+    # run's server's replaced, or added after the other server's.
+    subs: list[tuple[str, str]] = []
     if HEADING in old:
         body = old.split(HEADING, 1)[1]
         body = re.split(r"\n## ", body, maxsplit=1)[0]
         for m in re.finditer(r"(### (\S+)\s.*?)(?=\n### |\Z)", body, re.S):
-            if m.group(2) in ("valkey", "redis"):
-                subs[m.group(2)] = m.group(1).strip() + "\n"
-            elif m.group(2) == "Observations":
-                notes = m.group(1).strip() + "\n"
-    subs[data["server"]["name"]] = readme_section(data, path_json, pngs)
+            subs.append((m.group(2), m.group(1).strip() + "\n"))
+    mine = (data["server"]["name"], readme_section(data, path_json, pngs))
+    names = [n for n, _ in subs]
+    if mine[0] in names:
+        subs[names.index(mine[0])] = mine
+    else:
+        at = max((i + 1 for i, n in enumerate(names) if n in ("valkey", "redis")), default=len(subs))
+        subs.insert(at, mine)
     if observations:
-        notes = observations
-    section = intro + "\n" + "\n".join(subs[k] for k in ("valkey", "redis") if k in subs)
-    if notes:
-        section += "\n" + notes
+        subs = [(n, t) for n, t in subs if n != "Observations"] + [("Observations", observations)]
+    section = intro + "\n" + "\n".join(t for _, t in subs)
     update_readme(section)
 
 
