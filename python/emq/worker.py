@@ -72,7 +72,7 @@ YIELD_S = 0.003
 # idle took 0.45 ms, a warm one 0.04). A worker waiting exactly for a due time
 # wakes this much early, pings the server (one command a due time), and waits
 # out the rest: the due job's promote and claim then run on warm cores. At
-# light load it took the lateness's median from 1.1 to 0.8 ms here
+# light load it took the lateness's median from 1.2 to 0.9 ms here
 # (benches/README.md, "Waking early for a due time").
 WARM_S = 0.0005
 
