@@ -443,26 +443,10 @@ def measure_lateness(
             count=int(flood_rate * seconds) + 1,
             prefix=flood_tag,
         )
-    deadline = time.monotonic() + (t0 + window_s * 1000 - now_ms()) / 1000 + tail_s
-    while time.monotonic() < deadline:
-        rec.poll()
-        if rec.n(tag) >= jobs:
-            break
-        time.sleep(0.1)
+    await_started(rec, tag, jobs, time.monotonic() + (t0 + window_s * 1000 - now_ms()) / 1000 + tail_s)
     flood_out = finish(flood, 60) if flood else None
-    rec.poll()
-    late = [rec.first[i][1] - due for i, due in pairs if i in rec.first]
-    out = {
-        "jobs": jobs,
-        "started": len(late),
-        "missing": jobs - len(late),
-        "late_at_enqueue": sched.get("late_at_enqueue"),
-        "p50": pct(late, 50),
-        "p99": pct(late, 99),
-        "max": max(late) if late else None,
-        "min": min(late) if late else None,
-        "lateness_ms": [round(x, 3) for x in late],
-    }
+    out = lateness(rec, pairs, jobs)
+    out["late_at_enqueue"] = sched.get("late_at_enqueue")
     if flood_out:
         secs = (flood_out["last_add_ms"] - flood_out["first_add_ms"]) / 1000 if flood_out["first_add_ms"] else 0
         out["flood"] = {"added": flood_out["n"], "rate_target": flood_rate, "rate_achieved": flood_out["n"] / secs if secs > 0 else None}
@@ -474,13 +458,21 @@ def measure_delays(h: Harness, name: str, rec: Records, tag: str, *, jobs: int, 
     and says when each is due; then until every job started, or `tail_s` past
     the last add."""
     prod = produce(name, h.url, "delays", timeout=jobs * gap_ms / 1000 + 120, count=jobs, prefix=tag, seed=seed, **{"gap-ms": gap_ms})
-    pairs = prod["pairs"]
-    deadline = time.monotonic() + tail_s
+    await_started(rec, tag, jobs, time.monotonic() + tail_s)
+    return lateness(rec, prod["pairs"], jobs)
+
+
+def await_started(rec: Records, tag: str, jobs: int, deadline: float) -> None:
+    """Until `jobs` jobs of `tag` have started, or the deadline (monotonic s)."""
     while time.monotonic() < deadline:
         rec.poll()
         if rec.n(tag) >= jobs:
             break
         time.sleep(0.1)
+
+
+def lateness(rec: Records, pairs: list, jobs: int) -> dict:
+    """Handler start - due time of the jobs `pairs` (`[id, due_ms]`) started by now."""
     rec.poll()
     late = [rec.first[i][1] - due for i, due in pairs if i in rec.first]
     return {

@@ -85,11 +85,6 @@ def handler(job) -> None:
 COLUMNS = ["late", "park ended", "promoted", "claimed"]
 
 
-def pct(xs: list[float], p: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
-
-
 def one_run(url: str, *, cold: bool, workers: int, jobs: int, window_s: float, seed: int, tmp: Path) -> list[list[float]]:
     import redis
 
@@ -131,6 +126,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=3)
     cfg = ap.parse_args()
 
+    from delays import pct  # the same percentile as the short-delay bench's
     from emq.embedded import Server
 
     binary = None if cfg.server == "valkey" else shutil.which("redis-server")
