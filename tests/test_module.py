@@ -342,6 +342,42 @@ def test_writes_reach_a_replica_and_one_that_comes_back_without_an_aof(kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_a_replica_that_first_syncs_after_sweeps_gets_the_writes_of_the_later_ones(kind):
+    """The module keeps its answer to "does anything take my writes?" from call to
+    call (`ffi::propagates`). A primary that swept with no replica and no backlog
+    (writes left unpropagated), then gets its first replica (a full sync, which
+    forks: the answer is read again), propagates the row writes of the sweeps
+    that follow: the replica ends with the primary's keyspace."""
+    fast = ["--repl-diskless-sync", "no", "--repl-diskless-load", "on-empty-db"]
+    primary = Server(binary(kind), extra=fast, module=True).start()
+    replica = None
+    try:
+        with redis.Redis.from_url(primary.url) as p:
+            c = emq.connect(primary.url)
+            q = emq.Queue(c, Q)
+            q.add_many([{"data": "x", "id": f"f{i}", "delay_ms": 1} for i in range(40)])
+            time.sleep(0.01)
+            assert emq.promote(c, Q, batch=10, backend="module") == 10
+            assert p.info("replication")["repl_backlog_active"] == 0, "no backlog yet: the first sweep's writes went nowhere"
+            replica = Server(binary(kind), extra=[*fast, "--replicaof", "127.0.0.1", str(primary.port)], module=False).start()
+            pair = _servers.Replicated(kind, primary, replica)
+            pair.wait_link()
+            assert emq.promote(c, Q, batch=10, backend="module") == 10
+            claimed = q.claim(8, lease_ms=1)
+            time.sleep(0.01)
+            recovered, _ = emq.stalled_check(c, Q, max_stalled=None, batch=10, backend="module")
+            assert len(claimed) == len(recovered) == 8
+            pair.sync()
+            with redis.Redis.from_url(replica.url) as rr:
+                assert dump(rr) == dump(p)
+            c.close()
+    finally:
+        if replica is not None:
+            replica.stop()
+        primary.stop()
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_an_aof_alone_takes_the_writes(kind):
     """No replica, no backlog, the append-only file on: the module's row writes
     are propagated to it, and a server without the module restarted from it holds

@@ -6,8 +6,9 @@
 //! `MULTI`/`EXEC`), so a replica without the module applies exactly them.
 //!
 //! Most commands go through `RedisModule_Call`, which parses and runs them as a
-//! client's. The ones a sweep sends per row (`HGET`, `HMGET`, `EXISTS`, `HSET`, `HDEL`)
-//! and its selection (`ZRANGE key 0 N WITHSCORES`) are done with the key API
+//! client's. The ones a sweep sends per row (`HGET`, `HMGET`, `EXISTS`, `HSET`, `HDEL`),
+//! its selection (`ZRANGE key 0 N WITHSCORES`) and the lengths of its lists
+//! (`LLEN`, three or more a call) are done with the key API
 //! instead, with the same replies, errors, keyspace events and propagation: a
 //! call re-parses a command and builds its reply (a thousand scores printed and
 //! parsed again), which costs more than the work itself.
@@ -135,6 +136,7 @@ impl Host {
                     self.hash_fields(key, fields).map_or_else(|e| e, Reply::Array)
                 }
                 [name, keys @ ..] if name.eq_ignore_ascii_case(b"EXISTS") && !keys.is_empty() => self.exists(keys),
+                [name, key] if name.eq_ignore_ascii_case(b"LLEN") => list_len(self.ctx, key),
                 [name, key, b"0", stop, ws] if name.eq_ignore_ascii_case(b"ZRANGE") && ws.eq_ignore_ascii_case(b"WITHSCORES") => {
                     match std::str::from_utf8(stop).ok().and_then(|s| s.parse::<usize>().ok()) {
                         Some(stop) => self.zset_head(key, stop.saturating_add(1)),
@@ -408,6 +410,17 @@ fn open_read(ctx: *mut Ctx, key: &[u8]) -> (ffi::Strings, ffi::OpenKey) {
     let name = ffi::Strings::new(ctx, &[key]);
     let k = ffi::OpenKey::read(ctx, name.items[0]);
     (name, k)
+}
+
+/// `LLEN key`: a list's length, 0 for no key, `WRONGTYPE` for another type.
+/// (The plans read the queue's lists, never a row.)
+fn list_len(ctx: *mut Ctx, key: &[u8]) -> Reply {
+    let (_name, k) = open_read(ctx, key);
+    match k.kind() {
+        ffi::KEYTYPE_EMPTY => Reply::Int(0),
+        ffi::KEYTYPE_LIST => Reply::Int(i64::try_from(k.len()).unwrap_or(i64::MAX)),
+        _ => error(WRONGTYPE),
+    }
 }
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";

@@ -8,6 +8,7 @@
 //! wrappers at the bottom.
 
 use std::ffi::{c_char, c_int, c_longlong, c_void, CStr};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::OnceLock;
 
 #[repr(C)]
@@ -31,6 +32,7 @@ const READ: c_int = 1;
 const WRITE: c_int = 2;
 /// `RedisModule_KeyType`.
 pub const KEYTYPE_EMPTY: c_int = 0;
+pub const KEYTYPE_LIST: c_int = 2;
 pub const KEYTYPE_HASH: c_int = 3;
 pub const KEYTYPE_ZSET: c_int = 5;
 const HASH_NONE: c_int = 0;
@@ -50,6 +52,18 @@ pub const REPLY_ARRAY: c_int = 3;
 pub const REPLY_NULL: c_int = 4;
 
 pub type CmdFunc = unsafe extern "C" fn(*mut Ctx, *mut *mut RString, c_int) -> c_int;
+
+/// `RedisModuleEvent`: a server event's id and the version of its data.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ServerEvent {
+    id: u64,
+    dataver: u64,
+}
+type EventFunc = unsafe extern "C" fn(*mut Ctx, ServerEvent, u64, *mut c_void);
+/// `RedisModuleEvent_ReplicationRoleChanged` and `RedisModuleEvent_ForkChild`.
+const ROLE_CHANGED: ServerEvent = ServerEvent { id: 0, dataver: 1 };
+const FORK_CHILD: ServerEvent = ServerEvent { id: 13, dataver: 1 };
 type GetApi = unsafe extern "C" fn(*const c_char, *mut c_void) -> c_int;
 
 /// The API table, filled once by `init`.
@@ -75,6 +89,7 @@ pub struct Api {
     open_key: unsafe extern "C" fn(*mut Ctx, *mut RString, c_int) -> *mut Key,
     close_key: unsafe extern "C" fn(*mut Key),
     key_type: unsafe extern "C" fn(*mut Key) -> c_int,
+    value_length: unsafe extern "C" fn(*mut Key) -> usize,
     hash_get: unsafe extern "C" fn(*mut Key, c_int, ...) -> c_int,
     hash_set: unsafe extern "C" fn(*mut Key, c_int, ...) -> c_int,
     replicate: unsafe extern "C" fn(*mut Ctx, *const c_char, *const c_char, ...) -> c_int,
@@ -82,6 +97,7 @@ pub struct Api {
     get_server_info: unsafe extern "C" fn(*mut Ctx, *const c_char) -> *mut c_void,
     server_info_get_field_signed: unsafe extern "C" fn(*mut c_void, *const c_char, *mut c_int) -> c_longlong,
     free_server_info: unsafe extern "C" fn(*mut Ctx, *mut c_void),
+    subscribe_to_server_event: unsafe extern "C" fn(*mut Ctx, ServerEvent, EventFunc) -> c_int,
     notify_keyspace_event: unsafe extern "C" fn(*mut Ctx, c_int, *const c_char, *mut RString) -> c_int,
     zset_first_in_score_range: unsafe extern "C" fn(*mut Key, f64, f64, c_int, c_int) -> c_int,
     zset_range_current_element: unsafe extern "C" fn(*mut Key, *mut f64) -> *mut RString,
@@ -139,6 +155,7 @@ unsafe fn lookup(ctx: *mut Ctx) -> Option<Api> {
         open_key: get!("OpenKey"),
         close_key: get!("CloseKey"),
         key_type: get!("KeyType"),
+        value_length: get!("ValueLength"),
         hash_get: get!("HashGet"),
         hash_set: get!("HashSet"),
         replicate: get!("Replicate"),
@@ -146,6 +163,7 @@ unsafe fn lookup(ctx: *mut Ctx) -> Option<Api> {
         get_server_info: get!("GetServerInfo"),
         server_info_get_field_signed: get!("ServerInfoGetFieldSigned"),
         free_server_info: get!("FreeServerInfo"),
+        subscribe_to_server_event: get!("SubscribeToServerEvent"),
         notify_keyspace_event: get!("NotifyKeyspaceEvent"),
         zset_first_in_score_range: get!("ZsetFirstInScoreRange"),
         zset_range_current_element: get!("ZsetRangeCurrentElement"),
@@ -370,6 +388,14 @@ impl OpenKey {
         // SAFETY: an open key.
         unsafe { (api().key_type)(self.0) }
     }
+    /// The length of the value (a list's: its elements); 0 for an empty key.
+    pub fn len(&self) -> usize {
+        if self.0.is_null() {
+            return 0;
+        }
+        // SAFETY: an open key.
+        unsafe { (api().value_length)(self.0) }
+    }
     /// A field of a hash (the key is one): its value, or None.
     pub fn hash_get(&self, field: *mut RString) -> Option<Vec<u8>> {
         if self.0.is_null() {
@@ -459,16 +485,36 @@ impl Drop for OpenKey {
 /// `REDISMODULE_CTX_FLAGS_AOF`: the append-only file is on.
 const CTX_FLAGS_AOF: c_int = 1 << 6;
 
+/// What `propagates` last read of the replication state: `UNKNOWN`, `NO`
+/// (no replica, no backlog) or `YES`.
+static LISTENERS: AtomicU8 = AtomicU8::new(UNKNOWN);
+const UNKNOWN: u8 = 0;
+const NO: u8 = 1;
+const YES: u8 = 2;
+/// Whether the server tells the module of the events that end `LISTENERS`'
+/// answer (`watch_replication`); if not, the state is read on every call.
+static WATCHED: AtomicBool = AtomicBool::new(false);
+
 /// Whether anything takes this server's writes as commands: the append-only
 /// file, a replica, or a replication backlog (kept for a replica that comes back
-/// and asks for what it missed, and made as soon as one starts to sync). Where
-/// nothing does, the server propagates no command (a script's writes neither),
-/// and `replicate` would only build and drop its arguments. Asked once a call:
-/// nothing attaches while a command runs. When the answer cannot be read: yes.
+/// and asks for what it missed). Where nothing does, the server propagates no
+/// command (a script's writes neither), and `replicate` would only build and
+/// drop its arguments. Asked once a call: nothing attaches while a command runs.
+/// When the answer cannot be read: yes.
+///
+/// The replication state costs an `INFO replication` to read (some 10 µs, the
+/// cost of a sweep of five rows), so its answer is kept from call to call until
+/// an event can change it (`watch_replication`). The AOF is asked each time (a
+/// flag).
 pub fn propagates(ctx: *mut Ctx) -> bool {
     // SAFETY: the command's context.
     if unsafe { (api().get_context_flags)(ctx) } & CTX_FLAGS_AOF != 0 {
         return true;
+    }
+    match LISTENERS.load(Ordering::Relaxed) {
+        NO => return false,
+        YES => return true,
+        _ => {}
     }
     // SAFETY: the command's context and a C string; the info is freed below.
     let info = unsafe { (api().get_server_info)(ctx, c"replication".as_ptr()) };
@@ -484,7 +530,31 @@ pub fn propagates(ctx: *mut Ctx) -> bool {
     let listened = field(c"repl_backlog_active") || field(c"connected_slaves");
     // SAFETY: got above, freed once.
     unsafe { (api().free_server_info)(ctx, info) };
+    if WATCHED.load(Ordering::Relaxed) {
+        LISTENERS.store(if listened { YES } else { NO }, Ordering::Relaxed);
+    }
     listened
+}
+
+/// Subscribes to the events after which `propagates` reads the replication
+/// state again. A backlog is made when a replica first syncs, and a full sync
+/// forks (the snapshot the replica loads: a write before the fork is in it, one
+/// after it goes to the replica as a command, read anew); a replica promoted to
+/// primary keeps the backlog it had. A fork for a save or an AOF rewrite only
+/// costs one more read. Without both events, the state is read on every call.
+///
+/// # Safety
+/// `ctx` is the load context.
+pub unsafe fn watch_replication(ctx: *mut Ctx) {
+    let subscribe = api().subscribe_to_server_event;
+    // SAFETY: the load context, the server's event ids, a callback that lives as long as the module.
+    let ok =
+        unsafe { subscribe(ctx, FORK_CHILD, replication_may_change) == OK && subscribe(ctx, ROLE_CHANGED, replication_may_change) == OK };
+    WATCHED.store(ok, Ordering::Relaxed);
+}
+
+unsafe extern "C" fn replication_may_change(_ctx: *mut Ctx, _event: ServerEvent, _sub: u64, _data: *mut c_void) {
+    LISTENERS.store(UNKNOWN, Ordering::Relaxed);
 }
 
 /// Propagates `name args…` to replicas and the AOF, as a command would.

@@ -50,6 +50,7 @@ pub unsafe extern "C" fn RedisModule_OnLoad(ctx: *mut Ctx, _argv: *mut *mut RStr
         {
             return ffi::ERR;
         }
+        ffi::watch_replication(ctx);
     }
     ffi::OK
 }
