@@ -21,7 +21,7 @@
 
 use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 use emq_plan::conversation::{Conversation, Step};
 use emq_plan::error::{Error, Result};
@@ -63,7 +63,7 @@ struct Host {
     open: Vec<Open>,
     /// `open`'s index by the hash of a key's name, for the keys still open
     /// (names of the same hash are chained by `Open::next`): no copy of a name.
-    index: HashMap<u64, usize>,
+    index: HashMap<u64, usize, BuildHasherDefault<Hashed>>,
     hasher: RandomState,
     /// The shortest and longest name in `index`: a `Call` argument outside
     /// them (an id) is no open key, without hashing it.
@@ -79,6 +79,9 @@ struct Host {
     /// sweep's time) is left out; the writes by `RedisModule_Call` are propagated,
     /// or not, by the server itself.
     propagates: Option<bool>,
+    /// `hash_write`'s vectors, kept for the next row.
+    argv: Vec<*mut RString>,
+    pairs: Vec<(*mut RString, *mut RString)>,
 }
 
 struct Open {
@@ -107,13 +110,15 @@ impl Host {
         Host {
             ctx,
             open: vec![],
-            index: HashMap::new(),
+            index: HashMap::default(),
             hasher: RandomState::new(),
             lens: (usize::MAX, 0),
             at: 0,
             head: Head { key: None, members: ffi::Strings::empty(ctx), at: 0 },
             words: Words::new(ctx),
             propagates: None,
+            argv: vec![],
+            pairs: vec![],
         }
     }
 
@@ -128,10 +133,7 @@ impl Host {
             args.clear();
             args.extend(cmd.iter_args());
             let reply = match args.as_slice() {
-                [name, key, field] if name.eq_ignore_ascii_case(b"HGET") => match self.hash_fields(key, &[field]) {
-                    Ok(mut v) => v.pop().unwrap_or(Reply::Nil),
-                    Err(e) => e,
-                },
+                [name, key, field] if name.eq_ignore_ascii_case(b"HGET") => self.hash_field(key, field),
                 [name, key, fields @ ..] if name.eq_ignore_ascii_case(b"HMGET") && !fields.is_empty() => {
                     self.hash_fields(key, fields).map_or_else(|e| e, Reply::Array)
                 }
@@ -184,14 +186,20 @@ impl Host {
 
     /// `open`'s entry for `key`, opening it (for reading and writing) if it is not.
     fn opened(&mut self, key: &[u8]) -> usize {
-        if let Some(i) = self.find(key) {
+        if let Some(i) = self.near(key) {
+            return i;
+        }
+        // Hashed once, for the lookup and the insert.
+        let hash = self.hasher.hash_one(key);
+        if let Some((i, _)) = self.lookup_hashed(key, hash) {
+            self.at = i;
             return i;
         }
 
         let name = ffi::Strings::new(self.ctx, &[key]);
         let k = ffi::OpenKey::write(self.ctx, name.items[0]);
         let i = self.open.len();
-        let next = self.index.insert(self.hasher.hash_one(key), i);
+        let next = self.index.insert(hash, i);
         self.open.push(Open { name, key: Some(k), modified: false, next });
         self.lens = (self.lens.0.min(key.len()), self.lens.1.max(key.len()));
         i
@@ -202,7 +210,11 @@ impl Host {
         if key.len() < self.lens.0 || key.len() > self.lens.1 {
             return None;
         }
-        let (mut at, mut before) = (*self.index.get(&self.hasher.hash_one(key))?, None);
+        self.lookup_hashed(key, self.hasher.hash_one(key))
+    }
+
+    fn lookup_hashed(&self, key: &[u8], hash: u64) -> Option<(usize, Option<usize>)> {
+        let (mut at, mut before) = (*self.index.get(&hash)?, None);
         loop {
             if ffi::bytes(self.open[at].name.items[0]) == key {
                 return Some((at, before));
@@ -214,7 +226,18 @@ impl Host {
 
     /// `open`'s entry for `key` if it is open.
     fn find(&mut self, key: &[u8]) -> Option<usize> {
-        for i in [self.at, self.at + 1] {
+        if let Some(i) = self.near(key) {
+            return Some(i);
+        }
+        let (i, _) = self.lookup(key)?;
+        self.at = i;
+        Some(i)
+    }
+
+    /// `key`'s entry if it is the one found last or the one after it (rows are
+    /// read, counted and written in order): no hashing.
+    fn near(&mut self, key: &[u8]) -> Option<usize> {
+        for i in [self.at + 1, self.at] {
             if let Some(o) = self.open.get(i) {
                 if o.key.is_some() && ffi::bytes(o.name.items[0]) == key {
                     self.at = i;
@@ -222,9 +245,7 @@ impl Host {
                 }
             }
         }
-        let (i, _) = self.lookup(key)?;
-        self.at = i;
-        Some(i)
+        None
     }
 
     /// Closes `key` if it is open (a command by `Call` is about to name it).
@@ -253,6 +274,20 @@ impl Host {
                 Ok(fields.iter().map(|f| k.hash_get(self.words.word(f, &mut owned)).map_or(Reply::Nil, Reply::Bulk)).collect())
             }
             _ => Err(error(WRONGTYPE)),
+        }
+    }
+
+    /// `HGET key field`: `hash_fields` for one field, without a vector.
+    fn hash_field(&mut self, key: &[u8], field: &[u8]) -> Reply {
+        let i = self.opened(key);
+        let k = self.open[i].key.as_ref().expect("an indexed key is open");
+        match k.kind() {
+            ffi::KEYTYPE_EMPTY => Reply::Nil,
+            ffi::KEYTYPE_HASH => {
+                let mut owned = ffi::Strings::empty(self.ctx);
+                k.hash_get(self.words.word(field, &mut owned)).map_or(Reply::Nil, Reply::Bulk)
+            }
+            _ => error(WRONGTYPE),
         }
     }
 
@@ -325,13 +360,17 @@ impl Host {
             ffi::KEYTYPE_EMPTY => {}
             _ => return error(WRONGTYPE),
         }
-        let mut s = Vec::with_capacity(args.len());
+        // The command's strings and the API's pairs, in vectors kept from row to row.
+        let (mut s, mut pairs) = (std::mem::take(&mut self.argv), std::mem::take(&mut self.pairs));
+        s.clear();
+        pairs.clear();
         s.push(name);
         self.words.strings(&args[1..], &mut owned, &mut s);
         match op {
-            HashOp::Set => k.hash_set(&s[1..].chunks_exact(2).map(|p| (p[0], p[1])).collect::<Vec<_>>()),
-            HashOp::Del => k.hash_set(&s[1..].iter().map(|&field| (field, ffi::DELETE)).collect::<Vec<_>>()),
+            HashOp::Set => pairs.extend(s[1..].chunks_exact(2).map(|p| (p[0], p[1]))),
+            HashOp::Del => pairs.extend(s[1..].iter().map(|&field| (field, ffi::DELETE))),
         }
+        k.hash_set(&pairs);
         match found {
             // Signalled when it is closed.
             Some(i) => self.open[i].modified = true,
@@ -351,6 +390,7 @@ impl Host {
         if *self.propagates.get_or_insert_with(|| ffi::propagates(self.ctx)) {
             ffi::replicate(self.ctx, command, &mut s);
         }
+        (self.argv, self.pairs) = (s, pairs);
         Reply::Int(0)
     }
 
@@ -424,6 +464,25 @@ fn list_len(ctx: *mut Ctx, key: &[u8]) -> Reply {
 }
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// The hasher of `Host::index`, whose keys are hashes already.
+#[derive(Default)]
+struct Hashed(u64);
+
+impl Hasher for Hashed {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `write_u64` is used; anything else is folded in, not dropped.
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
 
 /// The server strings of the fields and values the plans repeat row after row
 /// (`lane`, `state`, `pending`, `token`, `lease`, …), made once per call.
