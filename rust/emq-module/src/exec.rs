@@ -7,8 +7,8 @@
 //!
 //! Most commands go through `RedisModule_Call`, which parses and runs them as a
 //! client's. The ones a sweep sends per row (`HGET`, `HMGET`, `EXISTS`, `HSET`, `HDEL`),
-//! its selection (`ZRANGE key 0 N WITHSCORES`) and the lengths of its lists
-//! (`LLEN`, three or more a call) are done with the key API
+//! its selection (`ZRANGE key 0 N WITHSCORES`), the lengths of its lists
+//! (`LLEN`, three or more a call) and the clock (`TIME`) are done with the key API
 //! instead, with the same replies, errors, keyspace events and propagation: a
 //! call re-parses a command and builds its reply (a thousand scores printed and
 //! parsed again), which costs more than the work itself.
@@ -139,6 +139,7 @@ impl Host {
                 }
                 [name, keys @ ..] if name.eq_ignore_ascii_case(b"EXISTS") && !keys.is_empty() => self.exists(keys),
                 [name, key] if name.eq_ignore_ascii_case(b"LLEN") => list_len(self.ctx, key),
+                [name] if name.eq_ignore_ascii_case(b"TIME") => time(),
                 [name, key, b"0", stop, ws] if name.eq_ignore_ascii_case(b"ZRANGE") && ws.eq_ignore_ascii_case(b"WITHSCORES") => {
                     match std::str::from_utf8(stop).ok().and_then(|s| s.parse::<usize>().ok()) {
                         Some(stop) => self.zset_head(key, stop.saturating_add(1)),
@@ -450,6 +451,13 @@ fn open_read(ctx: *mut Ctx, key: &[u8]) -> (ffi::Strings, ffi::OpenKey) {
     let name = ffi::Strings::new(ctx, &[key]);
     let k = ffi::OpenKey::read(ctx, name.items[0]);
     (name, k)
+}
+
+/// `TIME`: seconds and microseconds, as the server's `TIME` answers (`ffi::time_us`).
+fn time() -> Reply {
+    let us = ffi::time_us();
+    let (sec, usec) = (us.div_euclid(1_000_000), us.rem_euclid(1_000_000));
+    Reply::Array(vec![Reply::Bulk(sec.to_string().into_bytes()), Reply::Bulk(usec.to_string().into_bytes())])
 }
 
 /// `LLEN key`: a list's length, 0 for no key, `WRONGTYPE` for another type.

@@ -103,6 +103,9 @@ pub struct Api {
     zset_range_current_element: unsafe extern "C" fn(*mut Key, *mut f64) -> *mut RString,
     zset_range_next: unsafe extern "C" fn(*mut Key) -> c_int,
     zset_range_stop: unsafe extern "C" fn(*mut Key),
+    /// `RedisModule_CachedMicroseconds` (Redis 7.2 and later, every Valkey 8+): the
+    /// clock `TIME` answers with there. None on Redis 7.0.
+    cached_microseconds: Option<unsafe extern "C" fn() -> c_longlong>,
     // The heap (`heap::Heap`), which `cargo test` builds leave to the system.
     #[cfg_attr(test, allow(dead_code))]
     alloc: unsafe extern "C" fn(usize) -> *mut c_void,
@@ -131,6 +134,17 @@ unsafe fn lookup(ctx: *mut Ctx) -> Option<Api> {
             }
             // SAFETY: the server's function has the signature redismodule.h gives it.
             unsafe { std::mem::transmute_copy(&f) }
+        }};
+    }
+    // A function some servers lack: None there.
+    macro_rules! get_opt {
+        ($name:literal) => {{
+            let mut f: *mut c_void = std::ptr::null_mut();
+            let name = concat!("RedisModule_", $name, "\0");
+            // SAFETY: GetApi writes a function pointer into `f` or fails.
+            let found = unsafe { get_api(name.as_ptr().cast(), std::ptr::addr_of_mut!(f).cast()) } == OK && !f.is_null();
+            // SAFETY: as `get!`.
+            found.then(|| unsafe { std::mem::transmute_copy(&f) })
         }};
     }
     Some(Api {
@@ -169,6 +183,7 @@ unsafe fn lookup(ctx: *mut Ctx) -> Option<Api> {
         zset_range_current_element: get!("ZsetRangeCurrentElement"),
         zset_range_next: get!("ZsetRangeNext"),
         zset_range_stop: get!("ZsetRangeStop"),
+        cached_microseconds: get_opt!("CachedMicroseconds"),
         alloc: get!("Alloc"),
         realloc: get!("Realloc"),
         free: get!("Free"),
@@ -197,6 +212,21 @@ pub unsafe fn init(ctx: *mut Ctx, name: &CStr, version: c_int) -> bool {
     // SAFETY: a load context.
     unsafe { (api().set_module_options)(ctx, NO_IMPLICIT_SIGNAL_MODIFIED) };
     true
+}
+
+/// The server's clock as `TIME` gives it, in µs since the epoch: the time the
+/// server cached for this command where `TIME` answers with that (Redis 7.2 and
+/// later, Valkey), else the system's real-time clock, which `TIME` reads on
+/// Redis 7.0 (`gettimeofday`). One reading a call (SPEC §4), without a call of
+/// `TIME` through `RedisModule_Call`.
+pub fn time_us() -> i64 {
+    match api().cached_microseconds {
+        // SAFETY: takes nothing, reads the server's cached time.
+        Some(f) => unsafe { f() },
+        None => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX)),
+    }
 }
 
 /// Tells the server `name` was written (a client's `WATCH` on it aborts, client
