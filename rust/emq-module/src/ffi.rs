@@ -576,6 +576,9 @@ pub fn propagates(ctx: *mut Ctx) -> bool {
 /// # Safety
 /// `ctx` is the load context.
 pub unsafe fn watch_replication(ctx: *mut Ctx) {
+    // A module unloaded and loaded again may find the answer of its last load:
+    // what happened in between went unseen.
+    LISTENERS.store(UNKNOWN, Ordering::Relaxed);
     let subscribe = api().subscribe_to_server_event;
     // SAFETY: the load context, the server's event ids, a callback that lives as long as the module.
     let ok =
