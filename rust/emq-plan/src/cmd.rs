@@ -13,7 +13,13 @@ pub struct Cmd {
 
 impl Cmd {
     pub fn new(name: &str) -> Self {
-        Cmd { argc: 0, buf: Vec::with_capacity(128) }.arg(name)
+        Self::with_room(name, 128)
+    }
+
+    /// A command with room for `room` more bytes of encoded arguments (each
+    /// argument takes its length plus about 8): no growing while it is built.
+    pub fn with_room(name: &str, room: usize) -> Self {
+        Cmd { argc: 0, buf: Vec::with_capacity(name.len() + 8 + room) }.arg(name)
     }
 
     /// A command from its arguments, name first.

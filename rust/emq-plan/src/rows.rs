@@ -26,8 +26,10 @@ pub fn reads(keys: &Keys, ids: &[Vec<u8>], fields: &[&str]) -> Vec<Cmd> {
         [one] => ids.iter().map(|id| Cmd::new("HGET").arg_parts(&keys.job_parts(id)).arg(one)).collect(),
         _ => ids.iter().map(|id| Cmd::new("HMGET").arg_parts(&keys.job_parts(id)).args(fields)).collect(),
     };
+    cmds.reserve(ids.len().div_ceil(GROUP));
     for group in ids.chunks(GROUP) {
-        let mut exists = Cmd::new("EXISTS");
+        let room = group.iter().map(|id| keys.job_parts(id).iter().map(|p| p.len()).sum::<usize>() + 8).sum();
+        let mut exists = Cmd::with_room("EXISTS", room);
         for id in group {
             exists = exists.arg_parts(&keys.job_parts(id));
         }

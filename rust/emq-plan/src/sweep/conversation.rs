@@ -343,6 +343,8 @@ impl Sweep {
     /// The members and scores of a selection, cut at `now`.
     fn scored(&mut self, members: &Reply) -> Result<Step> {
         let items = members.as_array().ok_or_else(|| self.host_error("ZRANGE gave no array"))?;
+        self.read.ids.reserve(items.len() / 2);
+        self.read.scores.reserve(items.len() / 2);
         for pair in items.chunks_exact(2) {
             let score = pair[1].as_score();
             let (Some(id), Some(score)) = (pair[0].as_bytes(), score) else {

@@ -34,7 +34,9 @@ pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
         return Err(Error::layout(PROMOTE, "pending, ring or wake has the wrong type"));
     }
 
-    let mut w = vec![Cmd::new("ZREM").arg(keys.schedule()).args(&read.ids)];
+    // Room for every write: a thousand commands moved once, not at each doubling.
+    let mut w = Vec::with_capacity(read.ids.len() + by_lane.len() + 8);
+    w.push(Cmd::new("ZREM").arg(keys.schedule()).args(&read.ids));
     if !flat.is_empty() {
         w.push(Cmd::new("RPUSH").arg(keys.pending()).args(&flat));
         offers.wake_flat();
