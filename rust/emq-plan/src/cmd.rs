@@ -53,6 +53,19 @@ impl Cmd {
         self
     }
 
+    /// `head`'s arguments, one argument made of `parts`, then `tail`'s: a row's
+    /// command from a name and a tail encoded once, not once a row (a sweep
+    /// builds one or two a row), in a buffer of the exact size.
+    pub fn around(head: &Cmd, parts: &[&[u8]], tail: &Cmd) -> Cmd {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        let mut buf = Vec::with_capacity(head.buf.len() + len + 24 + tail.buf.len());
+        buf.extend_from_slice(&head.buf);
+        let mut cmd = Cmd { argc: head.argc, buf }.arg_parts(parts);
+        cmd.buf.extend_from_slice(&tail.buf);
+        cmd.argc += tail.argc;
+        cmd
+    }
+
     pub fn args<I, A>(mut self, items: I) -> Self
     where
         I: IntoIterator<Item = A>,
@@ -186,6 +199,15 @@ mod tests {
         }
         let c = Cmd::new("SET").arg(vec![b'x'; 9]).arg(vec![b'y'; 10]).arg(vec![b'z'; 100]);
         assert_eq!(c.to_args().iter().map(|a| a.len()).collect::<Vec<_>>(), vec![3, 9, 10, 100]);
+    }
+
+    #[test]
+    fn a_command_around_a_key_is_the_command_built_argument_by_argument() {
+        let (head, tail) = (Cmd::new("HMGET"), Cmd::from_args(["lane", "stalls"]));
+        let c = Cmd::around(&head, &[b"emq:{q}:", b"job:", b"x\r\n"], &tail);
+        assert_eq!(c, Cmd::new("HMGET").arg("emq:{q}:job:x\r\n").arg("lane").arg("stalls"));
+        assert_eq!(c.argc(), 4);
+        assert_eq!(Cmd::around(&head, &[], &Cmd::default()), Cmd::new("HMGET").arg(""));
     }
 
     #[test]

@@ -22,10 +22,9 @@ pub type Fields = Vec<Option<Vec<u8>>>;
 pub const GROUP: usize = 32;
 
 pub fn reads(keys: &Keys, ids: &[Vec<u8>], fields: &[&str]) -> Vec<Cmd> {
-    let mut cmds: Vec<Cmd> = match fields {
-        [one] => ids.iter().map(|id| Cmd::new("HGET").arg_parts(&keys.job_parts(id)).arg(one)).collect(),
-        _ => ids.iter().map(|id| Cmd::new("HMGET").arg_parts(&keys.job_parts(id)).args(fields)).collect(),
-    };
+    // The name and the fields encoded once; each row's command is them around its key.
+    let (name, tail) = (Cmd::new(if fields.len() == 1 { "HGET" } else { "HMGET" }), Cmd::from_args(fields));
+    let mut cmds: Vec<Cmd> = ids.iter().map(|id| Cmd::around(&name, &keys.job_parts(id), &tail)).collect();
     cmds.reserve(ids.len().div_ceil(GROUP));
     for group in ids.chunks(GROUP) {
         let room = group.iter().map(|id| keys.job_parts(id).iter().map(|p| p.len()).sum::<usize>() + 8).sum();

@@ -44,9 +44,11 @@ pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
     for (name, ids) in &by_lane {
         w.push(Cmd::new("RPUSH").arg(keys.lane(name)).args(ids));
     }
+    // `HSET <row> state pending`: the name and the tail encoded once.
+    let (hset, tail) = (Cmd::new("HSET"), Cmd::from_args(["state", "pending"]));
     for (id, row) in read.ids.iter().zip(&read.rows) {
         if let Row::Live { .. } = row {
-            w.push(Cmd::new("HSET").arg_parts(&keys.job_parts(id)).arg("state").arg("pending"));
+            w.push(Cmd::around(&hset, &keys.job_parts(id), &tail));
         }
     }
     offers.writes(keys, &mut w);

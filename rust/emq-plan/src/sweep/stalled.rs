@@ -20,14 +20,18 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
     let mut flat: Vec<&[u8]> = vec![];
     // Per lane, in the order of its first live row.
     let mut by_lane: Vec<LaneTally<'_>> = vec![];
-    let mut rows = vec![];
+    let mut rows = Vec::with_capacity(2 * read.ids.len());
+    // `HDEL <row> token lease`: the name and the tail encoded once.
+    let (hdel, hdel_tail) = (Cmd::new("HDEL"), Cmd::from_args(["token", "lease"]));
+    // `HSET <row> state pending|dead stalls <n>`: all but the count encoded once.
+    let hset = Cmd::new("HSET");
+    let (to_pending, to_dead) = (Cmd::from_args(["state", "pending", "stalls"]), Cmd::from_args(["state", "dead", "stalls"]));
 
     for (id, row) in read.ids.iter().zip(&read.rows) {
         let Row::Live { lane, stalls } = row else { continue };
         let stalls = stalls.saturating_add(1);
         let dies = dies(stalls, max_stalled);
-        let mut set = Cmd::new("HSET").arg_parts(&keys.job_parts(id)).arg("state").arg(if dies { "dead" } else { "pending" });
-        set = set.arg("stalls").arg(stalls.to_string());
+        let mut set = Cmd::around(&hset, &keys.job_parts(id), if dies { &to_dead } else { &to_pending }).arg(stalls.to_string());
         if dies {
             set = set.arg("error").arg("stalled");
             dead.push(id.clone());
@@ -35,7 +39,7 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
             recovered.push(id.clone());
         }
         rows.push(set);
-        rows.push(Cmd::new("HDEL").arg_parts(&keys.job_parts(id)).arg("token").arg("lease"));
+        rows.push(Cmd::around(&hdel, &keys.job_parts(id), &hdel_tail));
         match lane {
             None if !dies => flat.push(id),
             None => {}
