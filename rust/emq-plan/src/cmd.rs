@@ -53,6 +53,18 @@ impl Cmd {
         self
     }
 
+    /// An integer argument, written without a string of its own.
+    pub fn arg_int(self, n: i64) -> Self {
+        let mut digits = [0u8; 21];
+        let mut at = 0;
+        if n < 0 {
+            digits[0] = b'-';
+            at = 1;
+        }
+        let len = write_decimal(&mut digits[at..], usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX));
+        self.arg_parts(&[&digits[..at + len]])
+    }
+
     /// `head`'s arguments, one argument made of `parts`, then `tail`'s: a row's
     /// command from a name and a tail encoded once, not once a row (a sweep
     /// builds one or two a row), in a buffer of the exact size.
@@ -208,6 +220,13 @@ mod tests {
         assert_eq!(c, Cmd::new("HMGET").arg("emq:{q}:job:x\r\n").arg("lane").arg("stalls"));
         assert_eq!(c.argc(), 4);
         assert_eq!(Cmd::around(&head, &[], &Cmd::default()), Cmd::new("HMGET").arg(""));
+    }
+
+    #[test]
+    fn integers_are_written_as_their_strings() {
+        for n in [0i64, 7, -7, 42, 1000, -1000, 123_456_789, i64::MAX, i64::MIN] {
+            assert_eq!(Cmd::new("X").arg_int(n), Cmd::new("X").arg(n.to_string()), "{n}");
+        }
     }
 
     #[test]

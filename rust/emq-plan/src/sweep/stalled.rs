@@ -31,7 +31,7 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
         let Row::Live { lane, stalls } = row else { continue };
         let stalls = stalls.saturating_add(1);
         let dies = dies(stalls, max_stalled);
-        let mut set = Cmd::around(&hset, &keys.job_parts(id), if dies { &to_dead } else { &to_pending }).arg(stalls.to_string());
+        let mut set = Cmd::around(&hset, &keys.job_parts(id), if dies { &to_dead } else { &to_pending }).arg_int(stalls);
         if dies {
             set = set.arg("error").arg("stalled");
             dead.push(id.clone());
@@ -75,7 +75,9 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
         return Err(Error::layout(STALLED, "pending, dead, ring or wake has the wrong type"));
     }
 
-    let mut w = vec![Cmd::new("ZREM").arg(keys.active()).args(&read.ids)];
+    // Room for every write: two thousand commands moved once, not at each doubling.
+    let mut w = Vec::with_capacity(rows.len() + 2 * by_lane.len() + 16);
+    w.push(Cmd::new("ZREM").arg(keys.active()).args(&read.ids));
     // Every member leaves `active`: the marks of the seconds their leases ended
     // in tell the stalled checks that watch them (`crate::guard`).
     w.extend(lease_marks(keys, &read.scores));
