@@ -85,8 +85,8 @@ struct Host {
 }
 
 struct Open {
-    /// The key's name, one string (the key's writes propagate it).
-    name: ffi::Strings,
+    /// The key's name (the key's writes propagate it).
+    name: ffi::Str,
     key: Option<ffi::OpenKey>,
     /// Written through `key`: signalled as modified when closed.
     modified: bool,
@@ -197,8 +197,8 @@ impl Host {
             return i;
         }
 
-        let name = ffi::Strings::new(self.ctx, &[key]);
-        let k = ffi::OpenKey::write(self.ctx, name.items[0]);
+        let name = ffi::Str::new(self.ctx, key);
+        let k = ffi::OpenKey::write(self.ctx, name.raw());
         let i = self.open.len();
         let next = self.index.insert(hash, i);
         self.open.push(Open { name, key: Some(k), modified: false, next });
@@ -217,7 +217,7 @@ impl Host {
     fn lookup_hashed(&self, key: &[u8], hash: u64) -> Option<(usize, Option<usize>)> {
         let (mut at, mut before) = (*self.index.get(&hash)?, None);
         loop {
-            if ffi::bytes(self.open[at].name.items[0]) == key {
+            if self.open[at].name.bytes() == key {
                 return Some((at, before));
             }
             before = Some(at);
@@ -240,7 +240,7 @@ impl Host {
     fn near(&mut self, key: &[u8]) -> Option<usize> {
         for i in [self.at + 1, self.at] {
             if let Some(o) = self.open.get(i) {
-                if o.key.is_some() && ffi::bytes(o.name.items[0]) == key {
+                if o.key.is_some() && o.name.bytes() == key {
                     self.at = i;
                     return Some(i);
                 }
@@ -343,7 +343,7 @@ impl Host {
         // A key a read opened, or one opened for this write alone.
         let found = self.find(key);
         let (name, transient) = match found {
-            Some(i) => (self.open[i].name.items[0], None),
+            Some(i) => (self.open[i].name.raw(), None),
             None => {
                 let name = owned.push(key);
                 (name, Some(ffi::OpenKey::write(self.ctx, name)))
@@ -433,7 +433,7 @@ impl Head {
 impl Open {
     fn close(&mut self, ctx: *mut Ctx) {
         if self.key.take().is_some() && self.modified {
-            ffi::signal_modified(ctx, self.name.items[0]);
+            ffi::signal_modified(ctx, self.name.raw());
         }
     }
 }
@@ -447,9 +447,9 @@ impl Drop for Host {
 }
 
 /// `key` opened for reading, with its name (kept while the key is open).
-fn open_read(ctx: *mut Ctx, key: &[u8]) -> (ffi::Strings, ffi::OpenKey) {
-    let name = ffi::Strings::new(ctx, &[key]);
-    let k = ffi::OpenKey::read(ctx, name.items[0]);
+fn open_read(ctx: *mut Ctx, key: &[u8]) -> (ffi::Str, ffi::OpenKey) {
+    let name = ffi::Str::new(ctx, key);
+    let k = ffi::OpenKey::read(ctx, name.raw());
     (name, k)
 }
 

@@ -398,6 +398,40 @@ impl Drop for Strings {
     }
 }
 
+/// One server string made from bytes, freed when dropped, its bytes at hand
+/// (a key's name, compared again and again: no call to the server to read it).
+pub struct Str {
+    ctx: *mut Ctx,
+    s: *mut RString,
+    ptr: *const u8,
+    len: usize,
+}
+
+impl Str {
+    pub fn new(ctx: *mut Ctx, bytes: &[u8]) -> Str {
+        // SAFETY: the command's context; the server copies the bytes.
+        let s = unsafe { (api().create_string)(ctx, bytes.as_ptr().cast(), bytes.len()) };
+        let mut len = 0usize;
+        // SAFETY: a live string; its bytes stay put while it lives (nothing writes it).
+        let ptr = unsafe { (api().string_ptr_len)(s, &mut len) }.cast::<u8>();
+        Str { ctx, s, ptr, len }
+    }
+    pub fn raw(&self) -> *mut RString {
+        self.s
+    }
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: the string's bytes, alive as long as `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for Str {
+    fn drop(&mut self) {
+        // SAFETY: made by `new`, freed once.
+        unsafe { (api().free_string)(self.ctx, self.s) }
+    }
+}
+
 /// A key opened with the key API, closed when dropped (a key written through it
 /// is signalled by the host: `signal_modified`).
 pub struct OpenKey(*mut Key);

@@ -45,29 +45,45 @@ pub fn reply_count(n: usize) -> usize {
 /// Parses the replies of [`reads`] ([`reply_count`] of them). Gives each row, and the
 /// indexes of the rows that still need a `TYPE` ([`type_reads`], [`resolve`]).
 pub fn parse(verb: &str, keys: &Keys, ids: &[Vec<u8>], replies: &[Reply], width: usize) -> Result<(Vec<Option<Fields>>, Vec<usize>)> {
+    parse_rows(verb, keys, ids, replies, width, |f| f.iter().map(|v| v.map(<[u8]>::to_vec)).collect())
+}
+
+/// [`parse`], each row made by `make` from its fields as read (borrowed from the
+/// replies): a caller that keeps one or two of them copies only those.
+pub fn parse_rows<T>(
+    verb: &str,
+    keys: &Keys,
+    ids: &[Vec<u8>],
+    replies: &[Reply],
+    width: usize,
+    mut make: impl FnMut(&[Option<&[u8]>]) -> T,
+) -> Result<(Vec<Option<T>>, Vec<usize>)> {
     if replies.len() != reply_count(ids.len()) {
         return Err(Error::server(verb, "rows: wrong number of replies"));
     }
     let mut rows = Vec::with_capacity(ids.len());
     let mut unsure = vec![];
+    // One row's fields, the vector kept from row to row.
+    let mut fields: Vec<Option<&[u8]>> = Vec::with_capacity(width);
     for (g, (group, count)) in ids.chunks(GROUP).zip(&replies[ids.len()..]).enumerate() {
         let base = g * GROUP;
         let (mut group_unsure, mut known) = (vec![], 0i64);
         for (j, id) in group.iter().enumerate() {
-            let fields: Fields = match &replies[base + j] {
+            fields.clear();
+            match &replies[base + j] {
                 r if r.is_wrongtype() => return Err(wrong_type(verb, keys, id)),
                 Reply::Error { message, .. } => return Err(Error::server(verb, message)),
-                Reply::Array(a) if a.len() == width => a.iter().map(|v| v.as_bytes().map(<[u8]>::to_vec)).collect(),
-                Reply::Bulk(b) if width == 1 => vec![Some(b.clone())],
-                Reply::Nil if width == 1 => vec![None],
+                Reply::Array(a) if a.len() == width => fields.extend(a.iter().map(Reply::as_bytes)),
+                Reply::Bulk(b) if width == 1 => fields.push(Some(b)),
+                Reply::Nil if width == 1 => fields.push(None),
                 _ => return Err(Error::server(verb, "HMGET gave no fields")),
-            };
+            }
             if fields.iter().all(Option::is_none) {
                 group_unsure.push(base + j);
             } else {
                 known += 1;
             }
-            rows.push(Some(fields));
+            rows.push(Some(make(&fields)));
         }
         let existing = count.as_int().ok_or_else(|| Error::server(verb, "EXISTS gave no count"))?;
         match existing.saturating_sub(known) {

@@ -442,9 +442,9 @@ impl Sweep {
         if !stands {
             return Err(Error::conflict(self.verb(), "the selection changed before the watch"));
         }
-        let (fields, unsure) =
-            rows::parse(self.verb(), &self.keys, &self.read.ids, &replies[re_read..re_read + reads], self.fields().len())?;
-        self.read.rows = fields.into_iter().map(Self::row).collect();
+        let (rows, unsure) =
+            rows::parse_rows(self.verb(), &self.keys, &self.read.ids, &replies[re_read..re_read + reads], self.fields().len(), Self::row)?;
+        self.read.rows = rows.into_iter().map(|r| r.unwrap_or(Row::Ghost)).collect();
         let t = &replies[re_read + reads..];
         self.read.types = Types {
             pending: !t[0].is_wrongtype(),
@@ -464,15 +464,10 @@ impl Sweep {
         self.lanes_step()
     }
 
-    /// A row from its fields (`lane`, then `stalls` for a stalled check).
-    fn row(fields: Option<rows::Fields>) -> Row {
-        match fields {
-            None => Row::Ghost,
-            Some(mut f) => {
-                let stalls = f.get(1).and_then(|s| s.as_deref()).and_then(field_int).unwrap_or(0);
-                Row::Live { lane: f.swap_remove(0), stalls }
-            }
-        }
+    /// A live row from its fields as read (`lane`, then `stalls` for a stalled check).
+    fn row(fields: &[Option<&[u8]>]) -> Row {
+        let stalls = fields.get(1).copied().flatten().and_then(field_int).unwrap_or(0);
+        Row::Live { lane: fields.first().copied().flatten().map(<[u8]>::to_vec), stalls }
     }
 
     /// Settles the rows whose `EXISTS` count left them unsure, from their `TYPE`.
@@ -628,8 +623,8 @@ impl Sweep {
         }
         self.check(&replies[0], &self.zset())?;
         let scores = replies[0].as_array().ok_or_else(|| self.host_error("ZMSCORE gave no array"))?;
-        let (fields, unsure) = rows::parse(self.verb(), &self.keys, &ids, &replies[1..=reads], self.fields().len())?;
-        let mut rows: Vec<Row> = fields.into_iter().map(Self::row).collect();
+        let (rows, unsure) = rows::parse_rows(self.verb(), &self.keys, &ids, &replies[1..=reads], self.fields().len(), Self::row)?;
+        let mut rows: Vec<Row> = rows.into_iter().map(|r| r.unwrap_or(Row::Ghost)).collect();
         let mut lanes: Vec<Lane> = lane_names.into_iter().map(|name| Lane { name, ..Default::default() }).collect();
         self.lane_replies(&mut lanes, &replies[1 + reads..])?;
         // Members another call took, or scored anew, since the selection are left.
