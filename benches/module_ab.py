@@ -64,7 +64,8 @@ def main(argv=None) -> int:
                     c.command("FLUSHALL", "SYNC")
                     base = c.time_ms() - 3_600_000 - 10 * args.jobs
                     fill = sweeps.build_fill(args.sweep, "flat", args.jobs, 4, base)
-                    sweeps.send_raw(s.port, fill.replace(b"{" + sweeps.TEMPLATE.encode() + b"}", b"{" + sweeps.QUEUES["module"].encode() + b"}"))
+                    template, queue = b"{%s}" % sweeps.TEMPLATE.encode(), b"{%s}" % sweeps.QUEUES["module"].encode()
+                    sweeps.send_raw(s.port, fill.replace(template, queue))
                     call = sweeps.sweeper("module", args.sweep, b, c, r)
                     c.command("CONFIG", "RESETSTAT")
                     moved = 0
@@ -74,7 +75,8 @@ def main(argv=None) -> int:
                         raise RuntimeError(f"{tag}: moved {moved} of {args.jobs}")
                     stats = sweeps.parse_commandstats(c.info("commandstats"))[COMMAND[args.sweep]]
                     times[(tag, b)].append(stats["usec"] / args.jobs)
-        print(f"{args.server}, {args.sweep}, {args.jobs:,} jobs a fill, medians of {args.repeats} alternating runs, us inside the command a job:")
+        print(f"{args.server}, {args.sweep}, {args.jobs:,} jobs a fill, medians of {args.repeats} alternating runs,", end=" ")
+        print("us inside the command a job:")
         for b in batches:
             before, after = statistics.median(times[("before", b)]), statistics.median(times[("after", b)])
             print(f"  batch {b:5}: before {before:.3f}  after {after:.3f}  after/before {after / before:.3f}")
