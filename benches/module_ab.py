@@ -64,8 +64,7 @@ def main(argv=None) -> int:
                     c.command("FLUSHALL", "SYNC")
                     base = c.time_ms() - 3_600_000 - 10 * args.jobs
                     fill = sweeps.build_fill(args.sweep, "flat", args.jobs, 4, base)
-                    template, queue = b"{%s}" % sweeps.TEMPLATE.encode(), b"{%s}" % sweeps.QUEUES["module"].encode()
-                    sweeps.send_raw(s.port, fill.replace(template, queue))
+                    sweeps.send_raw(s.port, sweeps.for_impl(fill, "module"))
                     call = sweeps.sweeper("module", args.sweep, b, c, r)
                     c.command("CONFIG", "RESETSTAT")
                     moved = 0

@@ -144,6 +144,11 @@ def build_fill(sweep: str, shape: str, jobs: int, lanes: int, base_ms: int) -> b
     return b"".join(out)
 
 
+def for_impl(fill: bytes, impl: str) -> bytes:
+    """A fill built for TEMPLATE, made for the implementation's queue (same length)."""
+    return fill.replace(b"{" + TEMPLATE.encode() + b"}", b"{" + QUEUES[impl].encode() + b"}")
+
+
 def send_raw(port: int, blob: bytes) -> None:
     """Sends a block of commands and waits for all their replies (integers only)."""
     end = _resp(b"PING")
@@ -315,7 +320,7 @@ class Bench:
         key = (sweep, shape, jobs)
         if key not in self._fills:
             self._fills[key] = build_fill(sweep, shape, jobs, self.args.lanes, self.base_ms)
-        return self._fills[key].replace(b"{" + TEMPLATE.encode() + b"}", b"{" + QUEUES[impl].encode() + b"}")
+        return for_impl(self._fills[key], impl)
 
     def close(self):
         self.c.close()

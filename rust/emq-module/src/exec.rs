@@ -266,29 +266,31 @@ impl Host {
     /// `HMGET key field…`: each value or nil; a key of another type is
     /// `WRONGTYPE`, an empty one all nils.
     fn hash_fields(&mut self, key: &[u8], fields: &[&[u8]]) -> std::result::Result<Vec<Reply>, Reply> {
-        let i = self.opened(key);
-        let k = self.open[i].key.as_ref().expect("an indexed key is open");
-        match k.kind() {
-            ffi::KEYTYPE_EMPTY => Ok(vec![Reply::Nil; fields.len()]),
-            ffi::KEYTYPE_HASH => {
-                let mut owned = ffi::Strings::empty(self.ctx);
-                Ok(fields.iter().map(|f| k.hash_get(self.words.word(f, &mut owned)).map_or(Reply::Nil, Reply::Bulk)).collect())
-            }
-            _ => Err(error(WRONGTYPE)),
-        }
+        let Some(i) = self.opened_hash(key)? else { return Ok(vec![Reply::Nil; fields.len()]) };
+        let (k, mut owned) = (self.open[i].key.as_ref().expect("an indexed key is open"), ffi::Strings::empty(self.ctx));
+        Ok(fields.iter().map(|f| k.hash_get(self.words.word(f, &mut owned)).map_or(Reply::Nil, Reply::Bulk)).collect())
     }
 
     /// `HGET key field`: `hash_fields` for one field, without a vector.
     fn hash_field(&mut self, key: &[u8], field: &[u8]) -> Reply {
-        let i = self.opened(key);
-        let k = self.open[i].key.as_ref().expect("an indexed key is open");
-        match k.kind() {
-            ffi::KEYTYPE_EMPTY => Reply::Nil,
-            ffi::KEYTYPE_HASH => {
-                let mut owned = ffi::Strings::empty(self.ctx);
+        match self.opened_hash(key) {
+            Ok(Some(i)) => {
+                let (k, mut owned) = (self.open[i].key.as_ref().expect("an indexed key is open"), ffi::Strings::empty(self.ctx));
                 k.hash_get(self.words.word(field, &mut owned)).map_or(Reply::Nil, Reply::Bulk)
             }
-            _ => error(WRONGTYPE),
+            Ok(None) => Reply::Nil,
+            Err(e) => e,
+        }
+    }
+
+    /// `key` opened (`opened`) as a hash: its entry, None when there is no key,
+    /// `WRONGTYPE` for a key of another type.
+    fn opened_hash(&mut self, key: &[u8]) -> std::result::Result<Option<usize>, Reply> {
+        let i = self.opened(key);
+        match self.open[i].key.as_ref().expect("an indexed key is open").kind() {
+            ffi::KEYTYPE_EMPTY => Ok(None),
+            ffi::KEYTYPE_HASH => Ok(Some(i)),
+            _ => Err(error(WRONGTYPE)),
         }
     }
 
@@ -496,7 +498,7 @@ impl Hasher for Hashed {
 /// (`lane`, `state`, `pending`, `token`, `lease`, …), made once per call.
 struct Words {
     ctx: *mut Ctx,
-    known: Vec<(Vec<u8>, ffi::Strings)>,
+    known: Vec<ffi::Str>,
 }
 
 /// How many distinct words are kept; past it, each is made anew.
@@ -516,12 +518,12 @@ impl Words {
 
     /// The string of `w`: a kept word's, or one made anew into `owned`.
     fn word(&mut self, w: &[u8], owned: &mut ffi::Strings) -> *mut RString {
-        match self.known.iter().find(|(b, _)| b.as_slice() == w) {
-            Some((_, s)) => s.items[0],
+        match self.known.iter().find(|s| s.bytes() == w) {
+            Some(s) => s.raw(),
             None if self.known.len() < WORDS && w.len() <= 32 => {
-                let s = ffi::Strings::new(self.ctx, &[w]);
-                let p = s.items[0];
-                self.known.push((w.to_vec(), s));
+                let s = ffi::Str::new(self.ctx, w);
+                let p = s.raw();
+                self.known.push(s);
                 p
             }
             None => owned.push(w),

@@ -124,18 +124,6 @@ static API: OnceLock<Api> = OnceLock::new();
 unsafe fn lookup(ctx: *mut Ctx) -> Option<Api> {
     // SAFETY: the module ABI puts the server's GetApi first in the load context.
     let get_api: GetApi = unsafe { std::mem::transmute::<*mut c_void, GetApi>(*ctx.cast::<*mut c_void>()) };
-    macro_rules! get {
-        ($name:literal) => {{
-            let mut f: *mut c_void = std::ptr::null_mut();
-            let name = concat!("RedisModule_", $name, "\0");
-            // SAFETY: GetApi writes a function pointer into `f` or fails.
-            if unsafe { get_api(name.as_ptr().cast(), std::ptr::addr_of_mut!(f).cast()) } != OK || f.is_null() {
-                return None;
-            }
-            // SAFETY: the server's function has the signature redismodule.h gives it.
-            unsafe { std::mem::transmute_copy(&f) }
-        }};
-    }
     // A function some servers lack: None there.
     macro_rules! get_opt {
         ($name:literal) => {{
@@ -143,9 +131,15 @@ unsafe fn lookup(ctx: *mut Ctx) -> Option<Api> {
             let name = concat!("RedisModule_", $name, "\0");
             // SAFETY: GetApi writes a function pointer into `f` or fails.
             let found = unsafe { get_api(name.as_ptr().cast(), std::ptr::addr_of_mut!(f).cast()) } == OK && !f.is_null();
-            // SAFETY: as `get!`.
+            // SAFETY: the server's function has the signature redismodule.h gives it.
             found.then(|| unsafe { std::mem::transmute_copy(&f) })
         }};
+    }
+    // A function every supported server has: the module does not load without it.
+    macro_rules! get {
+        ($name:literal) => {
+            get_opt!($name)?
+        };
     }
     Some(Api {
         set_module_attribs: get!("SetModuleAttribs"),
@@ -370,14 +364,6 @@ pub struct Strings {
 impl Strings {
     pub fn empty(ctx: *mut Ctx) -> Strings {
         Strings { ctx, items: vec![] }
-    }
-
-    pub fn new(ctx: *mut Ctx, args: &[&[u8]]) -> Strings {
-        let mut s = Strings { ctx, items: Vec::with_capacity(args.len()) };
-        for a in args {
-            s.push(a);
-        }
-        s
     }
 
     /// One more string, freed with the others; gives it.
