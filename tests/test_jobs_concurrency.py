@@ -36,6 +36,7 @@ from collections import Counter, defaultdict
 import pytest
 
 import emq
+from emq.embedded import module_path
 from test_jobs_model import assert_invariants, expire_lease, lrange, make_due, read_queue, snapshot
 
 Q = "jconc"
@@ -68,7 +69,14 @@ STUCK_S = 8  # no job completed for this long: stop and report
 
 
 @pytest.mark.timeout(240)
-def test_claimers_producers_and_sweepers_race(server, r):
+@pytest.mark.parametrize(
+    "mixed",
+    [False, pytest.param(True, marks=pytest.mark.skipif(module_path() is None, reason="./dev module has not built it"))],
+    ids=["plan", "plan-and-module"],
+)
+def test_claimers_producers_and_sweepers_race(server, r, mixed):
+    """`mixed`: half the claimers claim and complete through emq's server module
+    (`backend="module"`), racing the others' guarded plans."""
     lock = threading.Lock()
     errors: list[str] = []
     produced: list[str] = []
@@ -122,7 +130,7 @@ def test_claimers_producers_and_sweepers_race(server, r):
 
     def claimer(k: int):
         c = emq.connect(server.url)
-        q = emq.Queue(c, Q)
+        q = emq.Queue(c, Q, backend="module" if mixed and k % 2 else "plan")
         wrng = random.Random(100 + k)
         while not stop.is_set():
             jobs = q.claim(wrng.randrange(1, 5), lease_ms=LEASE_MS)

@@ -641,9 +641,11 @@ def assert_matches_model(q: dict, m: Model) -> None:
 ids_st = st.integers(min_value=0, max_value=10**6)
 
 
-def machine_for(url: str, seed: str | None = None):
+def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
     """The machine on the server at `url`; with `seed`, emq connects there (a
-    cluster node other than the queue's: it follows the queue to `url`)."""
+    cluster node other than the queue's: it follows the queue to `url`).
+    `backend`: the queue's (`emq.Queue(..., backend=)`): "module" has the
+    server's module run the claims and completes."""
 
     class JobsMachine(RuleBasedStateMachine):
         def __init__(self):
@@ -651,7 +653,7 @@ def machine_for(url: str, seed: str | None = None):
             self.r = redis.Redis.from_url(url)
             self.r.flushdb()
             self.client = emq.connect(seed or url)
-            self.q = emq.Queue(self.client, Q)
+            self.q = emq.Queue(self.client, Q, backend=backend)
             self.m = Model()
             self.held: dict[str, emq.Job] = {}  # id -> the Job its current holder has
             self.stale: list[emq.Job] = []  # Jobs whose lease is lost (refused from now on)
@@ -855,22 +857,25 @@ def machine_for(url: str, seed: str | None = None):
         @precondition(lambda self: self.held or self.stale)
         @rule(k=ids_st, n_held=st.integers(0, 3), n_stale=st.integers(0, 2), n=st.integers(0, 3))
         def complete_and_claim(self, k, n_held, n_stale, n):
-            """A group commit that claims: a claim of flat jobs, then the
-            completes, in one transaction (no other client writes here: the
-            claim is never dropped)."""
+            """A group commit that claims. The plan: a claim of flat jobs, then
+            the completes, in one transaction (no other client writes here: the
+            claim is never dropped). The module: the completes, then a claim
+            (lanes too), two commands in one round trip."""
             jobs, chosen = self._batch(k, n_held, n_stale)
             got, claimed = self.q.complete_and_claim(jobs, n, lease_ms=FAR)
-            expected = self.m.claim(n, flat_only=True) if n else []
+            expected = self.m.claim(n, flat_only=True) if n and backend == "plan" else []
             assert got == [j.id in chosen for j in jobs]
-            assert claimed is not None and [j.id for j in claimed] == expected
-            for j in claimed:
-                row = self.m.rows[j.id]
-                assert (j.lane, j.attempts, j.max_attempts, j.data) == (None, row["attempts"], row["max_attempts"], row["data"])
-                assert j.token and j.state == "active"
             for j in jobs:
                 if j.id in chosen:
                     self.m.complete(j.id)
                     self._lose(j.id)
+            if n and backend == "module":
+                expected = self.m.claim(n)
+            assert claimed is not None and [j.id for j in claimed] == expected
+            for j in claimed:
+                row = self.m.rows[j.id]
+                assert (j.lane, j.attempts, j.max_attempts, j.data) == (row.get("lane"), row["attempts"], row["max_attempts"], row["data"])
+                assert j.token and j.state == "active"
             for j in claimed:
                 self._lose(j.id)
                 self.held[j.id] = j
@@ -1089,6 +1094,16 @@ def test_jobs_state_machine_on_a_cluster(cluster):
 
 def test_jobs_state_machine(server):
     run_machine(machine_for(server.url), examples=80)
+
+
+def test_jobs_state_machine_with_the_module(server):
+    """The same machine with the queue's claims and completes run by emq's
+    server module (`backend="module"`): the same answers, the same keyspace."""
+    from emq.embedded import module_path
+
+    if module_path() is None:
+        pytest.skip("emq's server module is not built (./dev module)")
+    run_machine(machine_for(server.url, backend="module"), examples=60)
 
 
 def run_machine(machine, *, examples: int) -> None:

@@ -1,11 +1,15 @@
 """emq's server module (rust/emq-module): EMQ.PROMOTE and EMQ.STALLED.CHECK run
-by the plans inside the server, sent by `backend="module"`.
+by the plans inside the server, sent by `backend="module"`; EMQ.CLAIM and
+EMQ.COMPLETE, sent by a queue's claims and completes with
+`emq.Queue(..., backend="module")`.
 
 The differential tests (test_sweeps_differential.py) hold the module to the Lua
 reference from every random state, three ways with the plan. These are the rest:
 the wire form's refusals, bytes that are not UTF-8, a server without the module,
 replication and the AOF (a replica without the module applies what it wrote),
-deny-oom, and cluster routing by its key positions.
+deny-oom, and cluster routing by its key positions. The queue's claims and
+completes by the module are held to the model of SPEC §7 by the state machine
+of test_jobs_model.py (`test_jobs_state_machine_with_the_module`).
 """
 
 from __future__ import annotations
@@ -224,17 +228,87 @@ def test_a_watch_sees_the_rows_the_module_writes_and_not_those_it_only_reads(r, 
         assert dump(r) == {**bad, b"other": ("string", b"1")}
 
 
+def test_claim_and_complete_refuse_bad_input_and_write_nothing(r, client):
+    """EMQ.CLAIM and EMQ.COMPLETE check their wire form as the sweeps do (the
+    Lua scripts' codes), and a structure of the wrong type refuses the call as
+    the plan refuses it: a LayoutError, nothing written."""
+    q = emq.Queue(client, Q, backend="module")
+    q.add_many([b"a", b"b"])
+    start = dump(r)
+    p = P.decode()
+    C, D = "EMQ.CLAIM", "EMQ.COMPLETE"
+    for args, code, words in [
+        ([C, "1", p + "pending", p, "0", "100"], "EMQARG", "n must be an integer from 1"),
+        ([C, "1", p + "pending", p, "1", "0", "t"], "EMQARG", "lease_ms"),
+        ([C, "1", p + "pending", p, "2", "100", "t"], "EMQLAYOUT", "2 tokens, not 1"),
+        ([C, "1", p + "active", p, "1", "100", "t"], "EMQLAYOUT", "is not"),
+        ([C, "1", p + "pending", "emq:mq:", "1", "100", "t"], "EMQLAYOUT", "queue prefix"),
+        ([D, "1", p + "active", p, "a", "t"], "EMQLAYOUT", "an id, token and lane a job"),
+        ([D, "1", p + "active", p, "a", "", ""], "EMQARG", "token must not be empty"),
+        ([D, "1", p + "active", p, "a", "t", "", "a", "t", ""], "EMQARG", "given twice"),
+    ]:
+        with pytest.raises(redis.ResponseError, match=f"^{code} {args[0]}: (layout: )?.*{words}"):
+            r.execute_command(*args)
+        assert dump(r) == start, args
+    # A wrong type: the plan's LayoutError from both backends, nothing written.
+    jobs = emq.Queue(client, Q).claim(1)
+    bad = dict(dump(r))
+    for key, call in [
+        (P + b"pending", lambda be: emq.Queue(client, Q, backend=be).claim(2)),
+        (P + b"active", lambda be: emq.Queue(client, Q, backend=be).complete_many(jobs)),
+        (P + b"wake", lambda be: emq.Queue(client, Q, backend=be).claim(1)),
+    ]:
+        wrong = {**bad, key: ("string", b"v")}
+        (pr, pa), (mr, ma) = [one(r, wrong, lambda call=call, be=be: call(be)) for be in ("plan", "module")]
+        assert isinstance(pr, emq.LayoutError) and isinstance(mr, emq.LayoutError), (key, pr, mr)
+        assert str(pr) == str(mr)
+        assert pa == ma == wrong
+
+
+def one(r, start: dict, call):
+    """`call()` from `start`: (its reply or error, the keyspace after)."""
+    reset(r, start)
+    try:
+        reply = call()
+    except emq.EmqError as e:
+        reply = e
+    return reply, dump(r)
+
+
+def test_claim_and_complete_take_ids_lanes_and_values_that_are_not_utf8(r, client):
+    """The module's claim hands back the bytes it read, and its complete finds
+    the row by them (a host that decoded them as text would fail)."""
+    now = client.time_ms()
+    ids = [b"\xff\xfe", b"\x80abc", b"\xc3\x28"]
+    reset(r, {P + b"pending": ("list", ids), **{P + b"job:" + i: ("hash", {b"state": b"pending", b"data": b"\x00\xff"}) for i in ids}})
+    got = r.execute_command("EMQ.CLAIM", "1", P + b"pending", P, "3", "60000", "t1", "t2", "t3")
+    assert [j[0] for j in got] == ids and all(j[1] == b"\x00\xff" and j[2] is None for j in got)
+    assert all(now <= j[6] - 60000 <= client.time_ms() for j in got)
+    done = r.execute_command("EMQ.COMPLETE", "1", P + b"active", P, ids[0], "t1", "", ids[1], "bad", "", ids[2], "t3", "")
+    assert done == [1, 0, 1]
+    assert r.zrange(P + b"active", 0, -1) == [ids[1]]
+    assert r.hget(P + b"job:" + ids[2], "state") == b"done" and r.ping()
+
+
 def test_a_server_without_the_module_says_so():
     with Server(binary("valkey"), module=False) as s:
         c = emq.connect(s.url)
         r = redis.Redis.from_url(s.url)
         r.zadd(P + b"schedule", {b"a": 1})
         r.hset(P + b"job:a", "state", "scheduled")
+        emq.Queue(c, Q).add_many([b"x", b"y"])
+        held = emq.Queue(c, Q).claim(1)
         before = dump(r)
         with pytest.raises(emq.ModuleMissingError, match="EMQ.PROMOTE: the server has not loaded emq's module"):
             emq.promote(c, Q, backend="module")
         with pytest.raises(emq.ModuleMissingError, match="EMQ.STALLED.CHECK"):
             emq.stalled_check(c, Q, backend="module")
+        q = emq.Queue(c, Q, backend="module")
+        with pytest.raises(emq.ModuleMissingError, match="EMQ.CLAIM: the server has not loaded emq's module"):
+            q.claim(1)
+        with pytest.raises(emq.ModuleMissingError, match="EMQ.COMPLETE") as e:
+            q.complete_and_claim(held, 1)
+        assert held[0].token not in str(e.value), "the lease's token is not the error's to show"
         assert dump(r) == before
         assert emq.promote(c, Q, backend="plan") == 1
         c.close()
@@ -277,6 +351,13 @@ def test_a_replica_without_the_module_and_an_aof_reload_end_with_the_primarys_ke
         assert len(recovered) + len(dead) == 10 and dead
         recovered, dead = emq.stalled_check(c, Q, max_stalled=5, batch=100, backend="module")
         assert len(recovered) == 15 and not dead
+        # The queue's claims and completes by the module (tokens the client made).
+        mq = emq.Queue(c, Q, backend="module")
+        taken = mq.claim(60)
+        assert len(taken) > 20 and any(j.lane for j in taken)
+        assert mq.complete_many(taken[:5]) == [True] * 5
+        done, more = mq.complete_and_claim(taken[5:], 3)
+        assert done == [True] * (len(taken) - 5) and more == []
         assert primary.execute_command("WAIT", 1, 5000) == 1
         want = dump(primary)
         assert want and dump(replica) == want
@@ -430,7 +511,16 @@ def test_in_a_cluster_the_key_positions_route_the_commands(_production_servers):
             other.execute_command("EMQ.PROMOTE", "2", p + "schedule", p + "pending", p, "10")
         with pytest.raises(redis.exceptions.MovedError):
             other.execute_command("EMQ.STALLED.CHECK", "3", p + "active", p + "pending", p + "dead", p, "1", "10")
+        with pytest.raises(redis.exceptions.MovedError):
+            other.execute_command("EMQ.CLAIM", "1", p + "pending", p, "1", "100", "t")
+        with pytest.raises(redis.exceptions.MovedError):
+            other.execute_command("EMQ.COMPLETE", "1", p + "active", p, "j0", "t", "")
         other.close()
+        # The client follows the queue to its node for the module's claims and completes.
+        mq = emq.Queue(client, q, backend="module")
+        taken = mq.claim(5)
+        assert [j.id for j in taken] == [f"j{n}" for n in range(5)]
+        assert mq.complete_and_claim(taken, 1) == ([True] * 5, [])
     a, b = c.queue_on(0, "x"), c.queue_on(1, "y")
     with c.node(0) as n0, pytest.raises(redis.ResponseError, match="(CROSSSLOT|hash to the same slot)"):
         n0.execute_command("EMQ.PROMOTE", "2", f"emq:{{{a}}}:schedule", f"emq:{{{b}}}:pending", f"emq:{{{a}}}:", "10")
@@ -446,7 +536,7 @@ def test_an_acl_user_needs_only_the_module_commands(r, server):
     c0.close()
     start = {**state(now, [b"a", b"b"]), **stalled_state(now, [b"c"])}
     reset(r, start)
-    _servers.set_user(r, "sweeper", "pw", ["hello", "ping", "emq.promote", "emq.stalled.check"])
+    _servers.set_user(r, "sweeper", "pw", ["hello", "ping", "emq.promote", "emq.stalled.check", "emq.claim", "emq.complete"])
     _servers.set_user(r, "nobody", "pw", ["hello", "ping", "time"])
     url = server.url.replace("redis://", "redis://{}:pw@")
     c = emq.connect(url.format("nobody"))
@@ -458,6 +548,10 @@ def test_an_acl_user_needs_only_the_module_commands(r, server):
     c = emq.connect(url.format("sweeper"))
     assert emq.promote(c, Q, batch=10, backend="module") == 2
     assert emq.stalled_check(c, Q, batch=10, backend="module") == (["c"], [])
+    q = emq.Queue(c, Q, backend="module")
+    taken = q.claim(5)
+    assert sorted(j.id for j in taken) == ["a", "b", "c"]
+    assert q.complete_many(taken) == [True] * 3
     c.close()
 
 

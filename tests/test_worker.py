@@ -30,7 +30,7 @@ import redis
 
 import emq
 import emq.aio
-from emq.embedded import Server
+from emq.embedded import Server, module_path
 
 import worker_handlers as wh
 
@@ -159,16 +159,24 @@ def parked(worker, beats: int = 2):
 # 1. A worker killed mid-job: another recovers the job and finishes it once.
 
 
-def test_killed_worker_job_is_recovered_and_finished_once(server, r, procs, log_env):
+# A queue's claims and completes: the plan in the worker, or emq's server module
+# (`emq.Queue(..., backend="module")`, `emq worker --backend module`).
+BACKENDS = ["plan", pytest.param("module", marks=pytest.mark.skipif(module_path() is None, reason="./dev module has not built it"))]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_killed_worker_job_is_recovered_and_finished_once(server, r, procs, log_env, backend):
     qn = "kill"
     q = emq.Queue(emq.connect(server.url), qn)
     lease_ms, beat_ms = 2000, 300
     q.add(json.dumps({"sleep": 0.05}), id="X")
-    a = procs.worker(server.url, qn, "A", "--concurrency", "1", "--lease-ms", str(lease_ms), "--beat-ms", str(beat_ms), block=True)
+    a = procs.worker(
+        server.url, qn, "A", "--concurrency", "1", "--lease-ms", str(lease_ms), "--beat-ms", str(beat_ms), "--backend", backend, block=True
+    )
     wait_for(lambda: starts(r, "X") == ["A"], 20, "worker A to start X", show=lambda: (history(r), a.poll()))
     assert q.get("X").state == "active"
 
-    b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, concurrency=2, lease_ms=lease_ms, beat_ms=beat_ms)
+    b = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), wh.record, concurrency=2, lease_ms=lease_ms, beat_ms=beat_ms)
     with running(b):
         parked(b)
         assert starts(r, "X") == ["A"], "B took X while A held its lease"
@@ -908,7 +916,8 @@ def test_sync_handler_failures_retry_then_die(server, r):
     assert c["failed"] == 3 and c["completed"] == 1
 
 
-def test_worker_serves_lanes_within_their_limits(server, r):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_worker_serves_lanes_within_their_limits(server, r, backend):
     qn = "lanes"
     k = keys(qn)
     q = emq.Queue(emq.connect(server.url), qn)
@@ -932,7 +941,7 @@ def test_worker_serves_lanes_within_their_limits(server, r):
         + [{"data": "x", "id": f"b{i}", "lane": "b"} for i in range(6)]
         + [{"data": "x", "id": f"f{i}"} for i in range(6)]
     )
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=300, concurrency=6)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), handler, beat_ms=300, concurrency=6)
     with running(w):
         wait_for(lambda: set(ids) <= set(done), 15, "every job done", show=lambda: (sorted(done), q.counts()))
     assert Counter(done) == Counter(ids)

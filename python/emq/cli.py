@@ -50,7 +50,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
         grace_s=args.grace_s,
     )
     client = emq.connect(args.url, wait_replicas=args.wait_replicas)
-    queues = [emq.Queue(client, name) for name in args.queue]
+    queues = [emq.Queue(client, name, backend=args.backend) for name in args.queue]
     queue = queues[0] if len(queues) == 1 else queues
     if asyncio.iscoroutinefunction(handler):
         counters = asyncio.run(emq.aio.Worker(queue, handler, **options).run())
@@ -132,6 +132,13 @@ def main(argv: list[str] | None = None) -> None:
     w.add_argument("--ttl-s", type=float, default=None)
     w.add_argument("--grace-s", type=float, default=30.0)
     w.add_argument("--wait-replicas", type=int, default=0, help="replicas each write must reach before it counts (WAIT; default 0)")
+    w.add_argument(
+        "--backend",
+        choices=("plan", "module"),
+        default="plan",
+        help="who runs the claims and completes: the plan in this process (default), or emq's server module "
+        "(EMQ.CLAIM, EMQ.COMPLETE: one round trip each; the server must load it)",
+    )
     w.set_defaults(run=cmd_worker)
 
     p = with_queue(sub.add_parser("promote", help="run PROMOTE once"))

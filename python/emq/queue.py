@@ -69,15 +69,32 @@ def _data(verb: str, data: Any, what: str = "data") -> bytes:
     raise ArgumentError(f"{verb}: {what} must be bytes or str, not {type(data).__name__}")
 
 
-class Queue:
-    """The jobs of one queue: `Queue(client, "orders")`."""
+JobBackend = Literal["plan", "module"]
 
-    def __init__(self, client: ClientLike, name: str):
+
+class Queue:
+    """The jobs of one queue: `Queue(client, "orders")`.
+
+    `backend`: who runs the claims and completes (`claim`, `complete`,
+    `complete_many`, `complete_and_claim`, and so a worker's on this queue).
+    `"plan"` (the default): the Rust core in this process, under its `WATCH`
+    guard, on any server. `"module"`: emq's server module (`EMQ.CLAIM`,
+    `EMQ.COMPLETE`: the same plans, run inside the server, one round trip a
+    call; README, "The server module"); a server without it raises
+    `emq.ModuleMissingError`. Every other call runs the plan either way.
+    """
+
+    def __init__(self, client: ClientLike, name: str, *, backend: JobBackend = "plan"):
         self.client: Client = _client(client)
         self.name = check_queue("emq.Queue", name)  # SPEC §1, checked once here
+        if backend not in ("plan", "module"):
+            raise ArgumentError(f'emq.Queue: backend must be "plan" or "module", not {backend!r}')
+        self.backend: JobBackend = backend
+        self._module = backend == "module"
 
     def __repr__(self) -> str:
-        return f"<emq.Queue {self.name!r} on {self.client.address}>"
+        more = ", backend='module'" if self._module else ""
+        return f"<emq.Queue {self.name!r} on {self.client.address}{more}>"
 
     # -- adding ---------------------------------------------------------------
 
@@ -143,7 +160,7 @@ class Queue:
         then lanes round-robin."""
         n = _int("EMQ.CLAIM", "n", n, minimum=1)
         lease_ms = _int("EMQ.CLAIM", "lease_ms", lease_ms, minimum=1)
-        return self.client._claim(self.name, n, lease_ms)
+        return self.client._claim(self.name, n, lease_ms, self._module)
 
     def _held(self, verb: str, job: Job) -> Job:
         if not isinstance(job, Job):
@@ -180,7 +197,7 @@ class Queue:
         """`complete` for many held jobs in one call (one clock reading, one
         transaction: a group commit): for each, True if it is done, False if its
         lease was lost (that job is left as it is)."""
-        return self.client._complete_many(self.name, self._held_jobs("EMQ.COMPLETE", jobs))
+        return self.client._complete_many(self.name, self._held_jobs("EMQ.COMPLETE", jobs), self._module)
 
     def complete_and_claim(self, jobs: Sequence[Job], n: int, *, lease_ms: int = 30000) -> tuple[list[bool], list[Job] | None]:
         """`complete_many(jobs)` and a claim of up to `n` flat jobs (from the
@@ -189,15 +206,19 @@ class Queue:
         `complete_many` gives them, and the jobs taken. When another client's
         write aborts the transaction, the call starts again without the claim,
         so that the completes do not wait on other claimers: the jobs taken are
-        then None (and none were)."""
+        then None (and none were). With `backend="module"`: the completes, then
+        a claim that may serve lanes too, as two commands in one round trip
+        (each all or none; the jobs taken are never None)."""
         held = self._held_jobs("EMQ.COMPLETE", jobs)
         n = _int("EMQ.CLAIM", "n", n, minimum=0)
         lease_ms = _int("EMQ.CLAIM", "lease_ms", lease_ms, minimum=1)
-        return self.client._complete_many_claim(self.name, held, n, lease_ms)
+        return self.client._complete_many_claim(self.name, held, n, lease_ms, self._module)
 
     def complete(self, job: Job) -> bool:
         """Marks the job done; False (and nothing changes) if the lease is lost."""
         job = self._held("EMQ.COMPLETE", job)
+        if self._module:
+            return self.client._complete_many(self.name, [job], True)[0]
         return self.client._complete(self.name, job)
 
     def fail(

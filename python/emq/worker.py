@@ -354,8 +354,9 @@ class Worker:
         for q in queues:
             if id(q.client) not in beat_of:
                 beat_of[id(q.client)], work_of[id(q.client)] = q.client.sibling(), q.client.sibling()
-            self._beats.append(Queue(beat_of[id(q.client)], q.name))
-            self._works[q.name] = Queue(work_of[id(q.client)], q.name)
+            # The queue's backend runs the claims and commits (the beats' sweeps are the plan's).
+            self._beats.append(Queue(beat_of[id(q.client)], q.name, backend=q.backend))
+            self._works[q.name] = Queue(work_of[id(q.client)], q.name, backend=q.backend)
             work = self._works[q.name]
             # A worker of one queue claims with its commits too; one of several
             # claims on its beat only, which takes the queues in turn (a queue's

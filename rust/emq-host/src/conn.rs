@@ -226,6 +226,16 @@ impl Conn {
         Ok(self.write_replies(1)?.1)
     }
 
+    /// Commands that write, sent as one pipeline (a module's commands, each
+    /// all or none by itself): their replies, or `OutcomeUnknown` when they are
+    /// lost after the commands were sent.
+    pub fn writes(&mut self, cmds: &[Cmd]) -> HostResult<Vec<Reply>> {
+        self.send(cmds)?;
+        let out = self.on_wire(|w| w.replies(cmds.len())).map_err(unknown)?;
+        self.written |= out.iter().any(|r| !matches!(r, Reply::Nil | Reply::Error { .. }));
+        Ok(out)
+    }
+
     /// After a call that may write, with `emq.connect(wait_replicas=N)`: if it
     /// wrote (see `written`), waits until N replicas have acknowledged this
     /// connection's writes (`WAIT`), or fails with `NotReplicated`: the writes

@@ -35,7 +35,7 @@ pub fn add(conn: &mut Conn, queue: &[u8], jobs: &[NewJob]) -> HostResult<Vec<Vec
 /// `n` fresh claim tokens: 128 bits each from the operating system's
 /// randomness, in hex. A token is a lease's proof: it must not be guessable
 /// from another (a late worker's word is refused by it).
-fn tokens(n: usize) -> HostResult<Vec<Vec<u8>>> {
+pub(crate) fn tokens(n: usize) -> HostResult<Vec<Vec<u8>>> {
     let mut bytes = vec![0u8; 16 * n];
     getrandom::fill(&mut bytes).map_err(|e| HostError::Server(format!("{CLAIM}: no randomness from the operating system: {e}")))?;
     Ok(bytes

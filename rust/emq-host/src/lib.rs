@@ -16,6 +16,7 @@ mod jitter;
 mod job;
 mod jobs;
 mod look;
+mod module;
 mod sweeps;
 
 use std::cell::RefCell;
@@ -374,10 +375,18 @@ impl Client {
         Ok(ids.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect())
     }
 
-    /// CLAIM (SPEC §7): the jobs taken, each with its lease's token.
-    fn _claim(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, n: u64, lease_ms: u64) -> PyResult<Vec<Job>> {
+    /// CLAIM (SPEC §7): the jobs taken, each with its lease's token. `module`:
+    /// by emq's server module (`EMQ.CLAIM`, one round trip).
+    #[pyo3(signature = (queue, n, lease_ms, module=false))]
+    fn _claim(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, n: u64, lease_ms: u64, module: bool) -> PyResult<Vec<Job>> {
         let q = queue_arg(emq_plan::claim::CLAIM, queue)?;
-        let claimed = self.wrote(py, emq_plan::claim::CLAIM, &q, |c| jobs::claim(c, &q, n, lease_ms))?;
+        let claimed = self.wrote(py, emq_plan::claim::CLAIM, &q, |c| {
+            if module {
+                module::claim(c, &q, n, lease_ms)
+            } else {
+                jobs::claim(c, &q, n, lease_ms)
+            }
+        })?;
         Ok(claimed.into_iter().map(Job::claimed).collect())
     }
 
@@ -401,19 +410,27 @@ impl Client {
     /// COMPLETE of many held jobs of the queue in one call (one clock reading,
     /// one transaction): for each, whether it is done (`False`: its lease was
     /// lost, and it is left as it is), as `_complete` would answer it alone.
-    fn _complete_many(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, jobs: Vec<PyRef<'_, Job>>) -> PyResult<Vec<bool>> {
+    #[pyo3(signature = (queue, jobs, module=false))]
+    fn _complete_many(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, jobs: Vec<PyRef<'_, Job>>, module: bool) -> PyResult<Vec<bool>> {
         let q = queue_arg(emq_plan::settle::COMPLETE, queue)?;
         let held = held_jobs(&jobs);
         if held.is_empty() {
             return Ok(vec![]);
         }
-        self.wrote(py, emq_plan::settle::COMPLETE, &q, |c| jobs::complete_many(c, &q, &held))
+        self.wrote(py, emq_plan::settle::COMPLETE, &q, |c| {
+            if module {
+                module::complete_many(c, &q, &held)
+            } else {
+                jobs::complete_many(c, &q, &held)
+            }
+        })
     }
 
     /// `_complete_many` and a claim of up to `n` flat jobs (from `pending`; no
     /// lane) in the same transaction: the answers, and the jobs taken (`None`
     /// when the guard aborted the first try and the claim was dropped: see
     /// `jobs::complete_many_claim`).
+    #[pyo3(signature = (queue, jobs, n, lease_ms, module=false))]
     fn _complete_many_claim(
         &self,
         py: Python<'_>,
@@ -421,10 +438,17 @@ impl Client {
         jobs: Vec<PyRef<'_, Job>>,
         n: u64,
         lease_ms: u64,
+        module: bool,
     ) -> PyResult<(Vec<bool>, Option<Vec<Job>>)> {
         let q = queue_arg(emq_plan::settle::COMPLETE, queue)?;
         let held = held_jobs(&jobs);
-        let (done, claimed) = self.wrote(py, emq_plan::settle::COMPLETE, &q, |c| jobs::complete_many_claim(c, &q, &held, n, lease_ms))?;
+        let (done, claimed) = self.wrote(py, emq_plan::settle::COMPLETE, &q, |c| {
+            if module {
+                module::complete_many_claim(c, &q, &held, n, lease_ms).map(|(done, taken)| (done, Some(taken)))
+            } else {
+                jobs::complete_many_claim(c, &q, &held, n, lease_ms)
+            }
+        })?;
         Ok((done, claimed.map(|c| c.into_iter().map(Job::claimed).collect())))
     }
 

@@ -123,13 +123,7 @@ fn tail(kind: Kind, queue: &[u8], batch: u64) -> Vec<Vec<u8>> {
 /// The module backend: the wire form, one command that the server's module runs.
 fn run_module(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<Outcome> {
     let reply = conn.one_write(Cmd::new(kind.verb()).args(tail(kind, queue, batch)))?;
-    match reply {
-        Reply::Error { message, .. } if message.starts_with("ERR unknown command") => Err(HostError::NoModule(format!(
-            "{}: the server has not loaded emq's module ({message}); load it (README, \"The server module\") or use backend=\"plan\"",
-            kind.verb()
-        ))),
-        reply => outcome(kind, reply),
-    }
+    outcome(kind, crate::module::refused(kind.verb(), reply)?)
 }
 
 /// The Lua backend: `EVALSHA`, loading the script when the server lacks it.

@@ -86,6 +86,7 @@ pub struct Api {
     reply_with_long_long: unsafe extern "C" fn(*mut Ctx, c_longlong) -> c_int,
     reply_with_array: unsafe extern "C" fn(*mut Ctx, std::ffi::c_long) -> c_int,
     reply_with_string_buffer: unsafe extern "C" fn(*mut Ctx, *const c_char, usize) -> c_int,
+    reply_with_null: unsafe extern "C" fn(*mut Ctx) -> c_int,
     open_key: unsafe extern "C" fn(*mut Ctx, *mut RString, c_int) -> *mut Key,
     close_key: unsafe extern "C" fn(*mut Key),
     key_type: unsafe extern "C" fn(*mut Key) -> c_int,
@@ -160,6 +161,7 @@ unsafe fn lookup(ctx: *mut Ctx) -> Option<Api> {
         reply_with_long_long: get!("ReplyWithLongLong"),
         reply_with_array: get!("ReplyWithArray"),
         reply_with_string_buffer: get!("ReplyWithStringBuffer"),
+        reply_with_null: get!("ReplyWithNull"),
         open_key: get!("OpenKey"),
         close_key: get!("CloseKey"),
         key_type: get!("KeyType"),
@@ -643,4 +645,9 @@ pub fn reply_array(ctx: *mut Ctx, len: usize) {
 pub fn reply_bytes(ctx: *mut Ctx, b: &[u8]) {
     // SAFETY: the command's context; the server copies the bytes.
     unsafe { (api().reply_with_string_buffer)(ctx, b.as_ptr().cast(), b.len()) };
+}
+
+pub fn reply_nil(ctx: *mut Ctx) {
+    // SAFETY: the command's context.
+    unsafe { (api().reply_with_null)(ctx) };
 }

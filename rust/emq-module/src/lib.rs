@@ -1,10 +1,12 @@
-//! emq's server module: `EMQ.PROMOTE` and `EMQ.STALLED.CHECK` (SPEC §5, §6)
-//! as native commands of Redis 7 and Valkey 8/9, run by the same plans as the
-//! client host (`emq-plan`), inside the server: no round trips, no `WATCH`, no
-//! script interpreter.
+//! emq's server module: `EMQ.PROMOTE` and `EMQ.STALLED.CHECK` (SPEC §5, §6),
+//! and a worker's `EMQ.CLAIM` and `EMQ.COMPLETE` (§7), as native commands of
+//! Redis 7 and Valkey 8/9, run by the same plans as the client host
+//! (`emq-plan`), inside the server: no round trips, no `WATCH`, no script
+//! interpreter. Their wire forms: `emq_plan::wire`.
 //!
 //! Load it with `--loadmodule libemq_module.so` (or `MODULE LOAD`); the client
-//! runs a sweep on it with `backend="module"`.
+//! runs a sweep on it with `backend="module"`, and a queue's claims and
+//! completes with `Queue(..., backend="module")`.
 //!
 //! `unsafe` lives in `ffi` (the module API), `heap` (the allocator) and in the
 //! two entry points below.
@@ -17,9 +19,12 @@ mod heap;
 
 use std::ffi::{c_int, CStr};
 
+use emq_plan::claim::Claim;
+use emq_plan::complete_many::CompleteMany;
 use emq_plan::error::{Error, ErrorKind};
 use emq_plan::sweep::{Outcome, Sweep};
-use emq_plan::{wire, Keys};
+use emq_plan::wire::JobRequest;
+use emq_plan::{wire, Keys, Reply};
 
 use ffi::{Ctx, RString};
 
@@ -47,6 +52,8 @@ pub unsafe extern "C" fn RedisModule_OnLoad(ctx: *mut Ctx, _argv: *mut *mut RStr
         let flags = c"write deny-oom";
         if !ffi::create_command(ctx, c"EMQ.PROMOTE", sweep_command, flags, 2, 3, 1)
             || !ffi::create_command(ctx, c"EMQ.STALLED.CHECK", sweep_command, flags, 2, 4, 1)
+            || !ffi::create_command(ctx, c"EMQ.CLAIM", job_command, flags, 2, 2, 1)
+            || !ffi::create_command(ctx, c"EMQ.COMPLETE", job_command, flags, 2, 2, 1)
         {
             return ffi::ERR;
         }
@@ -76,6 +83,49 @@ unsafe extern "C" fn sweep_command(ctx: *mut Ctx, argv: *mut *mut RString, argc:
         Err(e) => ffi::reply_error(ctx, &error_line(&e)),
     }
     ffi::OK
+}
+
+/// `EMQ.CLAIM` and `EMQ.COMPLETE`: the wire form checked (`wire::parse_job`),
+/// then the claim or the completes, as the client host's conversations.
+unsafe extern "C" fn job_command(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int) -> c_int {
+    // SAFETY: the server's arguments for this call.
+    let args = unsafe { ffi::args(argv, argc) };
+    let result = std::panic::catch_unwind(|| job(ctx, &args))
+        .unwrap_or_else(|_| Err(Error::server("emq module", "ERR the call panicked; nothing more was written")));
+    match result {
+        Ok(reply) => reply_with(ctx, &reply),
+        Err(e) => ffi::reply_error(ctx, &error_line(&e)),
+    }
+    ffi::OK
+}
+
+fn job(ctx: *mut Ctx, args: &[&[u8]]) -> emq_plan::error::Result<Reply> {
+    match wire::parse_job(args)? {
+        JobRequest::Claim { queue, n, lease_ms, tokens } => {
+            let mut c = Claim::new(Keys::new(&queue), n, lease_ms, tokens)?;
+            Ok(wire::claimed_reply(&exec::run(ctx, &mut c)?))
+        }
+        JobRequest::Complete { queue, jobs } => {
+            let mut c = CompleteMany::new(Keys::new(&queue), jobs)?;
+            Ok(Reply::Array(exec::run(ctx, &mut c)?.into_iter().map(|done| Reply::Int(i64::from(done))).collect()))
+        }
+    }
+}
+
+/// Writes `reply` (what `wire` builds: arrays, strings, integers, nil) as the command's reply.
+fn reply_with(ctx: *mut Ctx, reply: &Reply) {
+    match reply {
+        Reply::Array(items) => {
+            ffi::reply_array(ctx, items.len());
+            for r in items {
+                reply_with(ctx, r);
+            }
+        }
+        Reply::Bulk(b) => ffi::reply_bytes(ctx, b),
+        Reply::Int(n) => ffi::reply_int(ctx, *n),
+        Reply::Nil => ffi::reply_nil(ctx),
+        other => ffi::reply_error(ctx, &format!("ERR emq module: no reply of the form {other:?}")),
+    }
 }
 
 fn sweep(ctx: *mut Ctx, args: &[&[u8]]) -> emq_plan::error::Result<Outcome> {

@@ -1,12 +1,33 @@
-//! The wire form of the sweeps: the seed's EVALSHA tails with the script's sha
-//! replaced by the command's name, checked as the module checks them.
+//! The wire forms of the module's commands, checked as the module checks them,
+//! built as the client host sends them, and their replies.
+//!
+//! The sweeps: the seed's EVALSHA tails with the script's sha replaced by the
+//! command's name.
 //!
 //! `EMQ.PROMOTE 2 <P>schedule <P>pending <P> <batch>`
 //! `EMQ.STALLED.CHECK 3 <P>active <P>pending <P>dead <P> <max_stalled> <batch>`
+//!
+//! A worker's claim and its completes (issue 17: one round trip each, run by
+//! the plans inside the server), in the same shape: the key that routes the
+//! call, the prefix, the arguments.
+//!
+//! `EMQ.CLAIM 1 <P>pending <P> <n> <lease_ms> <token>…` (exactly `n` tokens,
+//! made by the caller: a lease's proof, 128 random bits)
+//! `EMQ.COMPLETE 1 <P>active <P> <id> <token> <lane>…` (a triple a job; lane
+//! empty for none)
+//!
+//! `EMQ.CLAIM` answers the jobs taken, each `[id, data, lane or nil, attempts,
+//! max_attempts, token, deadline]`; `EMQ.COMPLETE` a 1 or 0 a job (done, or
+//! refused: the lease was lost).
 
+use crate::claim::{Claimed, CLAIM, MAX_CLAIM};
+use crate::cmd::Cmd;
 use crate::error::{Error, Result};
+use crate::extend_many::{Held, EXTEND_MAX};
 use crate::names::{queue_of_prefix, Keys};
 use crate::numbers::count_arg;
+use crate::reply::Reply;
+use crate::settle::COMPLETE;
 use crate::sweep::types::{Kind, PROMOTE, STALLED};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +87,132 @@ pub fn parse(args: &[&[u8]]) -> Result<Request> {
     Ok(Request { kind, queue: queue.to_vec(), batch })
 }
 
+/// A worker's call in its wire form (`parse_job`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum JobRequest {
+    Claim { queue: Vec<u8>, n: u64, lease_ms: u64, tokens: Vec<Vec<u8>> },
+    Complete { queue: Vec<u8>, jobs: Vec<Held> },
+}
+
+/// Checks `EMQ.CLAIM` or `EMQ.COMPLETE` (its name first): the layout, then each
+/// argument. What the conversation checks itself (no id twice, n and the lease
+/// positive) it still checks, with the same errors as the client host's.
+pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
+    let Some((name, tail)) = args.split_first() else {
+        return Err(Error::argument("emq", "command", "is empty"));
+    };
+    let upper = name.to_ascii_uppercase();
+    let (verb, suffix): (&str, &[u8]) = match upper.as_slice() {
+        b"EMQ.CLAIM" => (CLAIM, b"pending"),
+        b"EMQ.COMPLETE" => (COMPLETE, b"active"),
+        _ => {
+            return Err(Error::argument("emq", "command", format!("{:?} is not EMQ.CLAIM or EMQ.COMPLETE", String::from_utf8_lossy(name))))
+        }
+    };
+    let shape =
+        if verb == CLAIM { "1 key, the prefix, n, lease_ms and n tokens" } else { "1 key, the prefix and an id, token and lane a job" };
+    if tail.len() < 3 || tail[0] != b"1" {
+        return Err(Error::layout(verb, format!("expected {shape}")));
+    }
+    let (key, prefix, argv) = (tail[1], tail[2], &tail[3..]);
+    let queue = queue_of_prefix(prefix)
+        .ok_or_else(|| Error::layout(verb, format!("{:?} is not a queue prefix emq:{{q}}:", String::from_utf8_lossy(prefix))))?;
+    let want = Keys::new(queue).key(suffix);
+    if key != want.as_slice() {
+        return Err(Error::layout(verb, format!("key {:?} is not {}", String::from_utf8_lossy(key), String::from_utf8_lossy(&want))));
+    }
+    let queue = queue.to_vec();
+    if verb == CLAIM {
+        let [n, lease_ms, tokens @ ..] = argv else { return Err(Error::layout(verb, format!("expected {shape}"))) };
+        let n = count_arg(n, false).filter(|&n| n <= MAX_CLAIM);
+        let n = n.ok_or_else(|| Error::argument(verb, "n", format!("must be an integer from 1 to {MAX_CLAIM}")))?;
+        let lease_ms = count_arg(lease_ms, false).ok_or_else(|| Error::argument(verb, "lease_ms", "must be a positive integer"))?;
+        if tokens.len() as u64 != n {
+            return Err(Error::layout(verb, format!("expected {shape} ({n} tokens, not {})", tokens.len())));
+        }
+        if tokens.iter().any(|t| t.is_empty()) {
+            return Err(Error::argument(verb, "token", "must not be empty"));
+        }
+        return Ok(JobRequest::Claim { queue, n, lease_ms, tokens: tokens.iter().map(|t| t.to_vec()).collect() });
+    }
+    if argv.is_empty() || argv.len() % 3 != 0 {
+        return Err(Error::layout(verb, format!("expected {shape}")));
+    }
+    if argv.len() / 3 > EXTEND_MAX {
+        return Err(Error::argument(verb, "jobs", format!("at most {EXTEND_MAX} a call")));
+    }
+    let jobs = argv
+        .chunks_exact(3)
+        .map(|j| {
+            if j[1].is_empty() {
+                return Err(Error::argument(verb, "token", "must not be empty"));
+            }
+            Ok(Held { id: j[0].to_vec(), token: j[1].to_vec(), lane: (!j[2].is_empty()).then(|| j[2].to_vec()) })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(JobRequest::Complete { queue, jobs })
+}
+
+/// `EMQ.CLAIM`, as the client host sends it.
+pub fn claim_cmd(keys: &Keys, n: u64, lease_ms: u64, tokens: &[Vec<u8>]) -> Cmd {
+    Cmd::new(CLAIM).arg("1").arg(keys.pending()).arg(&keys.prefix).arg_int(n as i64).arg_int(lease_ms as i64).args(tokens)
+}
+
+/// `EMQ.COMPLETE`, as the client host sends it.
+pub fn complete_cmd(keys: &Keys, jobs: &[Held]) -> Cmd {
+    let mut c = Cmd::new(COMPLETE).arg("1").arg(keys.active()).arg(&keys.prefix);
+    for j in jobs {
+        c = c.arg(&j.id).arg(&j.token).arg(j.lane.as_deref().unwrap_or_default());
+    }
+    c
+}
+
+/// `EMQ.CLAIM`'s reply.
+pub fn claimed_reply(jobs: &[Claimed]) -> Reply {
+    let job = |c: &Claimed| {
+        Reply::Array(vec![
+            Reply::Bulk(c.id.clone()),
+            Reply::Bulk(c.data.clone()),
+            c.lane.clone().map_or(Reply::Nil, Reply::Bulk),
+            Reply::Int(c.attempts),
+            Reply::Int(c.max_attempts),
+            Reply::Bulk(c.token.clone()),
+            Reply::Int(c.deadline),
+        ])
+    };
+    Reply::Array(jobs.iter().map(job).collect())
+}
+
+/// The jobs of `EMQ.CLAIM`'s reply (`claimed_reply`).
+pub fn parse_claimed(reply: &Reply) -> Result<Vec<Claimed>> {
+    let bad = || Error::server(CLAIM, format!("unexpected reply {reply:?}"));
+    let jobs = reply.as_array().ok_or_else(bad)?;
+    jobs.iter()
+        .map(|j| match j.as_array() {
+            Some([id, data, lane, attempts, max_attempts, token, deadline]) => Ok(Claimed {
+                id: id.as_bytes().ok_or_else(bad)?.to_vec(),
+                data: data.as_bytes().ok_or_else(bad)?.to_vec(),
+                lane: match lane {
+                    Reply::Nil => None,
+                    l => Some(l.as_bytes().ok_or_else(bad)?.to_vec()),
+                },
+                attempts: attempts.as_int().ok_or_else(bad)?,
+                max_attempts: max_attempts.as_int().ok_or_else(bad)?,
+                token: token.as_bytes().ok_or_else(bad)?.to_vec(),
+                deadline: deadline.as_int().ok_or_else(bad)?,
+            }),
+            _ => Err(bad()),
+        })
+        .collect()
+}
+
+/// The answers of `EMQ.COMPLETE`'s reply, `n` of them.
+pub fn parse_completed(reply: &Reply, n: usize) -> Result<Vec<bool>> {
+    let bad = || Error::server(COMPLETE, format!("unexpected reply {reply:?}"));
+    let items = reply.as_array().filter(|a| a.len() == n).ok_or_else(bad)?;
+    items.iter().map(|r| r.as_int().map(|i| i == 1).ok_or_else(bad)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,5 +262,77 @@ mod tests {
             assert_eq!(e.kind, ErrorKind::Argument);
             assert!(e.message.contains(name), "{e}");
         }
+    }
+
+    #[test]
+    fn a_workers_calls_parse_as_the_host_builds_them() {
+        let keys = Keys::new(b"orders");
+        let tokens = vec![b"t1".to_vec(), b"t2".to_vec()];
+        let c = claim_cmd(&keys, 2, 30_000, &tokens);
+        let r = parse_job(&c.to_args()).unwrap();
+        assert_eq!(r, JobRequest::Claim { queue: b"orders".to_vec(), n: 2, lease_ms: 30_000, tokens });
+        let jobs = vec![
+            Held { id: b"a".to_vec(), token: b"t".to_vec(), lane: None },
+            Held { id: b"\xff".to_vec(), token: b"u".to_vec(), lane: Some(b"l".to_vec()) },
+        ];
+        let c = complete_cmd(&keys, &jobs);
+        assert_eq!(parse_job(&c.to_args()).unwrap(), JobRequest::Complete { queue: b"orders".to_vec(), jobs });
+    }
+
+    #[test]
+    fn a_workers_calls_refuse_bad_layouts_and_arguments() {
+        for (bad, kind, name) in [
+            ("EMQ.CLAIM 1 emq:{o}:pending emq:{o}: 2 100 t", ErrorKind::Layout, "2 tokens"),
+            ("EMQ.CLAIM 1 emq:{o}:active emq:{o}: 1 100 t", ErrorKind::Layout, "key"),
+            ("EMQ.CLAIM 2 emq:{o}:pending emq:{o}: 1 100 t", ErrorKind::Layout, "expected"),
+            ("EMQ.CLAIM 1 emq:{o}:pending emq:{p}: 1 100 t", ErrorKind::Layout, "key"),
+            ("EMQ.CLAIM 1 emq:{o}:pending emq:{o}: 0 100", ErrorKind::Argument, "n"),
+            ("EMQ.CLAIM 1 emq:{o}:pending emq:{o}: 10001 100", ErrorKind::Argument, "n"),
+            ("EMQ.CLAIM 1 emq:{o}:pending emq:{o}: 1 0 t", ErrorKind::Argument, "lease_ms"),
+            ("EMQ.CLAIM 1 emq:{o}:pending emq:{o}: 1", ErrorKind::Layout, "expected"),
+            ("EMQ.COMPLETE 1 emq:{o}:active emq:{o}:", ErrorKind::Layout, "expected"),
+            ("EMQ.COMPLETE 1 emq:{o}:active emq:{o}: a t", ErrorKind::Layout, "expected"),
+            ("EMQ.COMPLETE 1 emq:{o}:pending emq:{o}: a t l", ErrorKind::Layout, "key"),
+        ] {
+            let e = p_job(bad).unwrap_err();
+            assert_eq!(e.kind, kind, "{bad}: {e}");
+            assert!(e.message.contains(name), "{bad}: {e}");
+        }
+        let e = parse_job(&[b"EMQ.COMPLETE", b"1", b"emq:{o}:active", b"emq:{o}:", b"a", b"", b""]).unwrap_err();
+        assert_eq!((e.kind, e.message.contains("token")), (ErrorKind::Argument, true), "{e}");
+    }
+
+    fn p_job(s: &str) -> Result<JobRequest> {
+        let parts: Vec<&[u8]> = s.split(' ').map(str::as_bytes).collect();
+        parse_job(&parts)
+    }
+
+    #[test]
+    fn claimed_jobs_come_back_as_they_went() {
+        let jobs = vec![
+            Claimed {
+                id: b"a".to_vec(),
+                data: b"\x00".to_vec(),
+                lane: None,
+                attempts: 1,
+                max_attempts: 3,
+                token: b"t".to_vec(),
+                deadline: 5,
+            },
+            Claimed {
+                id: b"b".to_vec(),
+                data: vec![],
+                lane: Some(b"l".to_vec()),
+                attempts: 2,
+                max_attempts: 2,
+                token: b"u".to_vec(),
+                deadline: 6,
+            },
+        ];
+        assert_eq!(parse_claimed(&claimed_reply(&jobs)).unwrap(), jobs);
+        assert!(parse_claimed(&Reply::Int(1)).is_err());
+        let done = Reply::Array(vec![Reply::Int(1), Reply::Int(0)]);
+        assert_eq!(parse_completed(&done, 2).unwrap(), vec![true, false]);
+        assert!(parse_completed(&done, 3).is_err());
     }
 }

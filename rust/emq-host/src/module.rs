@@ -1,0 +1,68 @@
+//! The module backend (`backend="module"`): emq's server module runs the plans
+//! inside the server, one command a call (`emq_plan::wire`): the sweeps
+//! (`sweeps::run`), and a queue's claims and completes, here.
+
+use emq_plan::claim::{Claimed, CLAIM, MAX_CLAIM};
+use emq_plan::extend_many::Held;
+use emq_plan::settle::COMPLETE;
+use emq_plan::{wire, Keys, Reply};
+
+use crate::conn::Conn;
+use crate::error::{HostError, HostResult};
+use crate::jobs::tokens;
+
+pub fn claim(conn: &mut Conn, queue: &[u8], n: u64, lease_ms: u64) -> HostResult<Vec<Claimed>> {
+    let n = n.min(MAX_CLAIM);
+    let reply = conn.writes(&[wire::claim_cmd(&Keys::new(queue), n, lease_ms, &tokens(n as usize)?)])?.remove(0);
+    claimed(reply)
+}
+
+pub fn complete_many(conn: &mut Conn, queue: &[u8], jobs: &[Held]) -> HostResult<Vec<bool>> {
+    let reply = conn.writes(&[wire::complete_cmd(&Keys::new(queue), jobs)])?.remove(0);
+    completed(reply, jobs.len())
+}
+
+/// The completes, then the claim, in one round trip: two commands, each
+/// all or none (unlike the plan's pair, which shares one transaction, the
+/// claim may take lanes: nothing runs between the two but other calls).
+pub fn complete_many_claim(conn: &mut Conn, queue: &[u8], jobs: &[Held], n: u64, lease_ms: u64) -> HostResult<(Vec<bool>, Vec<Claimed>)> {
+    let keys = Keys::new(queue);
+    let n = n.min(MAX_CLAIM);
+    let mut cmds = vec![];
+    if !jobs.is_empty() {
+        cmds.push(wire::complete_cmd(&keys, jobs));
+    }
+    if n > 0 {
+        cmds.push(wire::claim_cmd(&keys, n, lease_ms, &tokens(n as usize)?));
+    }
+    let mut replies = conn.writes(&cmds)?.into_iter();
+    let done = if jobs.is_empty() { vec![] } else { completed(replies.next().unwrap_or(Reply::Nil), jobs.len())? };
+    let taken = if n == 0 { vec![] } else { claimed(replies.next().unwrap_or(Reply::Nil))? };
+    Ok((done, taken))
+}
+
+fn claimed(reply: Reply) -> HostResult<Vec<Claimed>> {
+    Ok(wire::parse_claimed(&refused(CLAIM, reply)?)?)
+}
+
+fn completed(reply: Reply, n: usize) -> HostResult<Vec<bool>> {
+    Ok(wire::parse_completed(&refused(COMPLETE, reply)?, n)?)
+}
+
+/// An error reply as the error it is: the module's codes as the plan's
+/// errors, a server without the module said plainly.
+pub fn refused(verb: &str, reply: Reply) -> HostResult<Reply> {
+    match reply {
+        // The server's message goes on to quote the arguments, tokens among them: left out.
+        Reply::Error { message, .. } if message.starts_with("ERR unknown command") => Err(HostError::NoModule(format!(
+            "{verb}: the server has not loaded emq's module ({}); load it (README, \"The server module\") or use backend=\"plan\"",
+            message.split(", with args").next().unwrap_or_default()
+        ))),
+        Reply::Error { code, message } => Err(match code.as_str() {
+            "EMQLAYOUT" => HostError::Layout(message.trim_start_matches("EMQLAYOUT ").to_string()),
+            "EMQARG" => HostError::Argument(message.trim_start_matches("EMQARG ").to_string()),
+            _ => HostError::classify(verb, &code, &message),
+        }),
+        r => Ok(r),
+    }
+}
