@@ -1,5 +1,7 @@
-//! The sweeps' wire form (`emq_plan::wire::parse`, the module's argument checks)
-//! fed any arguments: it refuses or parses, never panics.
+//! The module's wire forms (`emq_plan::wire::parse` for the sweeps,
+//! `parse_job` for the claims and completes: the module's argument checks) fed
+//! any arguments: they refuse or parse, never panic, and a claim or complete
+//! built back from what it parsed to parses to the same.
 
 #![no_main]
 
@@ -10,9 +12,12 @@ fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
     let args: Vec<Vec<u8>> = if u.arbitrary::<bool>().unwrap_or(false) {
         // Near the real thing: a verb, a count, keys of one queue, the prefix, numbers.
-        let words: [&[u8]; 12] = [
+        let words: [&[u8]; 15] = [
             b"EMQ.PROMOTE",
             b"emq.stalled.check",
+            b"EMQ.CLAIM",
+            b"EMQ.COMPLETE",
+            b"",
             b"2",
             b"3",
             b"emq:{q}:schedule",
@@ -38,5 +43,19 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(req) = emq_plan::wire::parse(&refs) {
         assert!(req.batch > 0, "a parsed batch is positive");
         assert!(emq_plan::names::queue_name_problem(&req.queue).is_none(), "a parsed queue name is good");
+    }
+    if let Ok(req) = emq_plan::wire::parse_job(&refs) {
+        // Built back as the client host sends it, it parses to the same request.
+        let c = match &req {
+            emq_plan::wire::JobRequest::Claim { queue, n, lease_ms, tokens } => {
+                assert!(*n > 0 && *lease_ms > 0 && tokens.len() as u64 == *n);
+                emq_plan::wire::claim_cmd(&emq_plan::Keys::new(queue), *n, *lease_ms, tokens)
+            }
+            emq_plan::wire::JobRequest::Complete { queue, jobs } => {
+                assert!(!jobs.is_empty());
+                emq_plan::wire::complete_cmd(&emq_plan::Keys::new(queue), jobs)
+            }
+        };
+        assert_eq!(emq_plan::wire::parse_job(&c.to_args()).as_ref(), Ok(&req));
     }
 });
