@@ -44,8 +44,15 @@ Q = "tput"
 # The worker as it is, and two older forms to compare with (patched in, for the
 # comparison only): "unpaired", whose group commits claim nothing (the beat
 # claims every job); "single", a complete per job on the handler's thread and a
-# promote every beat (before the group commit).
-MODES = {"paired": "", "unpaired": " (commits claim nothing)", "single": " (a complete per job)"}
+# promote every beat (before the group commit). And "module": the worker as it
+# is, on `emq.Queue(..., backend="module")` (its claims and commits are
+# EMQ.CLAIM and EMQ.COMPLETE, run by emq's server module, which the server then loads).
+MODES = {
+    "paired": "",
+    "unpaired": " (commits claim nothing)",
+    "single": " (a complete per job)",
+    "module": " (claims and commits by the server module)",
+}
 
 
 def worker_proc(url: str, concurrency: int, stop, mode: str = "paired", spin_us: int | None = None) -> None:
@@ -61,7 +68,8 @@ def worker_proc(url: str, concurrency: int, stop, mode: str = "paired", spin_us:
 
         W.GroupCommit.finished = finished  # type: ignore[method-assign]
     c = emq.connect(url, spin_us=spin_us)
-    w = emq.Worker(emq.Queue(c, Q), lambda job: None, concurrency=concurrency, beat_ms=1000, pump_batch=1000)
+    backend = "module" if mode == "module" else "plan"
+    w = emq.Worker(emq.Queue(c, Q, backend=backend), lambda job: None, concurrency=concurrency, beat_ms=1000, pump_batch=1000)
 
     def watch():
         stop.wait()
@@ -88,12 +96,14 @@ def proc_cpu(pids: list[int]) -> float:
     return total
 
 
-def commandstats(c: emq.Client) -> dict[str, int]:
+def commandstats(c: emq.Client) -> dict[str, tuple[int, float]]:
+    """Each command's calls and the µs spent in it (a module command's and
+    `EXEC`'s include the commands they run)."""
     out = {}
     for k, v in c.info("commandstats").items():
         if k.startswith("cmdstat_"):
             f = dict(x.split("=", 1) for x in v.split(","))
-            out[k[8:]] = int(f["calls"])
+            out[k[8:]] = (int(f["calls"]), float(f["usec"]))
     return out
 
 
@@ -126,15 +136,16 @@ def one_run(url: str, args, mode: str = "paired") -> dict:
         if p.is_alive():
             p.kill()
     c.close()
-    calls = sum(v for k, v in stats.items() if k not in ("info", "config|resetstat"))
-    execs = stats.get("exec", 0)
+    calls = sum(v[0] for k, v in stats.items() if k not in ("info", "config|resetstat"))
+    execs = stats.get("exec", (0, 0.0))[0]
     return {
         "jobs_per_s": args.jobs / (t1 - t0),
         "server_us_per_job": (cpu1 - cpu0) * 1e6 / args.jobs,
         "worker_us_per_job": (wcpu1 - wcpu0) * 1e6 / args.jobs,
         "commands_per_job": calls / args.jobs,
         "exec_per_job": execs / args.jobs,
-        "calls_per_job": {k: v / args.jobs for k, v in sorted(stats.items(), key=lambda kv: -kv[1])},
+        "calls_per_job": {k: v[0] / args.jobs for k, v in sorted(stats.items(), key=lambda kv: -kv[1][0])},
+        "usec_per_job": {k: v[1] / args.jobs for k, v in stats.items()},
     }
 
 
@@ -147,20 +158,21 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--settle", type=float, default=1.5)
     ap.add_argument("--spin-us", type=int, default=None, help="the workers' emq.connect(spin_us=...) (default: its default)")
-    ap.add_argument("--stats", action="store_true", help="also print each command's calls per job (the last run)")
+    ap.add_argument("--stats", action="store_true", help="also print each command's calls and time per job (the last run)")
     ap.add_argument(
         "--compare",
         action="append",
-        choices=("unpaired", "single"),
+        choices=("unpaired", "single", "module"),
         default=[],
         help="also run workers whose commits claim nothing (unpaired), or that complete each job alone on "
-        "the handler's thread and promote every beat (single, as before the group commit), alternating",
+        "the handler's thread and promote every beat (single, as before the group commit), or whose claims and "
+        "commits the server module runs (module: ./dev module), alternating",
     )
     args = ap.parse_args(argv)
     binary = valkey_binary() if args.server == "valkey" else shutil.which("redis-server")
     modes = ["paired", *args.compare]
     runs: dict[str, list] = {m: [] for m in modes}
-    with Server(binary) as s:
+    with Server(binary, module="module" in modes) as s:
         for i in range(args.runs):
             for m in modes[i % len(modes) :] + modes[: i % len(modes)]:
                 runs[m].append(one_run(s.url, args, m))
@@ -177,8 +189,11 @@ def main(argv=None) -> int:
             f"{med['exec_per_job']:.2f} EXEC/job"
         )
     if args.stats:
-        for name, per in runs["paired"][-1]["calls_per_job"].items():
-            print(f"   {name:24} {per:.3f} calls/job")
+        for m in modes:
+            print(f"{m}, the last run:")
+            last = runs[m][-1]
+            for name, per in last["calls_per_job"].items():
+                print(f"   {name:24} {per:.3f} calls/job  {last['usec_per_job'][name]:6.2f} us/job in it")
     return 0
 
 

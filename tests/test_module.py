@@ -359,6 +359,11 @@ def test_a_replica_without_the_module_and_an_aof_reload_end_with_the_primarys_ke
         done, more = mq.complete_and_claim(taken[5:], 3)
         assert done == [True] * (len(taken) - 5) and more == []
         assert primary.execute_command("WAIT", 1, 5000) == 1
+        # The done rows expire as the retention says (10 minutes after `finished`), on both.
+        for j in taken:
+            row = P + b"job:" + j.id.encode()
+            at = primary.pexpiretime(row)
+            assert at == int(primary.hget(row, "finished")) + 600_000 and replica.pexpiretime(row) == at
         want = dump(primary)
         assert want and dump(replica) == want
         aof = primary.config_get("dir")["dir"]

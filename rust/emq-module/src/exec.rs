@@ -6,10 +6,10 @@
 //! `MULTI`/`EXEC`), so a replica without the module applies exactly them.
 //!
 //! Most commands go through `RedisModule_Call`, which parses and runs them as a
-//! client's. The ones a sweep sends per row (`HGET`, `HMGET`, `EXISTS`, `HSET`, `HDEL`),
-//! its selection (`ZRANGE key 0 N WITHSCORES`), the lengths of its lists
-//! (`LLEN`, three or more a call) and the clock (`TIME`) are done with the key API
-//! instead, with the same replies, errors, keyspace events and propagation: a
+//! client's. The ones sent per row (`HGET`, `HMGET`, `EXISTS`, `HSET`, `HDEL`, and
+//! a complete's `PEXPIREAT` of its done row), a sweep's selection (`ZRANGE key 0
+//! N WITHSCORES`), the lengths of lists and sorted sets (`LLEN`, `ZCARD`: three
+//! or more a call) and the clock (`TIME`) are done with the key API instead, with the same replies, errors, keyspace events and propagation: a
 //! call re-parses a command and builds its reply (a thousand scores printed and
 //! parsed again), which costs more than the work itself.
 //!
@@ -139,6 +139,7 @@ impl Host {
                 }
                 [name, keys @ ..] if name.eq_ignore_ascii_case(b"EXISTS") && !keys.is_empty() => self.exists(keys),
                 [name, key] if name.eq_ignore_ascii_case(b"LLEN") => list_len(self.ctx, key),
+                [name, key] if name.eq_ignore_ascii_case(b"ZCARD") => zset_len(self.ctx, key),
                 [name] if name.eq_ignore_ascii_case(b"TIME") => time(),
                 [name, key, b"0", stop, ws] if name.eq_ignore_ascii_case(b"ZRANGE") && ws.eq_ignore_ascii_case(b"WITHSCORES") => {
                     match std::str::from_utf8(stop).ok().and_then(|s| s.parse::<usize>().ok()) {
@@ -168,6 +169,10 @@ impl Host {
                     self.hash_write(rest, HashOp::Set)
                 }
                 [name, rest @ ..] if name.eq_ignore_ascii_case(b"HDEL") && rest.len() >= 2 => self.hash_write(rest, HashOp::Del),
+                [name, key, when] if name.eq_ignore_ascii_case(b"PEXPIREAT") => match self.expire_at(key, when) {
+                    Some(r) => r,
+                    None => self.call(name, &args[1..], true),
+                },
                 [name, key, members @ ..] if name.eq_ignore_ascii_case(b"ZREM") && self.is_head(key, members) => {
                     // The members are the set's first ones, in order: the same removal,
                     // without a lookup and a search for each member.
@@ -397,6 +402,32 @@ impl Host {
         Reply::Int(0)
     }
 
+    /// `PEXPIREAT key ms` of a row the reads opened (a complete's done row, kept
+    /// as the retention says), with the key API, propagated as itself, with its
+    /// keyspace event; None (for `call`) where the command would do more than
+    /// set the expiry: no such open key, or a time not well ahead of the clock
+    /// (`PEXPIREAT` deletes a key whose time has come).
+    fn expire_at(&mut self, key: &[u8], when: &[u8]) -> Option<Reply> {
+        let ms: i64 = std::str::from_utf8(when).ok()?.parse().ok()?;
+        if ms <= (ffi::time_us() / 1000).saturating_add(1000) {
+            return None;
+        }
+        let i = self.find(key)?;
+        let k = self.open[i].key.as_ref()?;
+        if k.kind() == ffi::KEYTYPE_EMPTY || !k.set_abs_expire(ms) {
+            return None;
+        }
+        self.open[i].modified = true;
+        let name = self.open[i].name.raw();
+        ffi::notify_expire(self.ctx, name);
+        if *self.propagates.get_or_insert_with(|| ffi::propagates(self.ctx)) {
+            let mut owned = ffi::Strings::empty(self.ctx);
+            let mut s = vec![name, owned.push(when)];
+            ffi::replicate(self.ctx, c"PEXPIREAT", &mut s);
+        }
+        Some(Reply::Int(1))
+    }
+
     /// One command by `RedisModule_Call` (`write`: propagated as itself). The
     /// keys it names are closed first; a member of the head read is passed as
     /// the string read.
@@ -465,10 +496,20 @@ fn time() -> Reply {
 /// `LLEN key`: a list's length, 0 for no key, `WRONGTYPE` for another type.
 /// (The plans read the queue's lists, never a row.)
 fn list_len(ctx: *mut Ctx, key: &[u8]) -> Reply {
+    length(ctx, key, ffi::KEYTYPE_LIST)
+}
+
+/// `ZCARD key`: a sorted set's size, 0 for no key, `WRONGTYPE` for another
+/// type (the retention's reads of `done` and `dead`, three a complete).
+fn zset_len(ctx: *mut Ctx, key: &[u8]) -> Reply {
+    length(ctx, key, ffi::KEYTYPE_ZSET)
+}
+
+fn length(ctx: *mut Ctx, key: &[u8], kind: std::ffi::c_int) -> Reply {
     let (_name, k) = open_read(ctx, key);
     match k.kind() {
         ffi::KEYTYPE_EMPTY => Reply::Int(0),
-        ffi::KEYTYPE_LIST => Reply::Int(i64::try_from(k.len()).unwrap_or(i64::MAX)),
+        t if t == kind => Reply::Int(i64::try_from(k.len()).unwrap_or(i64::MAX)),
         _ => error(WRONGTYPE),
     }
 }

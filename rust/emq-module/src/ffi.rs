@@ -37,6 +37,8 @@ pub const KEYTYPE_HASH: c_int = 3;
 pub const KEYTYPE_ZSET: c_int = 5;
 const HASH_NONE: c_int = 0;
 const NOTIFY_HASH: c_int = 1 << 6;
+/// `REDISMODULE_NOTIFY_GENERIC`: the class of `expire`.
+const NOTIFY_GENERIC: c_int = 1 << 2;
 /// `REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED` (Redis 6.0 and later, every Valkey).
 const NO_IMPLICIT_SIGNAL_MODIFIED: c_int = 1 << 1;
 
@@ -100,6 +102,7 @@ pub struct Api {
     free_server_info: unsafe extern "C" fn(*mut Ctx, *mut c_void),
     subscribe_to_server_event: unsafe extern "C" fn(*mut Ctx, ServerEvent, EventFunc) -> c_int,
     notify_keyspace_event: unsafe extern "C" fn(*mut Ctx, c_int, *const c_char, *mut RString) -> c_int,
+    set_abs_expire: unsafe extern "C" fn(*mut Key, c_longlong) -> c_int,
     zset_first_in_score_range: unsafe extern "C" fn(*mut Key, f64, f64, c_int, c_int) -> c_int,
     zset_range_current_element: unsafe extern "C" fn(*mut Key, *mut f64) -> *mut RString,
     zset_range_next: unsafe extern "C" fn(*mut Key) -> c_int,
@@ -175,6 +178,7 @@ unsafe fn lookup(ctx: *mut Ctx) -> Option<Api> {
         free_server_info: get!("FreeServerInfo"),
         subscribe_to_server_event: get!("SubscribeToServerEvent"),
         notify_keyspace_event: get!("NotifyKeyspaceEvent"),
+        set_abs_expire: get!("SetAbsExpire"),
         zset_first_in_score_range: get!("ZsetFirstInScoreRange"),
         zset_range_current_element: get!("ZsetRangeCurrentElement"),
         zset_range_next: get!("ZsetRangeNext"),
@@ -522,6 +526,15 @@ impl OpenKey {
     }
 }
 
+impl OpenKey {
+    /// Sets the key's expiry to `ms` (Unix time, ms): false if the server
+    /// refused (no key).
+    pub fn set_abs_expire(&self, ms: i64) -> bool {
+        // SAFETY: a key open for writing.
+        unsafe { (api().set_abs_expire)(self.0, ms) == OK }
+    }
+}
+
 /// `REDISMODULE_HASH_DELETE`: as a value of `hash_set`, deletes the field.
 pub const DELETE: *mut RString = std::ptr::without_provenance_mut::<RString>(1);
 
@@ -622,6 +635,12 @@ pub fn replicate(ctx: *mut Ctx, name: &CStr, args: &mut [*mut RString]) {
 pub fn notify_hash(ctx: *mut Ctx, event: &CStr, key: *mut RString) {
     // SAFETY: the command's context, a C string, a live key name.
     unsafe { (api().notify_keyspace_event)(ctx, NOTIFY_HASH, event.as_ptr(), key) };
+}
+
+/// The keyspace event of `PEXPIREAT` (`expire`).
+pub fn notify_expire(ctx: *mut Ctx, key: *mut RString) {
+    // SAFETY: the command's context, a C string, a live key name.
+    unsafe { (api().notify_keyspace_event)(ctx, NOTIFY_GENERIC, c"expire".as_ptr(), key) };
 }
 
 /// The command's reply.
