@@ -45,8 +45,9 @@ def normalised(r: redis.Redis, name: str) -> dict:
             }
             out["job:" + name_of(key[4:])] = row
         elif key.startswith("leases:"):
-            out.setdefault("leases", 0)
-            out["leases"] += 1
+            # Marks were set; how many depends on how many seconds the leases
+            # ended in, which two runs a moment apart may not share.
+            out["leases"] = True
         elif t == "list":
             out[key] = [name_of(x) for x in r.lrange(k, 0, -1)] if key in ("pending",) or key.startswith("lane:") else r.lrange(k, 0, -1)
         elif t == "zset":
