@@ -10,7 +10,10 @@ claim comes back empty. Implementations:
 
 - emq: `emq.Queue.claim` / `.complete` (the in-process plans, WATCH + MULTI/EXEC);
 - lua: the same claim and complete as Lua scripts, one EVALSHA each
-  (benches/lua_claim.py), on the same emq client.
+  (benches/lua_claim.py), on the same emq client;
+- module: `emq.Queue(..., backend="module")`: the same plans run by emq's server
+  module (`EMQ.CLAIM`, `EMQ.COMPLETE`), one command each (where `./dev module`
+  has built it; the servers started here then load it).
 
 Measured, per run:
 
@@ -68,10 +71,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import emq  # noqa: E402
-from emq.embedded import Server, valkey_binary  # noqa: E402
+from emq.embedded import Server, module_path, valkey_binary  # noqa: E402
 from lua_claim import LuaQueue  # noqa: E402  (benches/lua_claim.py)
 
-IMPLS = ("emq", "lua")
+IMPLS = ("emq", "lua", "module")
 SHAPES = ("flat", "half-lane")
 MODES = ("threads", "processes")
 DATA = b"d" * 64
@@ -82,7 +85,9 @@ CONTROL = ("info", "ping", "hello", "client", "select", "config")
 
 
 def make_queue(impl: str, client, name: str):
-    return emq.Queue(client, name) if impl == "emq" else LuaQueue(client, name)
+    if impl == "lua":
+        return LuaQueue(client, name)
+    return emq.Queue(client, name, backend="module" if impl == "module" else "plan")
 
 
 # --- the claimer --------------------------------------------------------------------
@@ -330,7 +335,7 @@ def server_version(c) -> str:
 
 
 def run_server(name: str, binary: str, args) -> dict:
-    srv = Server(binary).start()
+    srv = Server(binary, module="module" in args.impls).start()
     pools: dict[int, ProcPool] = {}
     try:
         ctl = emq.connect(srv.url)
@@ -420,6 +425,15 @@ def summarize(runs: list[dict]) -> list[dict]:
             ]
             row["ratio"] = statistics.median(a / b for a, b in pairs)
             row["ratio_of_medians"] = row["emq_jobs_per_s"] / row["lua_jobs_per_s"]
+        if "module_jobs_per_s" in row and "lua_jobs_per_s" in row:
+            pairs = [
+                (r["jobs_per_s"], o["jobs_per_s"])
+                for r in runs
+                for o in runs
+                if (r["shape"], r["mode"], r["claimers"], r["impl"]) == (shape, mode, n, "module")
+                and (o["shape"], o["mode"], o["claimers"], o["impl"], o["repeat"]) == (shape, mode, n, "lua", r["repeat"])
+            ]
+            row["module_ratio"] = statistics.median(a / b for a, b in pairs)
         out.append(row)
     return out
 
@@ -428,13 +442,18 @@ def print_table(res: dict) -> None:
     p = res["params"]
     print(f"\n{res['version']}, {p['jobs']} jobs per run, claim {p['batch']}, median of {p['repeats']}, {res['date']}")
     f = lambda row, k, fmt: format(row[k], fmt) if k in row else "–"  # noqa: E731
-    print("| shape | mode | claimers | emq jobs/s | Lua jobs/s | emq / Lua | server µs/job emq | server µs/job Lua |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| shape | mode | claimers | emq jobs/s | Lua jobs/s | module jobs/s | emq / Lua | module / Lua "
+        "| server µs/job emq | Lua | module |"
+    )
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row in res["summary"]:
         print(
             f"| {row['shape']} | {row['mode']} | {row['claimers']} | {f(row, 'emq_jobs_per_s', ',.0f')} "
-            f"| {f(row, 'lua_jobs_per_s', ',.0f')} | {f(row, 'ratio', '.2f')} "
-            f"| {f(row, 'emq_server_cpu_us_per_job', '.0f')} | {f(row, 'lua_server_cpu_us_per_job', '.0f')} |"
+            f"| {f(row, 'lua_jobs_per_s', ',.0f')} | {f(row, 'module_jobs_per_s', ',.0f')} "
+            f"| {f(row, 'ratio', '.2f')} | {f(row, 'module_ratio', '.2f')} "
+            f"| {f(row, 'emq_server_cpu_us_per_job', '.0f')} | {f(row, 'lua_server_cpu_us_per_job', '.0f')} "
+            f"| {f(row, 'module_server_cpu_us_per_job', '.0f')} |"
         )
     if not any("emq_abort_rate" in row for row in res["summary"]):
         return
@@ -533,7 +552,8 @@ def main(argv=None) -> int:
     )
     csv = lambda s: tuple(x for x in s.split(",") if x)  # noqa: E731
     ap.add_argument("--servers", type=csv, default=("valkey", "redis"), help="valkey,redis (default both)")
-    ap.add_argument("--impls", type=csv, default=IMPLS, help="emq,lua")
+    default_impls = IMPLS if module_path() else ("emq", "lua")
+    ap.add_argument("--impls", type=csv, default=default_impls, help="emq,lua,module (module where ./dev module built it)")
     ap.add_argument("--shapes", type=csv, default=SHAPES, help="flat,half-lane")
     ap.add_argument("--modes", type=csv, default=MODES, help="threads,processes")
     ap.add_argument("--claimers", type=lambda s: tuple(int(x) for x in s.split(",")), default=(1, 4, 16))
