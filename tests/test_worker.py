@@ -956,7 +956,8 @@ def test_worker_serves_lanes_within_their_limits(server, r, backend):
 # 6. The aio worker (complete and fail paths), and emq.Stalled.
 
 
-def test_aio_worker_runs_async_handlers(server, r):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_aio_worker_runs_async_handlers(server, r, backend):
     qn = "aio"
     q = emq.Queue(emq.connect(server.url), qn)
     seen: Counter[str] = Counter()
@@ -970,7 +971,7 @@ def test_aio_worker_runs_async_handlers(server, r):
         done.append(job.id)
 
     async def main():
-        w = emq.aio.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=300, concurrency=4)
+        w = emq.aio.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), handler, beat_ms=300, concurrency=4)
         task = asyncio.create_task(w.run())
         ok = [q.add("ok", id=f"ok{i}") for i in range(5)]
         q.add("fail", id="bad", max_attempts=1)
