@@ -68,11 +68,22 @@ from emq.embedded import Server  # noqa: E402
 import peers.arq  # noqa: E402
 import peers.bullmq  # noqa: E402
 import peers.emq  # noqa: E402
+import peers.emq_module  # noqa: E402
 import peers.rq  # noqa: E402
 import peers.saq  # noqa: E402
 
 SYSTEMS = ["emq", "bullmq", "arq", "saq", "rq"]
-PEERS = {"emq": peers.emq, "bullmq": peers.bullmq, "arq": peers.arq, "saq": peers.saq, "rq": peers.rq}
+# Not run unless named (`--systems emq,emq_module,bullmq`): emq's workers with the
+# server module running their claims and commits (the server then loads it).
+EXTRA = ["emq_module"]
+PEERS = {
+    "emq": peers.emq,
+    "emq_module": peers.emq_module,
+    "bullmq": peers.bullmq,
+    "arq": peers.arq,
+    "saq": peers.saq,
+    "rq": peers.rq,
+}
 QUEUE = "bench"
 
 
@@ -111,14 +122,14 @@ def peer_pins() -> dict[str, str]:
 
 
 def python_of(name: str) -> str:
-    return sys.executable if name == "emq" else str(VENVS / name / "bin" / "python")
+    return sys.executable if name in ("emq", "emq_module") else str(VENVS / name / "bin" / "python")
 
 
 def setup(names: list[str]) -> None:
     """One virtualenv per peer, its pinned package installed from PyPI."""
     pins = peer_pins()
     for name in names:
-        if name == "emq":
+        if name in ("emq", "emq_module"):
             continue
         py = Path(python_of(name))
         if not py.exists():
@@ -143,6 +154,11 @@ def versions_of(name: str) -> dict[str, str]:
     )
     r = subprocess.run([python_of(name), "-c", code], capture_output=True, text=True, timeout=60)
     return json.loads(r.stdout) if r.returncode == 0 else {"error": r.stderr.strip()[-300:]}
+
+
+def seed_index(name: str) -> int:
+    """A system's place in the random seeds: emq_module draws emq's due times."""
+    return SYSTEMS.index("emq" if name == "emq_module" else name)
 
 
 def peer_dist(name: str) -> str:
@@ -540,7 +556,7 @@ def measure_throughput(h: Harness, name: str, rec: Records, tag: str, *, jobs: i
 
 def run_system(name: str, srv: Server, h: Harness, cfg, run: int, logdir: Path) -> dict:
     h.fresh()
-    rnd = random.Random(1000 * run + SYSTEMS.index(name))
+    rnd = random.Random(1000 * run + seed_index(name))
     out: dict = {"run": run, "loadavg_before": os.getloadavg()[0]}
     rec = Records(logdir / f"{name}-run{run}-records.txt")
     w = Workers(name, srv.url, cfg.workers, cfg.concurrency, rec.path, logdir).start()
@@ -558,7 +574,7 @@ def run_system(name: str, srv: Server, h: Harness, cfg, run: int, logdir: Path) 
         if cfg.delay_jobs:
             log(f"  {name}: lateness, short delays ({cfg.delay_jobs} jobs added while the workers park)")
             out["delays"] = measure_delays(
-                h, name, rec, "D", jobs=cfg.delay_jobs, gap_ms=cfg.delay_gap_ms, tail_s=cfg.tail_s, seed=1000 * run + SYSTEMS.index(name)
+                h, name, rec, "D", jobs=cfg.delay_jobs, gap_ms=cfg.delay_gap_ms, tail_s=cfg.tail_s, seed=1000 * run + seed_index(name)
             )
             drain(h, name, rec, 10)
         log(f"  {name}: lateness, heavy load (+{cfg.flood_rate:.0f} immediate jobs/s)")
@@ -654,7 +670,7 @@ def plots(data: dict, tag: str) -> list[str]:
     import matplotlib.pyplot as plt
 
     systems = [s for s in data["systems"] if data["results"].get(s, {}).get("runs")]
-    colors = {"emq": "#1f77b4", "bullmq": "#d62728", "arq": "#2ca02c", "saq": "#9467bd", "rq": "#ff7f0e"}
+    colors = {"emq": "#1f77b4", "emq_module": "#17becf", "bullmq": "#d62728", "arq": "#2ca02c", "saq": "#9467bd", "rq": "#ff7f0e"}
     files = []
     w = data["config"]["workers"]
     srv = data["server"]["name"] + " " + data["server"]["version"]
@@ -1006,7 +1022,7 @@ def main() -> int:
     binary = None if cfg.server == "valkey" else shutil.which("redis-server")
     if cfg.server == "redis" and not binary:
         ap.error("--server redis: no redis-server on PATH")
-    srv = Server(binary).start()
+    srv = Server(binary, module="emq_module" in systems).start()
     try:
         h = Harness(srv.url)
         info = h.client.info("server")
