@@ -392,6 +392,13 @@ def run_server(name: str, binary: str, args) -> dict:
         srv.stop()
 
 
+def paired_ratio(runs: list[dict], cell: tuple, impl: str) -> float:
+    """`impl` / Lua within each repeat of `cell` (the two ran back to back), then the median."""
+    at = lambda r: (r["shape"], r["mode"], r["claimers"])  # noqa: E731
+    lua = {r["repeat"]: r["jobs_per_s"] for r in runs if at(r) == cell and r["impl"] == "lua"}
+    return statistics.median(r["jobs_per_s"] / lua[r["repeat"]] for r in runs if at(r) == cell and r["impl"] == impl and r["repeat"] in lua)
+
+
 def summarize(runs: list[dict]) -> list[dict]:
     keys = []
     for r in runs:
@@ -415,25 +422,10 @@ def summarize(runs: list[dict]) -> list[dict]:
                 row["emq_contention_errors"] = sum(r["claim_contention"] + r["complete_contention"] for r in rs)
                 row["emq_contention_calls"] = sum(r["claims"] + r["completes"] for r in rs)
         if "emq_jobs_per_s" in row and "lua_jobs_per_s" in row:
-            # emq / Lua within each repeat (the two ran back to back), then the median.
-            pairs = [
-                (r["jobs_per_s"], o["jobs_per_s"])
-                for r in runs
-                for o in runs
-                if (r["shape"], r["mode"], r["claimers"], r["impl"]) == (shape, mode, n, "emq")
-                and (o["shape"], o["mode"], o["claimers"], o["impl"], o["repeat"]) == (shape, mode, n, "lua", r["repeat"])
-            ]
-            row["ratio"] = statistics.median(a / b for a, b in pairs)
+            row["ratio"] = paired_ratio(runs, (shape, mode, n), "emq")
             row["ratio_of_medians"] = row["emq_jobs_per_s"] / row["lua_jobs_per_s"]
         if "module_jobs_per_s" in row and "lua_jobs_per_s" in row:
-            pairs = [
-                (r["jobs_per_s"], o["jobs_per_s"])
-                for r in runs
-                for o in runs
-                if (r["shape"], r["mode"], r["claimers"], r["impl"]) == (shape, mode, n, "module")
-                and (o["shape"], o["mode"], o["claimers"], o["impl"], o["repeat"]) == (shape, mode, n, "lua", r["repeat"])
-            ]
-            row["module_ratio"] = statistics.median(a / b for a, b in pairs)
+            row["module_ratio"] = paired_ratio(runs, (shape, mode, n), "module")
         out.append(row)
     return out
 
