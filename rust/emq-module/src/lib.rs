@@ -9,7 +9,7 @@
 //! completes with `Queue(..., backend="module")`.
 //!
 //! `unsafe` lives in `ffi` (the module API), `heap` (the allocator) and in the
-//! two entry points below.
+//! entry points below.
 
 #![allow(unsafe_code)]
 
@@ -107,7 +107,7 @@ fn job(ctx: *mut Ctx, args: &[&[u8]]) -> emq_plan::error::Result<Reply> {
         }
         JobRequest::Complete { queue, jobs } => {
             let mut c = CompleteMany::new(Keys::new(&queue), jobs)?;
-            Ok(Reply::Array(exec::run(ctx, &mut c)?.into_iter().map(|done| Reply::Int(i64::from(done))).collect()))
+            Ok(wire::completed_reply(&exec::run(ctx, &mut c)?))
         }
     }
 }

@@ -206,7 +206,12 @@ pub fn parse_claimed(reply: &Reply) -> Result<Vec<Claimed>> {
         .collect()
 }
 
-/// The answers of `EMQ.COMPLETE`'s reply, `n` of them.
+/// `EMQ.COMPLETE`'s reply: 1 for a job done, 0 for one refused.
+pub fn completed_reply(done: &[bool]) -> Reply {
+    Reply::Array(done.iter().map(|&d| Reply::Int(i64::from(d))).collect())
+}
+
+/// The answers of `EMQ.COMPLETE`'s reply (`completed_reply`), `n` of them.
 pub fn parse_completed(reply: &Reply, n: usize) -> Result<Vec<bool>> {
     let bad = || Error::server(COMPLETE, format!("unexpected reply {reply:?}"));
     let items = reply.as_array().filter(|a| a.len() == n).ok_or_else(bad)?;
@@ -331,7 +336,8 @@ mod tests {
         ];
         assert_eq!(parse_claimed(&claimed_reply(&jobs)).unwrap(), jobs);
         assert!(parse_claimed(&Reply::Int(1)).is_err());
-        let done = Reply::Array(vec![Reply::Int(1), Reply::Int(0)]);
+        let done = completed_reply(&[true, false]);
+        assert_eq!(done, Reply::Array(vec![Reply::Int(1), Reply::Int(0)]));
         assert_eq!(parse_completed(&done, 2).unwrap(), vec![true, false]);
         assert!(parse_completed(&done, 3).is_err());
     }
