@@ -90,7 +90,10 @@ class Queue:
         if backend not in ("plan", "module"):
             raise ArgumentError(f'emq.Queue: backend must be "plan" or "module", not {backend!r}')
         self.backend: JobBackend = backend
-        self._module = backend == "module"
+
+    @property
+    def _module(self) -> bool:
+        return self.backend == "module"
 
     def __repr__(self) -> str:
         more = ", backend='module'" if self._module else ""

@@ -49,8 +49,8 @@ fn completed(reply: Reply, n: usize) -> HostResult<Vec<bool>> {
     Ok(wire::parse_completed(&refused(COMPLETE, reply)?, n)?)
 }
 
-/// An error reply as the error it is: the module's codes as the plan's
-/// errors, a server without the module said plainly.
+/// An error reply as the error it is (`HostError::scripted`), a server
+/// without the module said plainly.
 pub fn refused(verb: &str, reply: Reply) -> HostResult<Reply> {
     match reply {
         // The server's message goes on to quote the arguments, tokens among them: left out.
@@ -58,11 +58,7 @@ pub fn refused(verb: &str, reply: Reply) -> HostResult<Reply> {
             "{verb}: the server has not loaded emq's module ({}); load it (README, \"The server module\") or use backend=\"plan\"",
             message.split(", with args").next().unwrap_or_default()
         ))),
-        Reply::Error { code, message } => Err(match code.as_str() {
-            "EMQLAYOUT" => HostError::Layout(message.trim_start_matches("EMQLAYOUT ").to_string()),
-            "EMQARG" => HostError::Argument(message.trim_start_matches("EMQARG ").to_string()),
-            _ => HostError::classify(verb, &code, &message),
-        }),
+        Reply::Error { code, message } => Err(HostError::scripted(verb, &code, &message)),
         r => Ok(r),
     }
 }

@@ -156,11 +156,7 @@ fn run_lua(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<
 fn outcome(kind: Kind, reply: Reply) -> HostResult<Outcome> {
     let verb = kind.verb();
     match reply {
-        Reply::Error { code, message } => Err(match code.as_str() {
-            "EMQLAYOUT" => HostError::Layout(message.trim_start_matches("EMQLAYOUT ").to_string()),
-            "EMQARG" => HostError::Argument(message.trim_start_matches("EMQARG ").to_string()),
-            _ => HostError::classify(verb, &code, &message),
-        }),
+        Reply::Error { code, message } => Err(HostError::scripted(verb, &code, &message)),
         Reply::Int(n) => Ok(Outcome::Promoted(n)),
         Reply::Array(lists) if lists.len() == 2 => {
             let ids = |r: &Reply| r.as_array().unwrap_or(&[]).iter().filter_map(|x| x.as_bytes().map(<[u8]>::to_vec)).collect();

@@ -9,8 +9,9 @@
 //! client's. The ones sent per row (`HGET`, `HMGET`, `EXISTS`, `HSET`, `HDEL`, and
 //! a complete's `PEXPIREAT` of its done row), a sweep's selection (`ZRANGE key 0
 //! N WITHSCORES`), the lengths of lists and sorted sets (`LLEN`, `ZCARD`: three
-//! or more a call) and the clock (`TIME`) are done with the key API instead, with the same replies, errors, keyspace events and propagation: a
-//! call re-parses a command and builds its reply (a thousand scores printed and
+//! or more a call) and the clock (`TIME`) are done with the key API instead,
+//! with the same replies, errors, keyspace events and propagation: a call
+//! re-parses a command and builds its reply (a thousand scores printed and
 //! parsed again), which costs more than the work itself.
 //!
 //! What nothing else can change between a read and a write is kept for the
@@ -138,8 +139,8 @@ impl Host {
                     self.hash_fields(key, fields).map_or_else(|e| e, Reply::Array)
                 }
                 [name, keys @ ..] if name.eq_ignore_ascii_case(b"EXISTS") && !keys.is_empty() => self.exists(keys),
-                [name, key] if name.eq_ignore_ascii_case(b"LLEN") => list_len(self.ctx, key),
-                [name, key] if name.eq_ignore_ascii_case(b"ZCARD") => zset_len(self.ctx, key),
+                [name, key] if name.eq_ignore_ascii_case(b"LLEN") => length(self.ctx, key, ffi::KEYTYPE_LIST),
+                [name, key] if name.eq_ignore_ascii_case(b"ZCARD") => length(self.ctx, key, ffi::KEYTYPE_ZSET),
                 [name] if name.eq_ignore_ascii_case(b"TIME") => time(),
                 [name, key, b"0", stop, ws] if name.eq_ignore_ascii_case(b"ZRANGE") && ws.eq_ignore_ascii_case(b"WITHSCORES") => {
                     match std::str::from_utf8(stop).ok().and_then(|s| s.parse::<usize>().ok()) {
@@ -395,7 +396,7 @@ impl Host {
             HashOp::Del => (c"HDEL", c"hdel"),
         };
         ffi::notify_hash(self.ctx, event, name);
-        if *self.propagates.get_or_insert_with(|| ffi::propagates(self.ctx)) {
+        if self.propagates() {
             ffi::replicate(self.ctx, command, &mut s);
         }
         (self.argv, self.pairs) = (s, pairs);
@@ -420,12 +421,17 @@ impl Host {
         self.open[i].modified = true;
         let name = self.open[i].name.raw();
         ffi::notify_expire(self.ctx, name);
-        if *self.propagates.get_or_insert_with(|| ffi::propagates(self.ctx)) {
+        if self.propagates() {
             let mut owned = ffi::Strings::empty(self.ctx);
             let mut s = vec![name, owned.push(when)];
             ffi::replicate(self.ctx, c"PEXPIREAT", &mut s);
         }
         Some(Reply::Int(1))
+    }
+
+    /// Whether the key API's writes are propagated (`ffi::propagates`), asked at the first one.
+    fn propagates(&mut self) -> bool {
+        *self.propagates.get_or_insert_with(|| ffi::propagates(self.ctx))
     }
 
     /// One command by `RedisModule_Call` (`write`: propagated as itself). The
@@ -493,18 +499,9 @@ fn time() -> Reply {
     Reply::Array(vec![Reply::Bulk(sec.to_string().into_bytes()), Reply::Bulk(usec.to_string().into_bytes())])
 }
 
-/// `LLEN key`: a list's length, 0 for no key, `WRONGTYPE` for another type.
-/// (The plans read the queue's lists, never a row.)
-fn list_len(ctx: *mut Ctx, key: &[u8]) -> Reply {
-    length(ctx, key, ffi::KEYTYPE_LIST)
-}
-
-/// `ZCARD key`: a sorted set's size, 0 for no key, `WRONGTYPE` for another
-/// type (the retention's reads of `done` and `dead`, three a complete).
-fn zset_len(ctx: *mut Ctx, key: &[u8]) -> Reply {
-    length(ctx, key, ffi::KEYTYPE_ZSET)
-}
-
+/// `LLEN key` (`kind` a list) or `ZCARD key` (a sorted set): the length, 0 for
+/// no key, `WRONGTYPE` for another type. (The plans read the queue's lists and
+/// the retention's `done` and `dead`, never a row.)
 fn length(ctx: *mut Ctx, key: &[u8], kind: std::ffi::c_int) -> Reply {
     let (_name, k) = open_read(ctx, key);
     match k.kind() {

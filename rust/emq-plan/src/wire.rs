@@ -61,18 +61,7 @@ pub fn parse(args: &[&[u8]]) -> Result<Request> {
         return Err(Error::layout(verb, format!("expected {expected}")));
     }
     let (keys, argv) = tail[1..].split_at(nkeys);
-    let prefix = argv[0];
-    let queue = queue_of_prefix(prefix)
-        .ok_or_else(|| Error::layout(verb, format!("{:?} is not a queue prefix emq:{{q}}:", String::from_utf8_lossy(prefix))))?;
-    let want = Keys::new(queue);
-    for (key, suffix) in keys.iter().zip(suffixes) {
-        if *key != want.key(suffix).as_slice() {
-            return Err(Error::layout(
-                verb,
-                format!("key {:?} is not {}", String::from_utf8_lossy(key), String::from_utf8_lossy(&want.key(suffix))),
-            ));
-        }
-    }
+    let queue = queue_of(verb, argv[0], keys, suffixes)?;
     let batch = count_arg(argv[nargs - 1], false).ok_or_else(|| Error::argument(verb, "batch", "must be a positive integer"))?;
     let kind = if verb == PROMOTE {
         Kind::Promote
@@ -85,6 +74,21 @@ pub fn parse(args: &[&[u8]]) -> Result<Request> {
         Kind::Stalled { max_stalled }
     };
     Ok(Request { kind, queue: queue.to_vec(), batch })
+}
+
+/// The queue of a command's `prefix`, each of its `keys` checked to be that
+/// queue's key of the same place in `suffixes`.
+fn queue_of<'a>(verb: &str, prefix: &'a [u8], keys: &[&[u8]], suffixes: &[&[u8]]) -> Result<&'a [u8]> {
+    let queue = queue_of_prefix(prefix)
+        .ok_or_else(|| Error::layout(verb, format!("{:?} is not a queue prefix emq:{{q}}:", String::from_utf8_lossy(prefix))))?;
+    let want = Keys::new(queue);
+    for (key, suffix) in keys.iter().zip(suffixes) {
+        let want = want.key(suffix);
+        if *key != want.as_slice() {
+            return Err(Error::layout(verb, format!("key {:?} is not {}", String::from_utf8_lossy(key), String::from_utf8_lossy(&want))));
+        }
+    }
+    Ok(queue)
 }
 
 /// A worker's call in its wire form (`parse_job`).
@@ -114,14 +118,8 @@ pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
     if tail.len() < 3 || tail[0] != b"1" {
         return Err(Error::layout(verb, format!("expected {shape}")));
     }
-    let (key, prefix, argv) = (tail[1], tail[2], &tail[3..]);
-    let queue = queue_of_prefix(prefix)
-        .ok_or_else(|| Error::layout(verb, format!("{:?} is not a queue prefix emq:{{q}}:", String::from_utf8_lossy(prefix))))?;
-    let want = Keys::new(queue).key(suffix);
-    if key != want.as_slice() {
-        return Err(Error::layout(verb, format!("key {:?} is not {}", String::from_utf8_lossy(key), String::from_utf8_lossy(&want))));
-    }
-    let queue = queue.to_vec();
+    let argv = &tail[3..];
+    let queue = queue_of(verb, tail[2], &tail[1..2], &[suffix])?.to_vec();
     if verb == CLAIM {
         let [n, lease_ms, tokens @ ..] = argv else { return Err(Error::layout(verb, format!("expected {shape}"))) };
         let n = count_arg(n, false).filter(|&n| n <= MAX_CLAIM);
