@@ -364,6 +364,9 @@ def test_a_replica_without_the_module_and_an_aof_reload_end_with_the_primarys_ke
             row = P + b"job:" + j.id.encode()
             at = primary.pexpiretime(row)
             assert at == int(primary.hget(row, "finished")) + 600_000 and replica.pexpiretime(row) == at
+        # The lease marks (a SET … PX by the key API, propagated with PXAT) end at the same moment on both.
+        marks = primary.keys(P + b"leases:*")
+        assert marks and all(replica.pexpiretime(m) == primary.pexpiretime(m) > 0 for m in marks)
         want = dump(primary)
         assert want and dump(replica) == want
         aof = primary.config_get("dir")["dir"]
@@ -579,3 +582,50 @@ def test_the_embedded_server_loads_the_module_when_asked(monkeypatch):
     monkeypatch.setenv("EMQ_SERVER_MODULE", "/nonexistent/libemq_module.so")
     with pytest.raises(FileNotFoundError, match="./dev module"):
         Server()
+
+
+def keyspace_events(r, run) -> list[tuple[str, str]]:
+    """The keyspace events (`event`, key) that `run()` fires, in order, the queue's
+    name and a lease mark's second written as `Q` and `S`."""
+    import re
+
+    p = r.pubsub()
+    p.psubscribe("__keyspace@0__:*")
+    assert p.get_message(timeout=1)["type"] == "psubscribe"
+    run()
+    r.publish("__keyspace@0__:end", "end")  # after every event of the call
+    out = []
+    while (m := p.get_message(timeout=2)) is not None and m["data"] != b"end":
+        key = m["channel"].decode().removeprefix("__keyspace@0__:")
+        out.append((m["data"].decode(), re.sub(r"leases:\d+", "leases:S", re.sub(r"\{ev\w\}", "{Q}", key))))
+    p.close()
+    return out
+
+
+def test_the_module_fires_the_keyspace_events_of_the_commands_it_stands_in_for(r, client):
+    """Where the module writes with the key API instead of a command (a row's
+    HSET/HDEL/PEXPIREAT, a lease mark's SET, the ZADD and ZREM of a claim and a
+    complete, a retention trim with nothing to trim), it fires the events the
+    command would, in the same order: a client listening to keyspace events sees
+    the same claims and completes from both backends."""
+    old = r.config_get("notify-keyspace-events")["notify-keyspace-events"]
+    r.config_set("notify-keyspace-events", "KA")
+    try:
+        seen = {}
+        for backend, name in (("plan", "evp"), ("module", "evm")):
+            q = emq.Queue(client, name, backend=backend)
+            q.add_many([{"data": "x", "id": f"j{i}"} for i in range(5)] + [{"data": "x", "id": "l0", "lane": "L"}])
+            events = []
+            jobs: list = []
+            events += keyspace_events(r, lambda: jobs.extend(q.claim(6)))
+            assert len(jobs) == 6
+            events += keyspace_events(r, lambda: q.complete(jobs[0]))
+            events += keyspace_events(r, lambda: q.complete_many(jobs[1:]))
+            # A stale token: refused, nothing written, no event.
+            assert keyspace_events(r, lambda: q.complete(jobs[0])) == []
+            seen[backend] = events
+        assert seen["module"] == seen["plan"]
+        kinds = {e for e, _ in seen["module"]}
+        assert {"hset", "zadd", "zrem", "set", "expire"} <= kinds, kinds
+    finally:
+        r.config_set("notify-keyspace-events", old)

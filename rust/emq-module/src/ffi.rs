@@ -36,9 +36,14 @@ pub const KEYTYPE_LIST: c_int = 2;
 pub const KEYTYPE_HASH: c_int = 3;
 pub const KEYTYPE_ZSET: c_int = 5;
 const HASH_NONE: c_int = 0;
-const NOTIFY_HASH: c_int = 1 << 6;
-/// `REDISMODULE_NOTIFY_GENERIC`: the class of `expire`.
-const NOTIFY_GENERIC: c_int = 1 << 2;
+/// `REDISMODULE_NOTIFY_*`: the classes of keyspace events.
+pub const NOTIFY_GENERIC: c_int = 1 << 2;
+pub const NOTIFY_STRING: c_int = 1 << 3;
+pub const NOTIFY_HASH: c_int = 1 << 6;
+pub const NOTIFY_ZSET: c_int = 1 << 7;
+/// `REDISMODULE_ZADD_ADDED` and `REDISMODULE_ZADD_UPDATED`: what `ZsetAdd` did.
+const ZADD_ADDED: c_int = 1 << 2;
+const ZADD_UPDATED: c_int = 1 << 3;
 /// `REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED` (Redis 6.0 and later, every Valkey).
 const NO_IMPLICIT_SIGNAL_MODIFIED: c_int = 1 << 1;
 
@@ -107,6 +112,9 @@ pub struct Api {
     zset_range_current_element: unsafe extern "C" fn(*mut Key, *mut f64) -> *mut RString,
     zset_range_next: unsafe extern "C" fn(*mut Key) -> c_int,
     zset_range_stop: unsafe extern "C" fn(*mut Key),
+    zset_add: unsafe extern "C" fn(*mut Key, f64, *mut RString, *mut c_int) -> c_int,
+    zset_rem: unsafe extern "C" fn(*mut Key, *mut RString, *mut c_int) -> c_int,
+    string_set: unsafe extern "C" fn(*mut Key, *mut RString) -> c_int,
     /// `RedisModule_CachedMicroseconds` (Redis 7.2 and later, every Valkey 8+): the
     /// clock `TIME` answers with there. None on Redis 7.0.
     cached_microseconds: Option<unsafe extern "C" fn() -> c_longlong>,
@@ -183,6 +191,9 @@ unsafe fn lookup(ctx: *mut Ctx) -> Option<Api> {
         zset_range_current_element: get!("ZsetRangeCurrentElement"),
         zset_range_next: get!("ZsetRangeNext"),
         zset_range_stop: get!("ZsetRangeStop"),
+        zset_add: get!("ZsetAdd"),
+        zset_rem: get!("ZsetRem"),
+        string_set: get!("StringSet"),
         cached_microseconds: get_opt!("CachedMicroseconds"),
         alloc: get!("Alloc"),
         realloc: get!("Realloc"),
@@ -533,6 +544,48 @@ impl OpenKey {
         // SAFETY: a key open for writing.
         unsafe { (api().set_abs_expire)(self.0, ms) == OK }
     }
+
+    /// Makes the key the string `value`, whatever it held, without expiry (as
+    /// `SET` does): false if the server refused.
+    pub fn string_set(&self, value: *mut RString) -> bool {
+        // SAFETY: a key open for writing and a live string (the server copies it).
+        unsafe { (api().string_set)(self.0, value) == OK }
+    }
+
+    /// Adds `member` with `score` to the sorted set (created if the key is
+    /// empty): `Some((added, updated))`, None if the server refused (another type).
+    pub fn zset_add(&self, score: f64, member: *mut RString) -> Option<(bool, bool)> {
+        let mut flags: c_int = 0;
+        // SAFETY: a key open for writing, a live member, the flags in and out.
+        let ok = unsafe { (api().zset_add)(self.0, score, member, &raw mut flags) } == OK;
+        ok.then_some((flags & ZADD_ADDED != 0, flags & ZADD_UPDATED != 0))
+    }
+
+    /// Removes `member` from the sorted set (the key is deleted when it is left
+    /// empty): whether it was there; None if the server refused (another type).
+    pub fn zset_rem(&self, member: *mut RString) -> Option<bool> {
+        let mut deleted: c_int = 0;
+        // SAFETY: a key open for writing, a live member, the answer out.
+        let ok = unsafe { (api().zset_rem)(self.0, member, &raw mut deleted) } == OK;
+        ok.then_some(deleted != 0)
+    }
+
+    /// Whether the sorted set has a member with a score in the range (`*_ex`:
+    /// the bound itself excluded).
+    pub fn zset_any_in_range(&self, min: f64, max: f64, min_ex: bool, max_ex: bool) -> bool {
+        if self.0.is_null() {
+            return false;
+        }
+        let a = api();
+        // SAFETY: an open key; a range started is stopped.
+        unsafe {
+            let found = (a.zset_first_in_score_range)(self.0, min, max, c_int::from(min_ex), c_int::from(max_ex)) == OK;
+            if found {
+                (a.zset_range_stop)(self.0);
+            }
+            found
+        }
+    }
 }
 
 /// `REDISMODULE_HASH_DELETE`: as a value of `hash_set`, deletes the field.
@@ -631,16 +684,11 @@ pub fn replicate(ctx: *mut Ctx, name: &CStr, args: &mut [*mut RString]) {
     unsafe { (api().replicate)(ctx, name.as_ptr(), c"v".as_ptr(), args.as_mut_ptr(), args.len()) };
 }
 
-/// The keyspace event a hash command fires (`notify-keyspace-events`).
-pub fn notify_hash(ctx: *mut Ctx, event: &CStr, key: *mut RString) {
+/// A keyspace event (`notify-keyspace-events`) of class `class` (`NOTIFY_*`), as
+/// the command the key API stands in for fires it.
+pub fn notify(ctx: *mut Ctx, class: c_int, event: &CStr, key: *mut RString) {
     // SAFETY: the command's context, a C string, a live key name.
-    unsafe { (api().notify_keyspace_event)(ctx, NOTIFY_HASH, event.as_ptr(), key) };
-}
-
-/// The keyspace event of `PEXPIREAT` (`expire`).
-pub fn notify_expire(ctx: *mut Ctx, key: *mut RString) {
-    // SAFETY: the command's context, a C string, a live key name.
-    unsafe { (api().notify_keyspace_event)(ctx, NOTIFY_GENERIC, c"expire".as_ptr(), key) };
+    unsafe { (api().notify_keyspace_event)(ctx, class, event.as_ptr(), key) };
 }
 
 /// The command's reply.
