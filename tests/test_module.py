@@ -629,3 +629,49 @@ def test_the_module_fires_the_keyspace_events_of_the_commands_it_stands_in_for(r
         assert {"hset", "zadd", "zrem", "set", "expire"} <= kinds, kinds
     finally:
         r.config_set("notify-keyspace-events", old)
+
+
+def test_sweeps_fire_the_keyspace_events_of_the_script_but_one(r, client):
+    """A module sweep's writes by the key API (rows, pushes, the wake list's
+    trim) fire the events the Lua script's commands fire, in the same order; the
+    one substitution (SPEC difference 14) removes the selected head with
+    `ZREMRANGEBYRANK`, whose event is named for it."""
+    old = r.config_get("notify-keyspace-events")["notify-keyspace-events"]
+    r.config_set("notify-keyspace-events", "KA")
+    try:
+        now = client.time_ms()
+        for start, sweep in [
+            ({**state(now, [b"a", b"b", b"c"]), **state(now, [b"l1", b"l2"], lane=b"L")}, emq.promote),
+            ({**stalled_state(now, [b"a", b"b"]), **stalled_state(now, [b"l1"], lane=b"L")}, emq.stalled_check),
+        ]:
+            seen = {}
+            for backend in ("lua", "module"):
+                reset(r, start)
+                events = keyspace_events(r, lambda backend=backend, sweep=sweep: sweep(client, Q, batch=10, backend=backend))
+                seen[backend] = [(e.replace("zremrangebyrank", "zrem"), k) for e, k in events]
+            assert seen["module"] == seen["lua"]
+            assert {"rpush", "hset", "zrem"} <= {e for e, _ in seen["module"]}
+    finally:
+        r.config_set("notify-keyspace-events", old)
+
+
+def test_a_client_parked_on_the_wake_list_is_woken_by_the_modules_push(r, server, client):
+    """The module pushes its wake token with the key API: a client blocked in
+    `BLPOP` on `wake` (a parked worker) is served it, as after the script's RPUSH."""
+    import threading
+
+    reset(r, state(client.time_ms(), [b"a"]))
+    got = []
+
+    def park():
+        with redis.Redis.from_url(server.url) as b:
+            got.append(b.blpop([P + b"wake"], timeout=10))
+
+    t = threading.Thread(target=park)
+    t.start()
+    deadline = time.monotonic() + 5
+    while r.info("clients")["blocked_clients"] < 1 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert emq.promote(client, Q, batch=10, backend="module") == 1
+    t.join(10)
+    assert got and got[0] is not None and got[0][0] == P + b"wake"

@@ -9,9 +9,10 @@
 //! client's. The ones sent per row (`HGET`, `HMGET`, `EXISTS`, `HSET`, `HDEL`, and
 //! a complete's `PEXPIREAT` of its done row), a sweep's selection (`ZRANGE key 0
 //! N WITHSCORES`), the lengths of lists and sorted sets (`LLEN`, `ZCARD`: three
-//! or more a call), the clock (`TIME`), and the writes of a claim and a complete
-//! (`ZADD`, `ZREM`, a lease mark's `SET … PX`, a retention trim that finds nothing
-//! to trim) are done with the key API instead, with the same replies, errors,
+//! or more a call), the clock (`TIME`), the lists' reads and writes (`LRANGE key 0
+//! N`, `RPUSH`, `LPOP`, `LTRIM`) and the writes of a claim and a complete (`ZADD`,
+//! `ZREM`, a lease mark's `SET … PX`, a retention trim that finds nothing to
+//! trim) are done with the key API instead, with the same replies, errors,
 //! keyspace events and propagation: a call re-parses a command and builds its
 //! reply (a thousand scores printed and parsed again), which costs more than
 //! the work itself, and even a trivial one costs 1.5 to 2 µs.
@@ -150,6 +151,12 @@ impl Host {
                         None => self.call(name, &args[1..], false),
                     }
                 }
+                [name, key, b"0", stop] if name.eq_ignore_ascii_case(b"LRANGE") && ffi::OpenKey::can_index_lists() => {
+                    match std::str::from_utf8(stop).ok().and_then(|s| s.parse::<usize>().ok()) {
+                        Some(last) => self.list_head(key, last),
+                        None => self.call(name, &args[1..], false),
+                    }
+                }
                 [name, rest @ ..] => self.call(name, rest, false),
                 [] => error("ERR empty command"),
             };
@@ -188,6 +195,16 @@ impl Host {
                     Some(r) => r,
                     None => self.call(name, &args[1..], true),
                 },
+                [name, key, elements @ ..] if name.eq_ignore_ascii_case(b"RPUSH") && !elements.is_empty() => self.list_push(key, elements),
+                [name, key, start, stop] if name.eq_ignore_ascii_case(b"LTRIM") => match (integer(start), integer(stop)) {
+                    (Some(start), Some(stop)) => self.list_trim(key, (start, stop), &args[2..]),
+                    _ => self.call(name, &args[1..], true),
+                },
+                [name, key] if name.eq_ignore_ascii_case(b"LPOP") => self.list_pop(key, None, &args[2..]),
+                [name, key, count] if name.eq_ignore_ascii_case(b"LPOP") && integer(count).is_some_and(|n| n > 0) => {
+                    let n = integer(count).and_then(|n| usize::try_from(n).ok()).unwrap_or(usize::MAX);
+                    self.list_pop(key, Some(n), &args[2..])
+                }
                 [name, key, value, px, ms] if name.eq_ignore_ascii_case(b"SET") && px.eq_ignore_ascii_case(b"PX") => {
                     match self.set_px(key, value, ms) {
                         Some(r) => r,
@@ -525,6 +542,111 @@ impl Host {
         Reply::Int(removed)
     }
 
+    /// `LRANGE key 0 last` with the key API: the list's first elements, none
+    /// for no key, `WRONGTYPE` for another type.
+    fn list_head(&mut self, key: &[u8], last: usize) -> Reply {
+        let (_name, k) = open_read(self.ctx, key);
+        match k.kind() {
+            ffi::KEYTYPE_EMPTY => Reply::Array(vec![]),
+            ffi::KEYTYPE_LIST => Reply::Array(k.list_head(last).into_iter().map(Reply::Bulk).collect()),
+            _ => error(WRONGTYPE),
+        }
+    }
+
+    /// `RPUSH key element…` with the key API: the list's new length, with the
+    /// command's keyspace event and propagation.
+    fn list_push(&mut self, key: &[u8], elements: &[&[u8]]) -> Reply {
+        let mut owned = ffi::Strings::empty(self.ctx);
+        let (name, k) = self.write_key(key, &mut owned);
+        if !matches!(k.kind(), ffi::KEYTYPE_EMPTY | ffi::KEYTYPE_LIST) {
+            return error(WRONGTYPE);
+        }
+        for e in elements {
+            // A member of the head read is pushed as the string read.
+            let s = self.head.member(e).unwrap_or_else(|| owned.push(e));
+            if !k.list_push_tail(s) {
+                return error("ERR the server refused RPUSH from the module");
+            }
+        }
+        let len = i64::try_from(k.len()).unwrap_or(i64::MAX);
+        drop(k);
+        ffi::signal_modified(self.ctx, name);
+        ffi::notify(self.ctx, ffi::NOTIFY_LIST, c"rpush", name);
+        self.replicate(c"RPUSH", name, elements, &mut owned);
+        Reply::Int(len)
+    }
+
+    /// `LTRIM key start stop` with the key API, as the command does it: the
+    /// elements outside the range removed (the key deleted if none is left),
+    /// its keyspace events, and propagated where it removed any.
+    fn list_trim(&mut self, key: &[u8], (start, stop): (i64, i64), args: &[&[u8]]) -> Reply {
+        let mut owned = ffi::Strings::empty(self.ctx);
+        let (name, k) = self.write_key(key, &mut owned);
+        match k.kind() {
+            ffi::KEYTYPE_EMPTY => return Reply::Status("OK".to_string()),
+            ffi::KEYTYPE_LIST => {}
+            _ => return error(WRONGTYPE),
+        }
+        let len = i64::try_from(k.len()).unwrap_or(i64::MAX);
+        let (mut start, mut stop) = (start, stop);
+        if start < 0 {
+            start = start.saturating_add(len).max(0);
+        }
+        if stop < 0 {
+            stop = stop.saturating_add(len);
+        }
+        let (head, tail) = if start > stop || start >= len { (len, 0) } else { (start, len - stop.min(len - 1) - 1) };
+        for _ in 0..head {
+            k.list_pop(true);
+        }
+        for _ in 0..tail {
+            k.list_pop(false);
+        }
+        let deleted = k.kind() == ffi::KEYTYPE_EMPTY;
+        drop(k);
+        ffi::notify(self.ctx, ffi::NOTIFY_LIST, c"ltrim", name);
+        if deleted {
+            ffi::notify(self.ctx, ffi::NOTIFY_GENERIC, c"del", name);
+        }
+        ffi::signal_modified(self.ctx, name);
+        if head + tail > 0 {
+            self.replicate(c"LTRIM", name, args, &mut owned);
+        }
+        Reply::Status("OK".to_string())
+    }
+
+    /// `LPOP key [count]` with the key API: the element (or, with a count, the
+    /// elements) removed from the head, nil for no key; the command's keyspace
+    /// events and propagation (`args`: what followed the key).
+    fn list_pop(&mut self, key: &[u8], count: Option<usize>, args: &[&[u8]]) -> Reply {
+        let mut owned = ffi::Strings::empty(self.ctx);
+        let (name, k) = self.write_key(key, &mut owned);
+        match k.kind() {
+            ffi::KEYTYPE_EMPTY => return Reply::Nil,
+            ffi::KEYTYPE_LIST => {}
+            _ => return error(WRONGTYPE),
+        }
+        let mut popped = vec![];
+        while popped.len() < count.unwrap_or(1) {
+            match k.list_pop(true) {
+                Some(e) => popped.push(Reply::Bulk(e)),
+                None => break,
+            }
+        }
+        let deleted = k.kind() == ffi::KEYTYPE_EMPTY;
+        drop(k);
+        ffi::notify(self.ctx, ffi::NOTIFY_LIST, c"lpop", name);
+        if deleted {
+            ffi::notify(self.ctx, ffi::NOTIFY_GENERIC, c"del", name);
+        }
+        ffi::signal_modified(self.ctx, name);
+        self.replicate(c"LPOP", name, args, &mut owned);
+        match count {
+            Some(_) => Reply::Array(popped),
+            None => popped.pop().unwrap_or(Reply::Nil),
+        }
+    }
+
     /// `ZREMRANGEBYSCORE key min max` where the range holds no member (the
     /// retention's trim, most calls): 0, nothing written, nothing propagated, as
     /// the command does. None (for `call`) where there is something to remove,
@@ -652,6 +774,15 @@ fn integer_score(b: &[u8]) -> Option<f64> {
     }
     #[allow(clippy::cast_precision_loss, reason = "at most 15 digits: exact")]
     std::str::from_utf8(b).ok()?.parse::<i64>().ok().map(|n| n as f64)
+}
+
+/// A decimal integer, as the server reads a command's.
+fn integer(b: &[u8]) -> Option<i64> {
+    let digits = b.strip_prefix(b"-").unwrap_or(b);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(b).ok()?.parse().ok()
 }
 
 /// `score member` pairs with integer scores, no option before them.

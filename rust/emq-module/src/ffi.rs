@@ -39,11 +39,15 @@ const HASH_NONE: c_int = 0;
 /// `REDISMODULE_NOTIFY_*`: the classes of keyspace events.
 pub const NOTIFY_GENERIC: c_int = 1 << 2;
 pub const NOTIFY_STRING: c_int = 1 << 3;
+pub const NOTIFY_LIST: c_int = 1 << 4;
 pub const NOTIFY_HASH: c_int = 1 << 6;
 pub const NOTIFY_ZSET: c_int = 1 << 7;
 /// `REDISMODULE_ZADD_ADDED` and `REDISMODULE_ZADD_UPDATED`: what `ZsetAdd` did.
 const ZADD_ADDED: c_int = 1 << 2;
 const ZADD_UPDATED: c_int = 1 << 3;
+/// `REDISMODULE_LIST_HEAD` and `REDISMODULE_LIST_TAIL`.
+const LIST_HEAD: c_int = 0;
+const LIST_TAIL: c_int = 1;
 /// `REDISMODULE_OPTION_NO_IMPLICIT_SIGNAL_MODIFIED` (Redis 6.0 and later, every Valkey).
 const NO_IMPLICIT_SIGNAL_MODIFIED: c_int = 1 << 1;
 
@@ -115,6 +119,10 @@ pub struct Api {
     zset_add: unsafe extern "C" fn(*mut Key, f64, *mut RString, *mut c_int) -> c_int,
     zset_rem: unsafe extern "C" fn(*mut Key, *mut RString, *mut c_int) -> c_int,
     string_set: unsafe extern "C" fn(*mut Key, *mut RString) -> c_int,
+    list_push: unsafe extern "C" fn(*mut Key, c_int, *mut RString) -> c_int,
+    list_pop: unsafe extern "C" fn(*mut Key, c_int) -> *mut RString,
+    /// `RedisModule_ListGet` (Redis 7.0 and later, every Valkey).
+    list_get: Option<unsafe extern "C" fn(*mut Key, std::ffi::c_long) -> *mut RString>,
     /// `RedisModule_CachedMicroseconds` (Redis 7.2 and later, every Valkey 8+): the
     /// clock `TIME` answers with there. None on Redis 7.0.
     cached_microseconds: Option<unsafe extern "C" fn() -> c_longlong>,
@@ -194,6 +202,9 @@ unsafe fn lookup(ctx: *mut Ctx) -> Option<Api> {
         zset_add: get!("ZsetAdd"),
         zset_rem: get!("ZsetRem"),
         string_set: get!("StringSet"),
+        list_push: get!("ListPush"),
+        list_pop: get!("ListPop"),
+        list_get: get_opt!("ListGet"),
         cached_microseconds: get_opt!("CachedMicroseconds"),
         alloc: get!("Alloc"),
         realloc: get!("Realloc"),
@@ -568,6 +579,54 @@ impl OpenKey {
         // SAFETY: a key open for writing, a live member, the answer out.
         let ok = unsafe { (api().zset_rem)(self.0, member, &raw mut deleted) } == OK;
         ok.then_some(deleted != 0)
+    }
+
+    /// Appends `element` to the list (created if the key is empty): false if
+    /// the server refused (another type).
+    pub fn list_push_tail(&self, element: *mut RString) -> bool {
+        // SAFETY: a key open for writing and a live string (the server copies it).
+        unsafe { (api().list_push)(self.0, LIST_TAIL, element) == OK }
+    }
+
+    /// Removes the list's first (`head`) or last element and gives its bytes
+    /// (the key is deleted when it is left empty); None for an empty list.
+    pub fn list_pop(&self, head: bool) -> Option<Vec<u8>> {
+        // SAFETY: a key open for writing; the element is ours to free.
+        unsafe {
+            let e = (api().list_pop)(self.0, if head { LIST_HEAD } else { LIST_TAIL });
+            if e.is_null() {
+                return None;
+            }
+            let out = bytes(e).to_vec();
+            (api().free_string)(std::ptr::null_mut(), e);
+            Some(out)
+        }
+    }
+
+    /// Whether the server can read a list's elements by index (`list_range`).
+    pub fn can_index_lists() -> bool {
+        api().list_get.is_some()
+    }
+
+    /// The list's elements from index 0 to `last` (at most `last + 1` of them);
+    /// empty where the server cannot read them by index (`can_index_lists`).
+    pub fn list_head(&self, last: usize) -> Vec<Vec<u8>> {
+        let (Some(get), false) = (api().list_get, self.0.is_null()) else { return vec![] };
+        let n = self.len().min(last.saturating_add(1));
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            // SAFETY: an open list and an index in it (read in order: the server
+            // keeps an iterator for the next index); the element is ours to free.
+            unsafe {
+                let e = get(self.0, std::ffi::c_long::try_from(i).unwrap_or(std::ffi::c_long::MAX));
+                if e.is_null() {
+                    break;
+                }
+                out.push(bytes(e).to_vec());
+                (api().free_string)(std::ptr::null_mut(), e);
+            }
+        }
+        out
     }
 
     /// Whether the sorted set has a member with a score in the range (`*_ex`:
