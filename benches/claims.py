@@ -472,15 +472,15 @@ def print_table(res: dict) -> None:
 # --- a differential check: emq and Lua leave the same state --------------------------
 
 
-def check(binary: str) -> int:
-    """Runs the same claim/complete sequence (one claimer) with emq and with the
-    Lua scripts on two copies of one queue (flat jobs, lanes, a paused lane, a
-    limited lane, a ghost) and compares what they leave, tokens and clocks aside."""
-    srv = Server(binary).start()
+def check(binary: str, impls: list[str]) -> int:
+    """Runs the same claim/complete sequence (one claimer) with each implementation
+    on a copy of one queue (flat jobs, lanes, a paused lane, a limited lane, a
+    ghost) and compares what they leave with what Lua leaves, tokens and clocks aside."""
+    srv = Server(binary, module="module" in impls).start()
     try:
         c = emq.connect(srv.url)
         dumps = {}
-        for impl in IMPLS:
+        for impl in ["lua", *(i for i in impls if i != "lua")]:
             c.command("FLUSHALL")
             q = emq.Queue(c, "chk")
             items = []
@@ -517,21 +517,27 @@ def check(binary: str) -> int:
                         if h[i] not in (b"token", b"lease", b"claimed", b"finished", b"created", b"due")
                     )
             dumps[impl] = (log, state)
-        same_log = dumps["emq"][0] == dumps["lua"][0]
-        same_state = dumps["emq"][1] == dumps["lua"][1]
-        print(
-            f"{server_version(c)}: claims/completes {'same' if same_log else 'DIFFER'}; final state {'same' if same_state else 'DIFFERS'}"
-        )
-        if not (same_log and same_state):
-            for i, (a, b) in enumerate(zip(dumps["emq"][0], dumps["lua"][0])):
+        failed = 0
+        for impl in dumps:
+            if impl == "lua":
+                continue
+            (log, state), (want_log, want) = dumps[impl], dumps["lua"]
+            same_log, same_state = log == want_log, state == want
+            print(
+                f"{server_version(c)}: {impl} against lua: claims/completes {'same' if same_log else 'DIFFER'}; "
+                f"final state {'same' if same_state else 'DIFFERS'}"
+            )
+            if same_log and same_state:
+                continue
+            failed = 1
+            for i, (a, b) in enumerate(zip(log, want_log)):
                 if a != b:
-                    print(f"  first difference at step {i}:\n    emq {a}\n    lua {b}")
+                    print(f"  first difference at step {i}:\n    {impl} {a}\n    lua {b}")
                     break
-            for k in sorted(set(dumps["emq"][1]) | set(dumps["lua"][1])):
-                if dumps["emq"][1].get(k) != dumps["lua"][1].get(k):
-                    print(f"  {k}:\n    emq {dumps['emq'][1].get(k)}\n    lua {dumps['lua'][1].get(k)}")
-            return 1
-        return 0
+            for k in sorted(set(state) | set(want)):
+                if state.get(k) != want.get(k):
+                    print(f"  {k}:\n    {impl} {state.get(k)}\n    lua {want.get(k)}")
+        return failed
     finally:
         srv.stop()
 
@@ -572,7 +578,7 @@ def main(argv=None) -> int:
             ap.error(f"--{name}: {','.join(bad) or 'empty'}: choose from {','.join(ok)}")
     binaries = {"valkey": args.valkey_binary or valkey_binary(), "redis": args.redis_binary or shutil.which("redis-server")}
     if args.check:
-        return max(check(binaries[s]) for s in args.servers if binaries[s])
+        return max(check(binaries[s], args.impls) for s in args.servers if binaries[s])
     args.out.mkdir(parents=True, exist_ok=True)
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (a shared machine: read medians and ratios)")
     for name in args.servers:

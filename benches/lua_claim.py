@@ -8,15 +8,24 @@ settle.rs, SPEC §7), run server-side in one EVALSHA each:
   served; a lane found empty or no longer servable leaves the ring with
   `ring = 0`; the ring is rotated past each lane served). It reads at most
   `2 * slots + 16` ring entries and wraps around the ring only when it read all of
-  it, as the plan does. Each id taken gets `state = active`, `attempts + 1`,
-  `lease`, a fresh `token` (made by the caller, as the Rust host makes them) and
-  `claimed`; it joins `P active` at `now + lease`; its lane's `active` grows. Ghosts
-  met in `pending` or a lane are dropped (they use up their slot, as in the plan).
-  If ready work is left, one wake token `""` is appended to `P wake` (trimmed to
-  64).
-- complete: only while the row is `active` with that token: leaves `P active`,
-  `state = done`, `finished`, `token` and `lease` removed; a lane job decrements
-  its lane's `active`, then offer(L).
+  it, and each lane's head as far as the slots left after the flat ids (a lane
+  with more ids than that ends the claim), as the plan does. Each id taken gets
+  `state = active`, `attempts + 1`, `lease`, a fresh `token` (made by the caller,
+  as the Rust host makes them) and `claimed`; it joins `P active` at
+  `now + lease`; its lane's `active` grows. Ids whose row is not `pending`
+  (ghosts included) are dropped: in `pending` they use up their slot, in a lane
+  they take the lane's turn but neither a slot nor the lane's limit; an id listed
+  twice is taken once. If ready work is left, one wake token `""` is appended to
+  `P wake` (trimmed to 64).
+- complete: only while the row is `active` with that token: sets the lease mark
+  of the second its lease ended in (SPEC §9), leaves `P active`, and is done as
+  the retention says (SPEC §12: `state = done`, `finished`, `token` and `lease`
+  removed, listed in `P done`, expiring `done_ms` after; or deleted); a lane job
+  decrements its lane's `active`, then offer(L).
+
+`python benches/claims.py --check` runs one sequence (ghosts, a paused and a
+limited lane) with emq, the module and these scripts, and compares what they
+leave: the scripts do the plans' work, no less.
 
 Both scripts make every read that can fail on a wrong type before their first
 write (a script's writes are not undone), like the plans check every type before
@@ -48,9 +57,10 @@ local deadline = now + lease
 redis.call('LLEN', wake)
 redis.call('ZCARD', active)
 local function row(id)
-  local jk = p .. 'job:' .. id
-  local f = redis.call('HMGET', jk, 'attempts', 'max_attempts', 'data')
-  if not f[1] and not f[2] and not f[3] and redis.call('EXISTS', jk) == 0 then return false end
+  -- A row a claim takes says it is `pending`: ghosts (no row) and rows in any
+  -- other state are dropped.
+  local f = redis.call('HMGET', p .. 'job:' .. id, 'state', 'attempts', 'max_attempts', 'data')
+  if f[1] ~= 'pending' then return false end
   return f
 end
 local flat = redis.call('LRANGE', pending, 0, n - 1)
@@ -58,7 +68,9 @@ local flat_rows = {}
 for i, id in ipairs(flat) do flat_rows[i] = row(id) end
 
 local slots = n - #flat
-local lanes, visits, served = {}, {}, {}
+-- Every lane's head is read as far as the claim's slots after the flat ids.
+local head_len = slots
+local lanes, visits = {}, {}
 if slots > 0 then
   local rlen = redis.call('LLEN', ring)
   local names = rlen > 0 and redis.call('LRANGE', ring, 0, 2 * slots + 16 - 1) or {}
@@ -74,45 +86,49 @@ if slots > 0 then
       local ctl, lk = p .. 'lanectl:' .. name, p .. 'lane:' .. name
       local f = redis.call('HMGET', ctl, 'paused', 'limit', 'active', 'ring')
       l = { name = name, ctl = ctl, key = lk, paused = f[1] == '1', limit = int(f[2]),
-            active0 = int(f[3]), active = int(f[3]), sim = int(f[3]), len = redis.call('LLEN', lk),
-            head = redis.call('LRANGE', lk, 0, slots - 1), taken = 0, dropped = false }
+            sim = int(f[3]), len = redis.call('LLEN', lk),
+            head = redis.call('LRANGE', lk, 0, head_len - 1), taken = 0, claimed = 0, dropped = false }
       lanes[i] = l
     end
-    local left = math.min(l.len, #l.head) - l.taken
-    -- `sim` counts every id taken, ghosts too, as the plan's simulation does
-    -- before it reads the rows; `active` only the live ones.
-    if left <= 0 or l.paused or (l.limit > 0 and l.sim >= l.limit) then
+    -- More ids than it read: the rest is the next claim's.
+    if l.taken == #l.head and l.len > l.taken then break end
+    if l.len <= l.taken or l.paused or (l.limit > 0 and l.sim >= l.limit) then
       visits[#visits + 1] = { i, false }
       l.dropped = true
     else
       l.taken = l.taken + 1
       local id = l.head[l.taken]
       local f = row(id)
-      l.sim = l.sim + 1
-      if f then l.active = l.active + 1 end
+      -- A ghost (or a row not pending) takes the lane's turn, but neither a
+      -- slot nor the limit.
+      if f then
+        l.sim = l.sim + 1
+        slots = slots - 1
+      end
       visits[#visits + 1] = { i, id, f }
-      slots = slots - 1
       if whole then tail = tail + 1; order[tail] = i end
     end
   end
 end
 
 -- Writes.
-local out, zadd = {}, {}
+local out, zadd, taken = {}, {}, {}
 local function claimed(id, f, lane)
   local k = #out + 1
-  local attempts = int(f[1]) + 1
+  local attempts = int(f[2]) + 1
   local token = ARGV[3 + k]
   redis.call('HSET', p .. 'job:' .. id, 'state', 'active', 'attempts', attempts,
     'lease', deadline, 'token', token, 'claimed', now)
   zadd[#zadd + 1] = deadline
   zadd[#zadd + 1] = id
-  out[k] = { id, f[3] or '', lane or false, attempts, int(f[2]), token, deadline }
+  taken[id] = true
+  out[k] = { id, f[4] or '', lane or false, attempts, int(f[3]), token, deadline }
 end
 if #flat > 0 then
   redis.call('LTRIM', pending, #flat, -1)
   for i, id in ipairs(flat) do
-    if flat_rows[i] then claimed(id, flat_rows[i], nil) end
+    -- An id listed twice is taken once.
+    if flat_rows[i] and not taken[id] then claimed(id, flat_rows[i], nil) end
   end
 end
 for _, v in ipairs(visits) do
@@ -120,19 +136,17 @@ for _, v in ipairs(visits) do
   if v[2] then
     redis.call('LPOP', l.key)
     redis.call('LMOVE', ring, ring, 'LEFT', 'RIGHT')
-    if v[3] then claimed(v[2], v[3], l.name) end
+    if v[3] and not taken[v[2]] then
+      claimed(v[2], v[3], l.name)
+      l.claimed = l.claimed + 1
+    end
   else
     redis.call('LPOP', ring)
   end
 end
 for _, l in pairs(lanes) do
-  if l.dropped and l.active ~= l.active0 then
-    redis.call('HSET', l.ctl, 'active', l.active, 'ring', '0')
-  elseif l.dropped then
-    redis.call('HSET', l.ctl, 'ring', '0')
-  elseif l.active ~= l.active0 then
-    redis.call('HSET', l.ctl, 'active', l.active)
-  end
+  if l.claimed > 0 then redis.call('HINCRBY', l.ctl, 'active', l.claimed) end
+  if l.dropped then redis.call('HSET', l.ctl, 'ring', '0') end
 end
 if #zadd > 0 then redis.call('ZADD', active, unpack(zadd)) end
 if redis.call('LLEN', pending) > 0 or redis.call('LLEN', ring) > 0 then
@@ -145,16 +159,18 @@ return out
 
 COMPLETE_LUA = (
     f"local WAKE_MAX = {_core.WAKE_MAX}\n"
+    f"local DONE_MS = {dict(_core.RETENTION_DEFAULTS)['done_ms']}\n"
+    f"local LEASE_MARK_KEEP_MS = {_core.LEASE_MARK_KEEP_MS}\n"
     + r"""
 -- KEYS: P active, P ring, P wake. ARGV: P, id, token
 local p, id, token = ARGV[1], ARGV[2], ARGV[3]
 local active, ring, wake = KEYS[1], KEYS[2], KEYS[3]
 local jk = p .. 'job:' .. id
-local f = redis.call('HMGET', jk, 'state', 'token', 'lane')
+local f = redis.call('HMGET', jk, 'state', 'token', 'lane', 'lease')
 if f[1] ~= 'active' or f[2] ~= token then return 0 end
 local function int(v)
   if v and string.match(v, '^%-?%d+$') and #string.gsub(v, '^%-', '') <= 18 then return tonumber(v) end
-  return 0
+  return nil
 end
 -- Reads (type checks included) before the first write.
 redis.call('ZCARD', active)
@@ -166,15 +182,34 @@ if lane then
   redis.call('LLEN', ring)
   redis.call('LLEN', wake)
 end
+-- The retention of done rows (SPEC §12): 0 deletes the row, -1 keeps it for
+-- ever, else it expires that many ms after it finished; `P done` lists it.
+local done_ms = int(redis.call('HMGET', p .. 'retention', 'done_ms')[1])
+if not done_ms or done_ms < -1 then done_ms = DONE_MS end
+if done_ms ~= 0 then redis.call('ZCARD', p .. 'done') end
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
+-- The lease mark of the second the lease ended in (the guard's, SPEC §9).
+local lease = int(f[4])
+if lease then
+  redis.call('SET', p .. 'leases:' .. (lease > 0 and math.floor(lease / 1000) or 0), '1', 'PX', LEASE_MARK_KEEP_MS)
+end
 redis.call('ZREM', active, id)
-redis.call('HSET', jk, 'state', 'done', 'finished', now)
-redis.call('HDEL', jk, 'token', 'lease')
+if done_ms == 0 then
+  redis.call('DEL', jk)
+else
+  redis.call('HSET', jk, 'state', 'done', 'finished', now)
+  redis.call('HDEL', jk, 'token', 'lease')
+  if done_ms > 0 then redis.call('PEXPIREAT', jk, now + done_ms) end
+end
+if done_ms ~= 0 then
+  redis.call('ZADD', p .. 'done', now, id)
+  if done_ms > 0 then redis.call('ZREMRANGEBYSCORE', p .. 'done', '-inf', '(' .. (now - done_ms)) end
+end
 if lane then
-  local a = math.max(int(c[3]) - 1, 0)
+  local a = math.max((int(c[3]) or 0) - 1, 0)
   redis.call('HSET', ctl, 'active', a)
-  local limit = int(c[2])
+  local limit = int(c[2]) or 0
   -- offer(L)
   if len > 0 and c[1] ~= '1' and (limit <= 0 or a < limit) and c[4] ~= '1' then
     redis.call('HSET', ctl, 'ring', '1')

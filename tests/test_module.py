@@ -611,19 +611,20 @@ def test_the_module_fires_the_keyspace_events_of_the_commands_it_stands_in_for(r
     old = r.config_get("notify-keyspace-events")["notify-keyspace-events"]
     r.config_set("notify-keyspace-events", "KA")
     try:
-        seen = {}
-        for backend, name in (("plan", "evp"), ("module", "evm")):
+
+        def run(backend: str, name: str) -> list:
             q = emq.Queue(client, name, backend=backend)
             q.add_many([{"data": "x", "id": f"j{i}"} for i in range(5)] + [{"data": "x", "id": "l0", "lane": "L"}])
-            events = []
             jobs: list = []
-            events += keyspace_events(r, lambda: jobs.extend(q.claim(6)))
+            events = keyspace_events(r, lambda: jobs.extend(q.claim(6)))
             assert len(jobs) == 6
             events += keyspace_events(r, lambda: q.complete(jobs[0]))
             events += keyspace_events(r, lambda: q.complete_many(jobs[1:]))
             # A stale token: refused, nothing written, no event.
             assert keyspace_events(r, lambda: q.complete(jobs[0])) == []
-            seen[backend] = events
+            return events
+
+        seen = {backend: run(backend, name) for backend, name in (("plan", "evp"), ("module", "evm"))}
         assert seen["module"] == seen["plan"]
         kinds = {e for e, _ in seen["module"]}
         assert {"hset", "zadd", "zrem", "set", "expire"} <= kinds, kinds
