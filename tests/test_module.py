@@ -676,3 +676,17 @@ def test_a_client_parked_on_the_wake_list_is_woken_by_the_modules_push(r, server
     assert emq.promote(client, Q, batch=10, backend="module") == 1
     t.join(10)
     assert got and got[0] is not None and got[0][0] == P + b"wake"
+
+
+def test_a_lease_of_any_length_is_taken_by_both_backends_alike(client):
+    """A lease too long to end before the plans' last instant (`MAX_MS`) ends
+    there: the module takes any lease the plan takes, with the same deadline."""
+    deadlines = {}
+    for backend in ("plan", "module"):
+        q = emq.Queue(client, f"long-{backend}", backend=backend)
+        q.add_many([b"x", b"y"])
+        for lease in (10**15, 2**64 - 1):
+            (job,) = q.claim(1, lease_ms=lease)
+            deadlines[backend, lease] = job.lease_deadline_ms
+    assert deadlines["module", 2**64 - 1] == deadlines["plan", 2**64 - 1] == 999_999_999_999_999
+    assert deadlines["module", 10**15] == deadlines["plan", 10**15] == 999_999_999_999_999

@@ -25,7 +25,7 @@ use crate::cmd::Cmd;
 use crate::error::{Error, Result};
 use crate::extend_many::{Held, EXTEND_MAX};
 use crate::names::{queue_of_prefix, Keys};
-use crate::numbers::count_arg;
+use crate::numbers::{count_arg, MAX_MS};
 use crate::reply::Reply;
 use crate::settle::COMPLETE;
 use crate::sweep::types::{Kind, PROMOTE, STALLED};
@@ -151,8 +151,12 @@ pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
     Ok(JobRequest::Complete { queue, jobs })
 }
 
-/// `EMQ.CLAIM`, as the client host sends it.
+/// `EMQ.CLAIM`, as the client host sends it. A lease of `MAX_MS` or more ends
+/// at `MAX_MS` whatever its length (`numbers::later` saturates there), so the
+/// form carries at most that: any lease the plan takes, the module takes too,
+/// with the same deadline.
 pub fn claim_cmd(keys: &Keys, n: u64, lease_ms: u64, tokens: &[Vec<u8>]) -> Cmd {
+    let lease_ms = lease_ms.min(MAX_MS.unsigned_abs());
     Cmd::new(CLAIM).arg("1").arg(keys.pending()).arg(&keys.prefix).arg_int(n as i64).arg_int(lease_ms as i64).args(tokens)
 }
 
@@ -273,7 +277,13 @@ mod tests {
         let tokens = vec![b"t1".to_vec(), b"t2".to_vec()];
         let c = claim_cmd(&keys, 2, 30_000, &tokens);
         let r = parse_job(&c.to_args()).unwrap();
-        assert_eq!(r, JobRequest::Claim { queue: b"orders".to_vec(), n: 2, lease_ms: 30_000, tokens });
+        assert_eq!(r, JobRequest::Claim { queue: b"orders".to_vec(), n: 2, lease_ms: 30_000, tokens: tokens.clone() });
+        // Any lease: one past `MAX_MS` ends there in the plan, and is sent as `MAX_MS`.
+        for lease in [MAX_MS.unsigned_abs(), MAX_MS.unsigned_abs() + 1, u64::MAX] {
+            let r = parse_job(&claim_cmd(&keys, 2, lease, &tokens).to_args()).unwrap();
+            let JobRequest::Claim { lease_ms, .. } = r else { panic!("{r:?}") };
+            assert_eq!(lease_ms, MAX_MS.unsigned_abs());
+        }
         let jobs = vec![
             Held { id: b"a".to_vec(), token: b"t".to_vec(), lane: None },
             Held { id: b"\xff".to_vec(), token: b"u".to_vec(), lane: Some(b"l".to_vec()) },
