@@ -10,9 +10,10 @@
 //! a complete's `PEXPIREAT` of its done row), a sweep's selection (`ZRANGE key 0
 //! N WITHSCORES`), the lengths of lists and sorted sets (`LLEN`, `ZCARD`: three
 //! or more a call), the clock (`TIME`), the lists' reads and writes (`LRANGE key 0
-//! N`, `RPUSH`, `LPOP`, `LTRIM`) and the writes of a claim and a complete (`ZADD`,
-//! `ZREM`, a lease mark's `SET … PX`, a retention trim that finds nothing to
-//! trim) are done with the key API instead, with the same replies, errors,
+//! N`, `RPUSH`, `LPOP`, `LTRIM`, the ring's `LMOVE`) and the writes of a claim and
+//! a complete (`ZADD`, `ZREM`, a lane's `HINCRBY`, a lease mark's `SET … PX`, a
+//! retention trim that finds nothing to trim) are done with the key API instead,
+//! with the same replies, errors,
 //! keyspace events and propagation: a call re-parses a command and builds its
 //! reply (a thousand scores printed and parsed again), which costs more than
 //! the work itself, and even a trivial one costs 1.5 to 2 µs.
@@ -196,6 +197,17 @@ impl Host {
                     None => self.call(name, &args[1..], true),
                 },
                 [name, key, elements @ ..] if name.eq_ignore_ascii_case(b"RPUSH") && !elements.is_empty() => self.list_push(key, elements),
+                [name, src, dst, from, to]
+                    if name.eq_ignore_ascii_case(b"LMOVE")
+                        && src == dst
+                        && from.eq_ignore_ascii_case(b"LEFT")
+                        && to.eq_ignore_ascii_case(b"RIGHT") =>
+                {
+                    self.list_rotate(src)
+                }
+                [name, key, field, by] if name.eq_ignore_ascii_case(b"HINCRBY") && strict_integer(by).is_some() => {
+                    self.hash_incr(key, field, by)
+                }
                 [name, key, start, stop] if name.eq_ignore_ascii_case(b"LTRIM") => match (integer(start), integer(stop)) {
                     (Some(start), Some(stop)) => self.list_trim(key, (start, stop), &args[2..]),
                     _ => self.call(name, &args[1..], true),
@@ -576,6 +588,78 @@ impl Host {
         Reply::Int(len)
     }
 
+    /// `LMOVE key key LEFT RIGHT` (the ring's rotation) with the key API: the
+    /// head element moved to the tail and given; nil for no key. As the command:
+    /// the destination's event (`rpush`), then the source's (`lpop`), one change.
+    fn list_rotate(&mut self, key: &[u8]) -> Reply {
+        let mut owned = ffi::Strings::empty(self.ctx);
+        let (name, k) = self.write_key(key, &mut owned);
+        match k.kind() {
+            ffi::KEYTYPE_EMPTY => return Reply::Nil,
+            ffi::KEYTYPE_LIST => {}
+            _ => return error(WRONGTYPE),
+        }
+        let moved = if k.len() == 1 && ffi::OpenKey::can_index_lists() {
+            // One element: the rotation leaves it in place (a pop would delete the key).
+            k.list_head(0).pop()
+        } else {
+            k.list_pop(true).filter(|e| k.list_push_tail(owned.push(e)))
+        };
+        drop(k);
+        let Some(moved) = moved else { return error("ERR the server refused LMOVE from the module") };
+        ffi::signal_modified(self.ctx, name);
+        ffi::notify(self.ctx, ffi::NOTIFY_LIST, c"rpush", name);
+        ffi::notify(self.ctx, ffi::NOTIFY_LIST, c"lpop", name);
+        self.replicate(c"LMOVE", name, &[key, b"LEFT", b"RIGHT"], &mut owned);
+        Reply::Bulk(moved)
+    }
+
+    /// `HINCRBY key field by` with the key API (a lane's `active` count): the new
+    /// value, the command's errors (a value that is not an integer as the server
+    /// reads one, an overflow), event and propagation. The key may be one a read
+    /// opened.
+    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: &[u8]) -> Reply {
+        let by_n = strict_integer(by).expect("checked by the caller");
+        let mut owned = ffi::Strings::empty(self.ctx);
+        let found = self.find(key);
+        let (name, transient) = match found {
+            Some(i) => (self.open[i].name.raw(), None),
+            None => {
+                let name = owned.push(key);
+                (name, Some(ffi::OpenKey::write(self.ctx, name)))
+            }
+        };
+        let k = match (&transient, found) {
+            (Some(k), _) => k,
+            (None, Some(i)) => self.open[i].key.as_ref().expect("a found key is open"),
+            (None, None) => unreachable!("a key not found is opened"),
+        };
+        if !matches!(k.kind(), ffi::KEYTYPE_HASH | ffi::KEYTYPE_EMPTY) {
+            return error(WRONGTYPE);
+        }
+        let f = self.words.word(field, &mut owned);
+        let now = match k.hash_get(f) {
+            None => 0,
+            Some(v) => match strict_integer(&v) {
+                Some(n) => n,
+                None => return error("ERR hash value is not an integer"),
+            },
+        };
+        let Some(new) = now.checked_add(by_n) else { return error("ERR increment or decrement would overflow") };
+        let v = owned.push(new.to_string().as_bytes());
+        k.hash_set(&[(f, v)]);
+        match found {
+            Some(i) => self.open[i].modified = true,
+            None => {
+                drop(transient);
+                ffi::signal_modified(self.ctx, name);
+            }
+        }
+        ffi::notify(self.ctx, ffi::NOTIFY_HASH, c"hincrby", name);
+        self.replicate(c"HINCRBY", name, &[field, by], &mut owned);
+        Reply::Int(new)
+    }
+
     /// `LTRIM key start stop` with the key API, as the command does it: the
     /// elements outside the range removed (the key deleted if none is left),
     /// its keyspace events, and propagated where it removed any.
@@ -785,6 +869,17 @@ fn integer(b: &[u8]) -> Option<i64> {
     std::str::from_utf8(b).ok()?.parse().ok()
 }
 
+/// An integer as the server reads a stored or given one (`string2ll`): an
+/// optional `-`, no leading zero but in `0`, no `-0`, within 64 bits.
+fn strict_integer(b: &[u8]) -> Option<i64> {
+    let digits = b.strip_prefix(b"-").unwrap_or(b);
+    let leading_zero = digits.len() > 1 && digits[0] == b'0';
+    if digits.is_empty() || leading_zero || b == b"-0" || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
 /// `score member` pairs with integer scores, no option before them.
 fn plain_pairs(pairs: &[&[u8]]) -> bool {
     !pairs.is_empty() && pairs.len().is_multiple_of(2) && pairs.chunks_exact(2).all(|p| integer_score(p[0]).is_some())
@@ -880,5 +975,32 @@ fn convert(r: ffi::ReplyRef<'_>) -> Reply {
         ffi::REPLY_NULL => Reply::Nil,
         ffi::REPLY_ERROR => error(&String::from_utf8_lossy(r.bytes())),
         other => error(&format!("ERR reply of type {other} in a module call")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_read_as_the_server_reads_them() {
+        // ZADD's scores as the plans write them.
+        assert_eq!(integer_score(b"1700000000000"), Some(1_700_000_000_000.0));
+        assert_eq!(integer_score(b"-5"), Some(-5.0));
+        for bad in [&b""[..], b"-", b"1.5", b"+1", b"1e3", b"inf", b"1234567890123456"] {
+            assert_eq!(integer_score(bad), None, "{bad:?}");
+        }
+        assert_eq!(score_bound(b"-inf"), Some((f64::NEG_INFINITY, false)));
+        assert_eq!(score_bound(b"(950"), Some((950.0, true)));
+        assert_eq!(score_bound(b"(x"), None);
+        // HINCRBY's, as string2ll: no leading zero, no -0, 64 bits.
+        assert_eq!(strict_integer(b"0"), Some(0));
+        assert_eq!(strict_integer(b"-12"), Some(-12));
+        assert_eq!(strict_integer(b"9223372036854775807"), Some(i64::MAX));
+        for bad in [&b""[..], b"-", b"-0", b"007", b"+1", b" 1", b"1 ", b"9223372036854775808"] {
+            assert_eq!(strict_integer(bad), None, "{bad:?}");
+        }
+        assert_eq!(integer(b"-3"), Some(-3));
+        assert_eq!(integer(b"3x"), None);
     }
 }
