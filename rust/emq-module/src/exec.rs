@@ -99,6 +99,26 @@ struct Open {
     next: Option<usize>,
 }
 
+/// A hash a write goes to (`Host::hash_target`).
+struct HashTarget {
+    name: *mut RString,
+    /// Its entry in `Host::open`, where a read left it open.
+    entry: Option<usize>,
+    /// Else the key, opened for this write alone.
+    alone: Option<ffi::OpenKey>,
+}
+
+impl HashTarget {
+    /// The open key (borrowing `open` alone, not the host).
+    fn key<'a>(&'a self, open: &'a [Open]) -> &'a ffi::OpenKey {
+        match (&self.alone, self.entry) {
+            (Some(k), _) => k,
+            (None, Some(i)) => open[i].key.as_ref().expect("a found key is open"),
+            (None, None) => unreachable!("a key not found is opened"),
+        }
+    }
+}
+
 /// The head of the sorted set a `ZRANGE key 0 N` read.
 struct Head {
     /// The set, while nothing has written it since the read.
@@ -386,25 +406,37 @@ impl Host {
         Reply::Int(n)
     }
 
+    /// The hash a write goes to: the entry a read left open (a row is looked up
+    /// once), else the key opened for this write alone (its name made into `owned`).
+    fn hash_target(&mut self, key: &[u8], owned: &mut ffi::Strings) -> HashTarget {
+        match self.find(key) {
+            Some(i) => HashTarget { name: self.open[i].name.raw(), entry: Some(i), alone: None },
+            None => {
+                let name = owned.push(key);
+                HashTarget { name, entry: None, alone: Some(ffi::OpenKey::write(self.ctx, name)) }
+            }
+        }
+    }
+
+    /// `t` was written: signalled when its entry is closed, or now, closed, if
+    /// it was opened for the write alone.
+    fn hash_written(&mut self, t: HashTarget) {
+        match t.entry {
+            Some(i) => self.open[i].modified = true,
+            None => {
+                drop(t.alone);
+                ffi::signal_modified(self.ctx, t.name);
+            }
+        }
+    }
+
     /// `HSET` or `HDEL` with the key API, propagated as itself, with its keyspace
     /// event. Its reply (a count of fields, which no plan reads) is given as 0.
     fn hash_write(&mut self, args: &[&[u8]], op: HashOp) -> Reply {
         let key = args[0];
         let mut owned = ffi::Strings::empty(self.ctx);
-        // A key a read opened, or one opened for this write alone.
-        let found = self.find(key);
-        let (name, transient) = match found {
-            Some(i) => (self.open[i].name.raw(), None),
-            None => {
-                let name = owned.push(key);
-                (name, Some(ffi::OpenKey::write(self.ctx, name)))
-            }
-        };
-        let k = match (&transient, found) {
-            (Some(k), _) => k,
-            (None, Some(i)) => self.open[i].key.as_ref().expect("a found key is open"),
-            (None, None) => unreachable!("a key not found is opened"),
-        };
+        let t = self.hash_target(key, &mut owned);
+        let (name, k) = (t.name, t.key(&self.open));
         match k.kind() {
             ffi::KEYTYPE_HASH => {}
             // Nothing to delete: nothing written, nothing propagated.
@@ -423,14 +455,7 @@ impl Host {
             HashOp::Del => pairs.extend(s[1..].iter().map(|&field| (field, ffi::DELETE))),
         }
         k.hash_set(&pairs);
-        match found {
-            // Signalled when it is closed.
-            Some(i) => self.open[i].modified = true,
-            None => {
-                drop(transient);
-                ffi::signal_modified(self.ctx, name);
-            }
-        }
+        self.hash_written(t);
         if self.head.key.as_deref() == Some(key) {
             self.head.key = None;
         }
@@ -484,6 +509,24 @@ impl Host {
         (name, ffi::OpenKey::write(self.ctx, name))
     }
 
+    /// `key` opened for a write (`write_key`) where it holds a `kind`; else the
+    /// command's answer: `empty` for no key (nothing written), `WRONGTYPE` for
+    /// another type.
+    fn write_key_of(
+        &mut self,
+        key: &[u8],
+        kind: std::ffi::c_int,
+        empty: Reply,
+        owned: &mut ffi::Strings,
+    ) -> std::result::Result<(*mut RString, ffi::OpenKey), Reply> {
+        let (name, k) = self.write_key(key, owned);
+        match k.kind() {
+            ffi::KEYTYPE_EMPTY => Err(empty),
+            t if t == kind => Ok((name, k)),
+            _ => Err(error(WRONGTYPE)),
+        }
+    }
+
     /// Propagates `command name args…` where the writes are propagated.
     fn replicate(&mut self, command: &std::ffi::CStr, name: *mut RString, args: &[&[u8]], owned: &mut ffi::Strings) {
         if self.propagates() {
@@ -528,12 +571,10 @@ impl Host {
     /// empty and deleted) and propagation, as `ZREM` has them.
     fn zset_rem(&mut self, key: &[u8], members: &[&[u8]]) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
-        let (name, k) = self.write_key(key, &mut owned);
-        match k.kind() {
-            ffi::KEYTYPE_EMPTY => return Reply::Int(0),
-            ffi::KEYTYPE_ZSET => {}
-            _ => return error(WRONGTYPE),
-        }
+        let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_ZSET, Reply::Int(0), &mut owned) {
+            Ok(open) => open,
+            Err(answer) => return answer,
+        };
         let mut removed = 0i64;
         for m in members {
             match k.zset_rem(owned.push(m)) {
@@ -541,14 +582,8 @@ impl Host {
                 None => return error("ERR the server refused ZREM from the module"),
             }
         }
-        let deleted = k.kind() == ffi::KEYTYPE_EMPTY;
-        drop(k);
         if removed > 0 {
-            ffi::signal_modified(self.ctx, name);
-            ffi::notify(self.ctx, ffi::NOTIFY_ZSET, c"zrem", name);
-            if deleted {
-                ffi::notify(self.ctx, ffi::NOTIFY_GENERIC, c"del", name);
-            }
+            self.removed(k, name, (ffi::NOTIFY_ZSET, c"zrem"));
             self.replicate(c"ZREM", name, members, &mut owned);
         }
         Reply::Int(removed)
@@ -593,12 +628,10 @@ impl Host {
     /// the destination's event (`rpush`), then the source's (`lpop`), one change.
     fn list_rotate(&mut self, key: &[u8]) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
-        let (name, k) = self.write_key(key, &mut owned);
-        match k.kind() {
-            ffi::KEYTYPE_EMPTY => return Reply::Nil,
-            ffi::KEYTYPE_LIST => {}
-            _ => return error(WRONGTYPE),
-        }
+        let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_LIST, Reply::Nil, &mut owned) {
+            Ok(open) => open,
+            Err(answer) => return answer,
+        };
         let moved = if k.len() == 1 && ffi::OpenKey::can_index_lists() {
             // One element: the rotation leaves it in place (a pop would delete the key).
             k.list_head(0).pop()
@@ -621,19 +654,8 @@ impl Host {
     fn hash_incr(&mut self, key: &[u8], field: &[u8], by: &[u8]) -> Reply {
         let by_n = strict_integer(by).expect("checked by the caller");
         let mut owned = ffi::Strings::empty(self.ctx);
-        let found = self.find(key);
-        let (name, transient) = match found {
-            Some(i) => (self.open[i].name.raw(), None),
-            None => {
-                let name = owned.push(key);
-                (name, Some(ffi::OpenKey::write(self.ctx, name)))
-            }
-        };
-        let k = match (&transient, found) {
-            (Some(k), _) => k,
-            (None, Some(i)) => self.open[i].key.as_ref().expect("a found key is open"),
-            (None, None) => unreachable!("a key not found is opened"),
-        };
+        let t = self.hash_target(key, &mut owned);
+        let (name, k) = (t.name, t.key(&self.open));
         if !matches!(k.kind(), ffi::KEYTYPE_HASH | ffi::KEYTYPE_EMPTY) {
             return error(WRONGTYPE);
         }
@@ -648,16 +670,23 @@ impl Host {
         let Some(new) = now.checked_add(by_n) else { return error("ERR increment or decrement would overflow") };
         let v = owned.push(new.to_string().as_bytes());
         k.hash_set(&[(f, v)]);
-        match found {
-            Some(i) => self.open[i].modified = true,
-            None => {
-                drop(transient);
-                ffi::signal_modified(self.ctx, name);
-            }
-        }
+        self.hash_written(t);
         ffi::notify(self.ctx, ffi::NOTIFY_HASH, c"hincrby", name);
         self.replicate(c"HINCRBY", name, &[field, by], &mut owned);
         Reply::Int(new)
+    }
+
+    /// After a command removed elements of `k`: closes it, then, as the command,
+    /// fires its event (`class`, `event`), `del` where it left the key empty
+    /// (the server deleted it), and signals the key.
+    fn removed(&self, k: ffi::OpenKey, name: *mut RString, (class, event): (std::ffi::c_int, &std::ffi::CStr)) {
+        let deleted = k.kind() == ffi::KEYTYPE_EMPTY;
+        drop(k);
+        ffi::notify(self.ctx, class, event, name);
+        if deleted {
+            ffi::notify(self.ctx, ffi::NOTIFY_GENERIC, c"del", name);
+        }
+        ffi::signal_modified(self.ctx, name);
     }
 
     /// `LTRIM key start stop` with the key API, as the command does it: the
@@ -665,12 +694,10 @@ impl Host {
     /// its keyspace events, and propagated where it removed any.
     fn list_trim(&mut self, key: &[u8], (start, stop): (i64, i64), args: &[&[u8]]) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
-        let (name, k) = self.write_key(key, &mut owned);
-        match k.kind() {
-            ffi::KEYTYPE_EMPTY => return Reply::Status("OK".to_string()),
-            ffi::KEYTYPE_LIST => {}
-            _ => return error(WRONGTYPE),
-        }
+        let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_LIST, Reply::Status("OK".to_string()), &mut owned) {
+            Ok(open) => open,
+            Err(answer) => return answer,
+        };
         let len = i64::try_from(k.len()).unwrap_or(i64::MAX);
         let (mut start, mut stop) = (start, stop);
         if start < 0 {
@@ -686,13 +713,7 @@ impl Host {
         for _ in 0..tail {
             k.list_pop(false);
         }
-        let deleted = k.kind() == ffi::KEYTYPE_EMPTY;
-        drop(k);
-        ffi::notify(self.ctx, ffi::NOTIFY_LIST, c"ltrim", name);
-        if deleted {
-            ffi::notify(self.ctx, ffi::NOTIFY_GENERIC, c"del", name);
-        }
-        ffi::signal_modified(self.ctx, name);
+        self.removed(k, name, (ffi::NOTIFY_LIST, c"ltrim"));
         if head + tail > 0 {
             self.replicate(c"LTRIM", name, args, &mut owned);
         }
@@ -704,12 +725,10 @@ impl Host {
     /// events and propagation (`args`: what followed the key).
     fn list_pop(&mut self, key: &[u8], count: Option<usize>, args: &[&[u8]]) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
-        let (name, k) = self.write_key(key, &mut owned);
-        match k.kind() {
-            ffi::KEYTYPE_EMPTY => return Reply::Nil,
-            ffi::KEYTYPE_LIST => {}
-            _ => return error(WRONGTYPE),
-        }
+        let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_LIST, Reply::Nil, &mut owned) {
+            Ok(open) => open,
+            Err(answer) => return answer,
+        };
         let mut popped = vec![];
         while popped.len() < count.unwrap_or(1) {
             match k.list_pop(true) {
@@ -717,13 +736,7 @@ impl Host {
                 None => break,
             }
         }
-        let deleted = k.kind() == ffi::KEYTYPE_EMPTY;
-        drop(k);
-        ffi::notify(self.ctx, ffi::NOTIFY_LIST, c"lpop", name);
-        if deleted {
-            ffi::notify(self.ctx, ffi::NOTIFY_GENERIC, c"del", name);
-        }
-        ffi::signal_modified(self.ctx, name);
+        self.removed(k, name, (ffi::NOTIFY_LIST, c"lpop"));
         self.replicate(c"LPOP", name, args, &mut owned);
         match count {
             Some(_) => Reply::Array(popped),
