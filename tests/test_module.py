@@ -265,6 +265,51 @@ def test_claim_and_complete_refuse_bad_input_and_write_nothing(r, client):
         assert pa == ma == wrong
 
 
+def test_an_add_refuses_bad_input_as_the_plan_does_and_writes_nothing(r, client):
+    """EMQ.ADD checks its wire form (the Lua scripts' codes), and what the plan
+    refuses (an id taken, an id or lane not allowed, `max_attempts` 0, a
+    structure of the wrong type) it refuses with the same error class and
+    message: nothing written."""
+    emq.Queue(client, Q).add_many([{"data": b"a", "id": "taken"}, {"data": b"b", "lane": "L"}])
+    start = dump(r)
+    p = P.decode()
+    A = "EMQ.ADD"
+    for args, code, words in [
+        ([A, "1", p + "schedule", p, "1", "0", "", "d", "d0", ""], "EMQLAYOUT", "and max_attempts a job"),
+        ([A, "1", p + "pending", p, "1", "0", "", "d", "d0", "", "1"], "EMQLAYOUT", "is not"),
+        ([A, "1", p + "schedule", p, "x", "0", "", "d", "d0", "", "1"], "EMQARG", "tag"),
+        ([A, "1", p + "schedule", p, "1", "0", "", "d", "soon", "", "1"], "EMQARG", "when must be"),
+        ([A, "1", p + "schedule", p, "1", "0", "", "d", "d0", "", "0"], "EMQARG", "max_attempts"),
+        ([A, "1", p + "schedule", p, "1", "0", "taken", "d", "d0", "", "1"], "EMQDUP", "exists"),
+        ([A, "1", p + "schedule", p, "1", "0", "x", "d", "d0", "", "1", "x", "e", "d0", "", "1"], "EMQARG", "given twice"),
+    ]:
+        with pytest.raises(redis.ResponseError, match=f"^{code} {A}: (layout: )?.*{words}"):
+            r.execute_command(*args)
+        assert dump(r) == start, args
+    for jobs, error in [
+        ([{"data": b"x", "id": "taken"}], emq.DuplicateJobError),
+        ([{"data": b"x"}, {"data": b"y", "id": "taken"}], emq.DuplicateJobError),
+        ([{"data": b"x", "id": "a\tb"}], emq.ArgumentError),
+        ([{"data": b"x", "id": "i" * 257}], emq.ArgumentError),
+        ([{"data": b"x", "lane": ""}], emq.ArgumentError),
+    ]:
+        got = [one(r, start, lambda be=be, jobs=jobs: emq.Queue(client, Q, backend=be).add_many(jobs)) for be in ("plan", "module")]
+        (pe, pa), (me, ma) = got
+        assert isinstance(pe, error) and type(me) is type(pe), (jobs, pe, me)
+        assert str(pe) == str(me)
+        assert pa == ma == start
+    # A wrong type: the plan's LayoutError from both backends, nothing written.
+    for key in (P + b"pending", P + b"schedule", P + b"lane:L"):
+        wrong = {**start, key: ("string", b"v")}
+        job = {"data": b"z", "lane": "L"} if key.endswith(b"L") else {"data": b"z", "delay_ms": 5_000 if key.endswith(b"schedule") else 0}
+        (pe, pa), (me, ma) = [
+            one(r, wrong, lambda be=be, job=job: emq.Queue(client, Q, backend=be).add_many([job])) for be in ("plan", "module")
+        ]
+        assert isinstance(pe, emq.LayoutError) and isinstance(me, emq.LayoutError), (key, pe, me)
+        assert str(pe) == str(me)
+        assert pa == ma == wrong
+
+
 def one(r, start: dict, call):
     """`call()` from `start`: (its reply or error, the keyspace after)."""
     reset(r, start)
@@ -351,8 +396,9 @@ def test_a_replica_without_the_module_and_an_aof_reload_end_with_the_primarys_ke
         assert len(recovered) + len(dead) == 10 and dead
         recovered, dead = emq.stalled_check(c, Q, max_stalled=5, batch=100, backend="module")
         assert len(recovered) == 15 and not dead
-        # The queue's claims and completes by the module (tokens the client made).
+        # The queue's adds, claims and completes by the module (ids and tokens the client seeded).
         mq = emq.Queue(c, Q, backend="module")
+        assert len(mq.add_many([{"data": "m", "delay_ms": 60_000}, {"data": "n"}, {"data": "o", "lane": "L"}])) == 3
         taken = mq.claim(60)
         assert len(taken) > 20 and any(j.lane for j in taken)
         assert mq.complete_many(taken[:5]) == [True] * 5
@@ -537,14 +583,15 @@ def test_in_a_cluster_the_key_positions_route_the_commands(_production_servers):
 
 def test_an_acl_user_needs_only_the_module_commands(r, server):
     """The module's own reads and writes are not the user's commands: a user
-    allowed only EMQ.PROMOTE and EMQ.STALLED.CHECK (and the handshake) on
-    `~emq:*` runs both sweeps; without them, a PermissionError, nothing written."""
+    allowed only the module's commands (and the handshake) on `~emq:*` runs both
+    sweeps, and a queue's adds, claims and completes; without them, a
+    PermissionError, nothing written."""
     c0 = emq.connect(server.url)
     now = c0.time_ms()
     c0.close()
     start = {**state(now, [b"a", b"b"]), **stalled_state(now, [b"c"])}
     reset(r, start)
-    _servers.set_user(r, "sweeper", "pw", ["hello", "ping", "emq.promote", "emq.stalled.check", "emq.claim", "emq.complete"])
+    _servers.set_user(r, "sweeper", "pw", ["hello", "ping", "emq.promote", "emq.stalled.check", "emq.claim", "emq.complete", "emq.add"])
     _servers.set_user(r, "nobody", "pw", ["hello", "ping", "time"])
     url = server.url.replace("redis://", "redis://{}:pw@")
     c = emq.connect(url.format("nobody"))
@@ -560,6 +607,7 @@ def test_an_acl_user_needs_only_the_module_commands(r, server):
     taken = q.claim(5)
     assert sorted(j.id for j in taken) == ["a", "b", "c"]
     assert q.complete_many(taken) == [True] * 3
+    assert q.add_many([b"x", {"data": b"y", "delay_ms": 60_000}]) and q.claim(5)[0].data == b"x"
     c.close()
 
 

@@ -1,7 +1,8 @@
 //! The module's wire forms (`emq_plan::wire::parse` for the sweeps,
-//! `parse_job` for the claims and completes: the module's argument checks) fed
-//! any arguments: they refuse or parse, never panic, and a claim or complete
-//! built back from what it parsed to parses to the same.
+//! `parse_job` for the claims, completes and adds: the module's argument
+//! checks) fed any arguments: they refuse or parse, never panic, and a call
+//! built back from what it parsed to parses to the same (a claim's lease as
+//! the client host caps it).
 
 #![no_main]
 
@@ -12,11 +13,15 @@ fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
     let args: Vec<Vec<u8>> = if u.arbitrary::<bool>().unwrap_or(false) {
         // Near the real thing: a verb, a count, keys of one queue, the prefix, numbers.
-        let words: [&[u8]; 15] = [
+        let words: [&[u8]; 19] = [
             b"EMQ.PROMOTE",
             b"emq.stalled.check",
             b"EMQ.CLAIM",
             b"EMQ.COMPLETE",
+            b"EMQ.ADD",
+            b"d5",
+            b"a-5",
+            b"d18446744073709551615",
             b"",
             b"2",
             b"3",
@@ -29,7 +34,7 @@ fuzz_target!(|data: &[u8]| {
             b"0",
             b"99999999999999999999",
         ];
-        let n = u.int_in_range(0..=9usize).unwrap_or(0);
+        let n = u.int_in_range(0..=12usize).unwrap_or(0);
         (0..n)
             .map(|_| match u.choose(&words) {
                 Ok(w) => w.to_vec(),
@@ -46,16 +51,23 @@ fuzz_target!(|data: &[u8]| {
     }
     if let Ok(req) = emq_plan::wire::parse_job(&refs) {
         // Built back as the client host sends it, it parses to the same request.
-        let c = match &req {
-            emq_plan::wire::JobRequest::Claim { queue, n, lease_ms, tokens } => {
+        use emq_plan::wire::JobRequest;
+        let (c, want) = match &req {
+            JobRequest::Claim { queue, n, lease_ms, tokens } => {
                 assert!(*n > 0 && *lease_ms > 0 && tokens.len() as u64 == *n);
-                emq_plan::wire::claim_cmd(&emq_plan::Keys::new(queue), *n, *lease_ms, tokens)
+                let capped = (*lease_ms).min(emq_plan::numbers::MAX_MS.unsigned_abs());
+                let want = JobRequest::Claim { queue: queue.clone(), n: *n, lease_ms: capped, tokens: tokens.clone() };
+                (emq_plan::wire::claim_cmd(&emq_plan::Keys::new(queue), *n, *lease_ms, tokens), want)
             }
-            emq_plan::wire::JobRequest::Complete { queue, jobs } => {
+            JobRequest::Complete { queue, jobs } => {
                 assert!(!jobs.is_empty());
-                emq_plan::wire::complete_cmd(&emq_plan::Keys::new(queue), jobs)
+                (emq_plan::wire::complete_cmd(&emq_plan::Keys::new(queue), jobs), req.clone())
+            }
+            JobRequest::Add { queue, gen, jobs } => {
+                assert!(!jobs.is_empty());
+                (emq_plan::wire::add_cmd(&emq_plan::Keys::new(queue), *gen, jobs), req.clone())
             }
         };
-        assert_eq!(emq_plan::wire::parse_job(&c.to_args()).as_ref(), Ok(&req));
+        assert_eq!(emq_plan::wire::parse_job(&c.to_args()), Ok(want));
     }
 });

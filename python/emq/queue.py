@@ -75,13 +75,14 @@ JobBackend = Literal["plan", "module"]
 class Queue:
     """The jobs of one queue: `Queue(client, "orders")`.
 
-    `backend`: who runs the claims and completes (`claim`, `complete`,
-    `complete_many`, `complete_and_claim`, and so a worker's on this queue).
-    `"plan"` (the default): the Rust core in this process, under its `WATCH`
-    guard, on any server. `"module"`: emq's server module (`EMQ.CLAIM`,
-    `EMQ.COMPLETE`: the same plans, run inside the server, one round trip a
-    call; README, "The server module"); a server without it raises
-    `emq.ModuleMissingError`. Every other call runs the plan either way.
+    `backend`: who runs the adds, claims and completes (`add`, `add_many`,
+    `claim`, `complete`, `complete_many`, `complete_and_claim`, and so a
+    worker's on this queue). `"plan"` (the default): the Rust core in this
+    process, under its `WATCH` guard, on any server. `"module"`: emq's server
+    module (`EMQ.ADD`, `EMQ.CLAIM`, `EMQ.COMPLETE`: the same plans, run inside
+    the server, one round trip a call; README, "The server module"); a server
+    without it raises `emq.ModuleMissingError`. Every other call runs the plan
+    either way.
     """
 
     def __init__(self, client: ClientLike, name: str, *, backend: JobBackend = "plan"):
@@ -137,7 +138,7 @@ class Queue:
         creation). Due now: ready at once; else it waits in `schedule`. An id
         that exists raises `emq.DuplicateJobError`."""
         args = self._job_args("EMQ.ADD", data, id, delay_ms, at_ms, lane, max_attempts)
-        return self.client._add(self.name, [args])[0]
+        return self.client._add(self.name, [args], self._module)[0]
 
     def add_many(self, jobs: Iterable[Mapping[str, Any] | bytes | str]) -> list[str]:
         """Adds many jobs in one guarded transaction (all or none). Each item is
@@ -154,7 +155,7 @@ class Queue:
                 args.append(self._job_args("EMQ.ADD", **j))
             else:
                 args.append(self._job_args("EMQ.ADD", j))
-        return self.client._add(self.name, args) if args else []
+        return self.client._add(self.name, args, self._module) if args else []
 
     # -- working --------------------------------------------------------------
 

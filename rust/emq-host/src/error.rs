@@ -82,12 +82,13 @@ impl HostError {
     }
 
     /// The error a Lua script's or the module's error reply stands for: their
-    /// own codes (`EMQLAYOUT`, `EMQARG`) as the plan's errors, any other as
+    /// own codes (`EMQLAYOUT`, `EMQARG`, the module's `EMQDUP`) as the plan's errors, any other as
     /// `classify` gives it.
     pub fn scripted(verb: &str, code: &str, message: &str) -> HostError {
         match code {
             "EMQLAYOUT" => HostError::Layout(message.trim_start_matches("EMQLAYOUT ").to_string()),
             "EMQARG" => HostError::Argument(message.trim_start_matches("EMQARG ").to_string()),
+            "EMQDUP" => HostError::Duplicate(message.trim_start_matches("EMQDUP ").to_string()),
             _ => HostError::classify(verb, code, message),
         }
     }

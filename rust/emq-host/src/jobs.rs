@@ -19,7 +19,7 @@ use crate::error::{HostError, HostResult};
 use crate::jitter::Jitter;
 
 /// This process's tag for generated ids, and their sequence.
-fn id_gen(count: usize) -> (u32, u64) {
+pub(crate) fn id_gen(count: usize) -> (u32, u64) {
     static TAG: OnceLock<u32> = OnceLock::new();
     static SEQ: AtomicU64 = AtomicU64::new(0);
     let tag = *TAG.get_or_init(|| getrandom::u32().unwrap_or_else(|_| Jitter::new().next() as u32 ^ std::process::id()));

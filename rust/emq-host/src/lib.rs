@@ -356,7 +356,9 @@ impl Client {
     /// `(id or None, data, delay_ms or None, at_ms or None, lane or None,
     /// max_attempts)`, checked by the facade for types and signs. All are added
     /// in one guarded transaction; an id that exists refuses the whole call.
-    fn _add(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, jobs: Vec<NewJobArgs>) -> PyResult<Vec<String>> {
+    /// `module`: by emq's server module (`EMQ.ADD`, one round trip).
+    #[pyo3(signature = (queue, jobs, module=false))]
+    fn _add(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, jobs: Vec<NewJobArgs>, module: bool) -> PyResult<Vec<String>> {
         let q = queue_arg(emq_plan::add::ADD, queue)?;
         let jobs: Vec<NewJob> = jobs
             .into_iter()
@@ -371,7 +373,7 @@ impl Client {
                 max_attempts,
             })
             .collect();
-        let ids = self.wrote(py, emq_plan::add::ADD, &q, |c| jobs::add(c, &q, &jobs))?;
+        let ids = self.wrote(py, emq_plan::add::ADD, &q, |c| if module { module::add(c, &q, &jobs) } else { jobs::add(c, &q, &jobs) })?;
         Ok(ids.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect())
     }
 

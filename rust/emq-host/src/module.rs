@@ -1,7 +1,8 @@
 //! The module backend (`backend="module"`): emq's server module runs the plans
 //! inside the server, one command a call (`emq_plan::wire`): the sweeps
-//! (`sweeps::run`), and a queue's claims and completes, here.
+//! (`sweeps::run`), and a queue's adds, claims and completes, here.
 
+use emq_plan::add::{NewJob, ADD};
 use emq_plan::claim::{Claimed, CLAIM, MAX_CLAIM};
 use emq_plan::extend_many::Held;
 use emq_plan::settle::COMPLETE;
@@ -9,12 +10,19 @@ use emq_plan::{wire, Keys, Reply};
 
 use crate::conn::Conn;
 use crate::error::{HostError, HostResult};
-use crate::jobs::tokens;
+use crate::jobs::{id_gen, tokens};
 
 pub fn claim(conn: &mut Conn, queue: &[u8], n: u64, lease_ms: u64) -> HostResult<Vec<Claimed>> {
     let n = n.min(MAX_CLAIM);
     let reply = conn.writes(&[wire::claim_cmd(&Keys::new(queue), n, lease_ms, &tokens(n as usize)?)])?.remove(0);
     claimed(reply)
+}
+
+/// ADD by `EMQ.ADD`: the ids the plan would make come from this process's tag
+/// and sequence, sent with the call.
+pub fn add(conn: &mut Conn, queue: &[u8], jobs: &[NewJob]) -> HostResult<Vec<Vec<u8>>> {
+    let reply = conn.writes(&[wire::add_cmd(&Keys::new(queue), id_gen(jobs.len()), jobs)])?.remove(0);
+    Ok(wire::parse_added(&refused(ADD, reply)?, jobs.len())?)
 }
 
 pub fn complete_many(conn: &mut Conn, queue: &[u8], jobs: &[Held]) -> HostResult<Vec<bool>> {

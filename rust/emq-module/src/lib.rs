@@ -1,11 +1,11 @@
 //! emq's server module: `EMQ.PROMOTE` and `EMQ.STALLED.CHECK` (SPEC §5, §6),
-//! and a worker's `EMQ.CLAIM` and `EMQ.COMPLETE` (§7), as native commands of
+//! and a worker's `EMQ.CLAIM`, `EMQ.COMPLETE` and `EMQ.ADD` (§7), as native commands of
 //! Redis 7 and Valkey 8/9, run by the same plans as the client host
 //! (`emq-plan`), inside the server: no round trips, no `WATCH`, no script
 //! interpreter. Their wire forms: `emq_plan::wire`.
 //!
 //! Load it with `--loadmodule libemq_module.so` (or `MODULE LOAD`); the client
-//! runs a sweep on it with `backend="module"`, and a queue's claims and
+//! runs a sweep on it with `backend="module"`, and a queue's adds, claims and
 //! completes with `Queue(..., backend="module")`.
 //!
 //! `unsafe` lives in `ffi` (the module API), `heap` (the allocator) and in the
@@ -19,6 +19,7 @@ mod heap;
 
 use std::ffi::{c_int, CStr};
 
+use emq_plan::add::Add;
 use emq_plan::claim::Claim;
 use emq_plan::complete_many::CompleteMany;
 use emq_plan::error::{Error, ErrorKind};
@@ -54,6 +55,7 @@ pub unsafe extern "C" fn RedisModule_OnLoad(ctx: *mut Ctx, _argv: *mut *mut RStr
             || !ffi::create_command(ctx, c"EMQ.STALLED.CHECK", sweep_command, flags, 2, 4, 1)
             || !ffi::create_command(ctx, c"EMQ.CLAIM", job_command, flags, 2, 2, 1)
             || !ffi::create_command(ctx, c"EMQ.COMPLETE", job_command, flags, 2, 2, 1)
+            || !ffi::create_command(ctx, c"EMQ.ADD", job_command, flags, 2, 2, 1)
         {
             return ffi::ERR;
         }
@@ -85,8 +87,9 @@ unsafe extern "C" fn sweep_command(ctx: *mut Ctx, argv: *mut *mut RString, argc:
     ffi::OK
 }
 
-/// `EMQ.CLAIM` and `EMQ.COMPLETE`: the wire form checked (`wire::parse_job`),
-/// then the claim or the completes, as the client host's conversations.
+/// `EMQ.CLAIM`, `EMQ.COMPLETE` and `EMQ.ADD`: the wire form checked
+/// (`wire::parse_job`), then the claim, the completes or the adds, as the
+/// client host's conversations.
 unsafe extern "C" fn job_command(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int) -> c_int {
     // SAFETY: the server's arguments for this call.
     let args = unsafe { ffi::args(argv, argc) };
@@ -108,6 +111,10 @@ fn job(ctx: *mut Ctx, args: &[&[u8]]) -> emq_plan::error::Result<Reply> {
         JobRequest::Complete { queue, jobs } => {
             let mut c = CompleteMany::new(Keys::new(&queue), jobs)?;
             Ok(wire::completed_reply(&exec::run(ctx, &mut c)?))
+        }
+        JobRequest::Add { queue, gen, jobs } => {
+            let mut c = Add::new(Keys::new(&queue), jobs, gen)?;
+            Ok(wire::added_reply(&exec::run(ctx, &mut c)?))
         }
     }
 }
@@ -135,11 +142,14 @@ fn sweep(ctx: *mut Ctx, args: &[&[u8]]) -> emq_plan::error::Result<Outcome> {
 }
 
 /// The error reply, with the codes of the Lua scripts' replies: `EMQLAYOUT`,
-/// `EMQARG`, and a server error as the server gave it (its own code first).
+/// `EMQARG`, `EMQDUP` (an add's id taken), and a server error as the server
+/// gave it (its own code first).
 fn error_line(e: &Error) -> String {
     match e.kind {
         ErrorKind::Layout => format!("EMQLAYOUT {}", e.message),
         ErrorKind::Argument => format!("EMQARG {}", e.message),
+        // An add's id that another job has (no script adds: a code of the module's own).
+        ErrorKind::Duplicate => format!("EMQDUP {}", e.message),
         _ => match e.message.split_once(": ") {
             Some((_, server)) if server.split(' ').next().is_some_and(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_uppercase())) => {
                 server.to_string()

@@ -16,10 +16,16 @@
 //! `EMQ.COMPLETE 1 <P>active <P> <id> <token> <lane>…` (a triple a job; lane
 //! empty for none)
 //!
+//! `EMQ.ADD 1 <P>schedule <P> <tag> <seq> <id> <data> <when> <lane> <max_attempts>…`
+//! (five arguments a job: id empty for one the plan makes from the caller's
+//! `tag` and `seq`, so a replica or the AOF replays the very ids handed out;
+//! `when` is `d<ms>`, a delay, or `a<ms>`, a due time; lane empty for none)
+//!
 //! `EMQ.CLAIM` answers the jobs taken, each `[id, data, lane or nil, attempts,
 //! max_attempts, token, deadline]`; `EMQ.COMPLETE` a 1 or 0 a job (done, or
-//! refused: the lease was lost).
+//! refused: the lease was lost); `EMQ.ADD` the jobs' ids.
 
+use crate::add::{NewJob, When, ADD};
 use crate::claim::{Claimed, CLAIM, MAX_CLAIM};
 use crate::cmd::Cmd;
 use crate::error::{Error, Result};
@@ -96,6 +102,7 @@ fn queue_of<'a>(verb: &str, prefix: &'a [u8], keys: &[&[u8]], suffixes: &[&[u8]]
 pub enum JobRequest {
     Claim { queue: Vec<u8>, n: u64, lease_ms: u64, tokens: Vec<Vec<u8>> },
     Complete { queue: Vec<u8>, jobs: Vec<Held> },
+    Add { queue: Vec<u8>, gen: (u32, u64), jobs: Vec<NewJob> },
 }
 
 /// Checks `EMQ.CLAIM` or `EMQ.COMPLETE` (its name first): the layout, then each
@@ -109,12 +116,20 @@ pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
     let (verb, suffix): (&str, &[u8]) = match upper.as_slice() {
         b"EMQ.CLAIM" => (CLAIM, b"pending"),
         b"EMQ.COMPLETE" => (COMPLETE, b"active"),
+        b"EMQ.ADD" => (ADD, b"schedule"),
         _ => {
-            return Err(Error::argument("emq", "command", format!("{:?} is not EMQ.CLAIM or EMQ.COMPLETE", String::from_utf8_lossy(name))))
+            return Err(Error::argument(
+                "emq",
+                "command",
+                format!("{:?} is not EMQ.CLAIM, EMQ.COMPLETE or EMQ.ADD", String::from_utf8_lossy(name)),
+            ))
         }
     };
-    let shape =
-        if verb == CLAIM { "1 key, the prefix, n, lease_ms and n tokens" } else { "1 key, the prefix and an id, token and lane a job" };
+    let shape = match verb {
+        CLAIM => "1 key, the prefix, n, lease_ms and n tokens",
+        ADD => "1 key, the prefix, the id tag and sequence, and an id, data, when, lane and max_attempts a job",
+        _ => "1 key, the prefix and an id, token and lane a job",
+    };
     if tail.len() < 3 || tail[0] != b"1" {
         return Err(Error::layout(verb, format!("expected {shape}")));
     }
@@ -133,6 +148,9 @@ pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
         }
         return Ok(JobRequest::Claim { queue, n, lease_ms, tokens: tokens.iter().map(|t| t.to_vec()).collect() });
     }
+    if verb == ADD {
+        return parse_add(queue, argv, shape);
+    }
     if argv.is_empty() || argv.len() % 3 != 0 {
         return Err(Error::layout(verb, format!("expected {shape}")));
     }
@@ -149,6 +167,81 @@ pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(JobRequest::Complete { queue, jobs })
+}
+
+/// `EMQ.ADD`'s arguments after the prefix: the id tag and sequence, then five a
+/// job. What `Add::new` checks (ids, lanes, `max_attempts` of 0) it leaves to it.
+fn parse_add(queue: Vec<u8>, argv: &[&[u8]], shape: &str) -> Result<JobRequest> {
+    let [tag, seq, jobs @ ..] = argv else { return Err(Error::layout(ADD, format!("expected {shape}"))) };
+    if jobs.is_empty() || jobs.len() % 5 != 0 {
+        return Err(Error::layout(ADD, format!("expected {shape}")));
+    }
+    let tag = count_arg(tag, true).and_then(|t| u32::try_from(t).ok());
+    let tag = tag.ok_or_else(|| Error::argument(ADD, "tag", "must be an integer from 0 to 4294967295"))?;
+    let seq = decimal::<u64>(seq).ok_or_else(|| Error::argument(ADD, "seq", "must be a non-negative integer"))?;
+    let jobs = jobs
+        .chunks_exact(5)
+        .map(|j| {
+            // Any delay or due time the plan takes (the row's digest is of the value given).
+            let when = match j[2].split_first() {
+                Some((b'd', ms)) => decimal::<u64>(ms).map(When::Delay),
+                Some((b'a', ms)) => match ms.strip_prefix(b"-") {
+                    Some(digits) => {
+                        decimal::<i64>(digits).and_then(i64::checked_neg).or((digits == b"9223372036854775808").then_some(i64::MIN))
+                    }
+                    None => decimal::<i64>(ms),
+                }
+                .map(When::At),
+                _ => None,
+            };
+            let when = when.ok_or_else(|| Error::argument(ADD, "when", "must be d<delay ms> or a<due ms>"))?;
+            let max_attempts = count_arg(j[4], true).and_then(|n| u32::try_from(n).ok());
+            let max_attempts = max_attempts.ok_or_else(|| Error::argument(ADD, "max_attempts", "must be a positive integer"))?;
+            Ok(NewJob {
+                id: (!j[0].is_empty()).then(|| j[0].to_vec()),
+                data: j[1].to_vec(),
+                when,
+                lane: (!j[3].is_empty()).then(|| j[3].to_vec()),
+                max_attempts,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(JobRequest::Add { queue, gen: (tag, seq), jobs })
+}
+
+/// Digits alone (no sign, no space), as the type holds them.
+fn decimal<T: std::str::FromStr>(b: &[u8]) -> Option<T> {
+    if b.is_empty() || !b.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+/// `EMQ.ADD`, as the client host sends it (`gen`: the id tag and the first
+/// sequence number of the ids the plan makes).
+pub fn add_cmd(keys: &Keys, gen: (u32, u64), jobs: &[NewJob]) -> Cmd {
+    let mut c = Cmd::new(ADD).arg("1").arg(keys.schedule()).arg(&keys.prefix).arg_int(i64::from(gen.0)).arg(gen.1.to_string());
+    for j in jobs {
+        let when = match j.when {
+            When::Delay(ms) => format!("d{ms}"),
+            When::At(ms) => format!("a{ms}"),
+        };
+        c = c.arg(j.id.as_deref().unwrap_or_default()).arg(&j.data).arg(when).arg(j.lane.as_deref().unwrap_or_default());
+        c = c.arg_int(i64::from(j.max_attempts));
+    }
+    c
+}
+
+/// `EMQ.ADD`'s reply: the jobs' ids.
+pub fn added_reply(ids: &[Vec<u8>]) -> Reply {
+    Reply::Array(ids.iter().map(|id| Reply::Bulk(id.clone())).collect())
+}
+
+/// The ids of `EMQ.ADD`'s reply (`added_reply`), `n` of them.
+pub fn parse_added(reply: &Reply, n: usize) -> Result<Vec<Vec<u8>>> {
+    let bad = || Error::server(ADD, format!("unexpected reply {reply:?}"));
+    let items = reply.as_array().filter(|a| a.len() == n).ok_or_else(bad)?;
+    items.iter().map(|r| r.as_bytes().map(<[u8]>::to_vec).ok_or_else(bad)).collect()
 }
 
 /// `EMQ.CLAIM`, as the client host sends it. A lease of `MAX_MS` or more ends
@@ -269,6 +362,57 @@ mod tests {
             assert_eq!(e.kind, ErrorKind::Argument);
             assert!(e.message.contains(name), "{e}");
         }
+    }
+
+    #[test]
+    fn an_add_parses_as_the_host_builds_it_whatever_its_values() {
+        let keys = Keys::new(b"orders");
+        let job = |id: Option<&[u8]>, when, lane: Option<&[u8]>| NewJob {
+            id: id.map(<[u8]>::to_vec),
+            data: b"d \xff".to_vec(),
+            when,
+            lane: lane.map(<[u8]>::to_vec),
+            max_attempts: 3,
+        };
+        let jobs = vec![
+            job(None, When::Delay(0), None),
+            job(Some(b"a"), When::Delay(u64::MAX), Some(b"l")),
+            job(None, When::At(i64::MIN), None),
+            job(None, When::At(i64::MAX), Some(b"\xfe")),
+            job(None, When::At(-5), None),
+        ];
+        for gen in [(0, 0), (u32::MAX, u64::MAX)] {
+            let r = parse_job(&add_cmd(&keys, gen, &jobs).to_args()).unwrap();
+            assert_eq!(r, JobRequest::Add { queue: b"orders".to_vec(), gen, jobs: jobs.clone() });
+        }
+        let ids = vec![b"a".to_vec(), b"\xff".to_vec()];
+        assert_eq!(parse_added(&added_reply(&ids), 2).unwrap(), ids);
+        assert!(parse_added(&added_reply(&ids), 3).is_err());
+    }
+
+    #[test]
+    fn an_add_of_the_wrong_shape_or_values_is_refused() {
+        let head = "EMQ.ADD 1 emq:{o}:schedule emq:{o}:";
+        for (tail, kind, name) in [
+            ("1 0", ErrorKind::Layout, "expected"),
+            ("1 0 a d d0 l", ErrorKind::Layout, "expected"),
+            ("x 0 a d d0 l 1", ErrorKind::Argument, "tag"),
+            ("4294967296 0 a d d0 l 1", ErrorKind::Argument, "tag"),
+            ("1 -1 a d d0 l 1", ErrorKind::Argument, "seq"),
+            ("1 0 a d x0 l 1", ErrorKind::Argument, "when"),
+            ("1 0 a d d-1 l 1", ErrorKind::Argument, "when"),
+            ("1 0 a d a l 1", ErrorKind::Argument, "when"),
+            ("1 0 a d d18446744073709551616 l 1", ErrorKind::Argument, "when"),
+            ("1 0 a d d0 l x", ErrorKind::Argument, "max_attempts"),
+        ] {
+            let s = format!("{head} {tail}");
+            let parts: Vec<&[u8]> = s.split(' ').map(str::as_bytes).collect();
+            let e = parse_job(&parts).unwrap_err();
+            assert_eq!(e.kind, kind, "{s}: {e}");
+            assert!(e.message.contains(name), "{s}: {e}");
+        }
+        let parts: Vec<&[u8]> = "EMQ.ADD 1 emq:{o}:pending emq:{o}: 1 0 a d d0 l 1".split(' ').map(str::as_bytes).collect();
+        assert_eq!(parse_job(&parts).unwrap_err().kind, ErrorKind::Layout);
     }
 
     #[test]
