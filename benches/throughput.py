@@ -46,7 +46,8 @@ Q = "tput"
 # claims every job); "single", a complete per job on the handler's thread and a
 # promote every beat (before the group commit). And "module": the worker as it
 # is, on `emq.Queue(..., backend="module")` (its claims and commits are
-# EMQ.CLAIM and EMQ.COMPLETE, run by emq's server module, which the server then loads).
+# EMQ.CLAIM and EMQ.COMPLETE, and the producer's adds EMQ.ADD, run by emq's
+# server module, which the server then loads).
 MODES = {
     "paired": "",
     "unpaired": " (commits claim nothing)",
@@ -117,7 +118,7 @@ def one_run(url: str, args, mode: str = "paired") -> dict:
     for p in procs:
         p.start()
     time.sleep(args.settle)
-    q = emq.Queue(c, Q)
+    q = emq.Queue(c, Q, backend="module" if mode == "module" else "plan")
     c.command("CONFIG", "RESETSTAT")
     pids = [p.pid for p in procs if p.pid is not None]
     cpu0, t0, wcpu0 = cpu(c), time.perf_counter(), proc_cpu(pids)

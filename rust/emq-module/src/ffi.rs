@@ -528,12 +528,12 @@ impl OpenKey {
 
     /// Sets fields of a hash (created if the key is empty), `(field, value)`
     /// pairs; a value of [`DELETE`] deletes its field (a hash left empty is
-    /// deleted). Up to three pairs go in one call of the API (its argument list
-    /// is variadic), more in several.
+    /// deleted). Up to nine pairs go in one call of the API (its argument list
+    /// is variadic: a new job's row is eight or nine), more in several.
     pub fn hash_set(&self, pairs: &[(*mut RString, *mut RString)]) {
         let f = api().hash_set;
         let end = std::ptr::null_mut::<c_void>();
-        for chunk in pairs.chunks(3) {
+        for chunk in pairs.chunks(9) {
             // SAFETY: a key open for writing, field and value strings (or the
             // delete marker), the ending NULL.
             unsafe {
@@ -541,6 +541,20 @@ impl OpenKey {
                     [(f1, v1)] => f(self.0, HASH_NONE, f1, v1, end),
                     [(f1, v1), (f2, v2)] => f(self.0, HASH_NONE, f1, v1, f2, v2, end),
                     [(f1, v1), (f2, v2), (f3, v3)] => f(self.0, HASH_NONE, f1, v1, f2, v2, f3, v3, end),
+                    [(f1, v1), (f2, v2), (f3, v3), (f4, v4)] => f(self.0, HASH_NONE, f1, v1, f2, v2, f3, v3, f4, v4, end),
+                    [(f1, v1), (f2, v2), (f3, v3), (f4, v4), (f5, v5)] => f(self.0, HASH_NONE, f1, v1, f2, v2, f3, v3, f4, v4, f5, v5, end),
+                    [(f1, v1), (f2, v2), (f3, v3), (f4, v4), (f5, v5), (f6, v6)] => {
+                        f(self.0, HASH_NONE, f1, v1, f2, v2, f3, v3, f4, v4, f5, v5, f6, v6, end)
+                    }
+                    [(f1, v1), (f2, v2), (f3, v3), (f4, v4), (f5, v5), (f6, v6), (f7, v7)] => {
+                        f(self.0, HASH_NONE, f1, v1, f2, v2, f3, v3, f4, v4, f5, v5, f6, v6, f7, v7, end)
+                    }
+                    [(f1, v1), (f2, v2), (f3, v3), (f4, v4), (f5, v5), (f6, v6), (f7, v7), (f8, v8)] => {
+                        f(self.0, HASH_NONE, f1, v1, f2, v2, f3, v3, f4, v4, f5, v5, f6, v6, f7, v7, f8, v8, end)
+                    }
+                    [(f1, v1), (f2, v2), (f3, v3), (f4, v4), (f5, v5), (f6, v6), (f7, v7), (f8, v8), (f9, v9)] => {
+                        f(self.0, HASH_NONE, f1, v1, f2, v2, f3, v3, f4, v4, f5, v5, f6, v6, f7, v7, f8, v8, f9, v9, end)
+                    }
                     _ => 0,
                 }
             };

@@ -1,8 +1,6 @@
 //! ADD (SPEC §7): write the row; ready at once (pending or its lane, offer,
 //! wake) when due, else into `schedule`.
 
-use std::fmt::Write;
-
 use crate::clock::parse_time;
 use crate::cmd::Cmd;
 use crate::conversation::{Conversation, Step};
@@ -88,33 +86,74 @@ impl Add {
 /// (`D<delay ms>;` or `A<due ms>;`). An add that finds a row with its own digest
 /// under the id it names has already landed (a retry after a lost reply).
 pub fn digest(job: &NewJob) -> String {
-    let mut buf = Vec::with_capacity(job.data.len() + 64);
-    buf.extend_from_slice(b"emq.add.v1");
-    buf.extend_from_slice(format!("d{}:", job.data.len()).as_bytes());
+    let mut buf = Vec::with_capacity(job.data.len() + job.lane.as_ref().map_or(0, Vec::len) + 80);
+    buf.extend_from_slice(b"emq.add.v1d");
+    decimal(&mut buf, job.data.len() as u128, false);
+    buf.push(b':');
     buf.extend_from_slice(&job.data);
     match &job.lane {
         Some(l) => {
-            buf.extend_from_slice(format!("l{}:", l.len()).as_bytes());
+            buf.push(b'l');
+            decimal(&mut buf, l.len() as u128, false);
+            buf.push(b':');
             buf.extend_from_slice(l);
         }
         None => buf.push(b'n'),
     }
-    buf.extend_from_slice(format!("m{};", job.max_attempts).as_bytes());
+    buf.push(b'm');
+    decimal(&mut buf, u128::from(job.max_attempts), false);
+    buf.push(b';');
     match job.when {
-        When::Delay(ms) => buf.extend_from_slice(format!("D{ms};").as_bytes()),
-        When::At(t) => buf.extend_from_slice(format!("A{t};").as_bytes()),
+        When::Delay(ms) => {
+            buf.push(b'D');
+            decimal(&mut buf, u128::from(ms), false);
+        }
+        When::At(t) => {
+            buf.push(b'A');
+            decimal(&mut buf, u128::from(t.unsigned_abs()), t < 0);
+        }
     }
+    buf.push(b';');
     let full = sha1_smol::Sha1::from(&buf).digest().bytes();
-    full[..16].iter().fold(String::with_capacity(32), |mut hex, b| {
-        let _ = write!(hex, "{b:02x}"); // writing to a String cannot fail
-        hex
-    })
+    let mut hex = String::with_capacity(32);
+    for b in &full[..16] {
+        hex.push(char::from(HEX[usize::from(b >> 4)]));
+        hex.push(char::from(HEX[usize::from(b & 15)]));
+    }
+    hex
+}
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// `n` in decimal (`-` first when `negative`), appended without a `String` of
+/// its own (a digest and a row a job).
+fn decimal(out: &mut Vec<u8>, mut n: u128, negative: bool) {
+    if negative {
+        out.push(b'-');
+    }
+    let mut digits = [0u8; 40];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
 }
 
 /// A generated id: the server's clock in ms, this process's tag and a sequence
 /// number, in fixed-width hex, so ids are unique and sort by creation.
 pub fn generated_id(now: i64, tag: u32, seq: u64) -> Vec<u8> {
-    format!("{:012x}{tag:08x}{seq:012x}", now.max(0)).into_bytes()
+    let mut id = Vec::with_capacity(32);
+    for (v, width) in [(now.max(0).unsigned_abs(), 12), (u64::from(tag), 8), (seq, 12)] {
+        // `{:0width$x}`: at least `width` digits, more where the value needs them.
+        let digits = (64 - v.leading_zeros()).div_ceil(4).max(width);
+        id.extend((0..digits).rev().map(|d| HEX[((v >> (4 * d)) & 15) as usize]));
+    }
+    id
 }
 
 impl Conversation for Add {
@@ -214,9 +253,11 @@ impl Conversation for Add {
                 When::At(t) => t.min(MAX_MS),
             };
             let ready = due <= now;
-            let mut row = Cmd::new("HSET").arg(k.job(id)).arg("state").arg(if ready { "pending" } else { "scheduled" });
-            row = row.arg("data").arg(&j.data).arg("due").arg(due.to_string()).arg("attempts").arg("0");
-            row = row.arg("max_attempts").arg(j.max_attempts.to_string()).arg("created").arg(now.to_string());
+            let room = id.len() + j.data.len() + j.lane.as_ref().map_or(0, Vec::len) + 200;
+            let mut row =
+                Cmd::with_room("HSET", room).arg_parts(&k.job_parts(id)).arg("state").arg(if ready { "pending" } else { "scheduled" });
+            row = row.arg("data").arg(&j.data).arg("due").arg_int(due).arg("attempts").arg("0");
+            row = row.arg("max_attempts").arg_int(i64::from(j.max_attempts)).arg("created").arg_int(now);
             row = row.arg("digest").arg(digest(j));
             if let Some(l) = &j.lane {
                 row = row.arg("lane").arg(l);
@@ -286,5 +327,62 @@ impl Conversation for Add {
             return Err(Error::server(ADD, message));
         }
         Ok(std::mem::take(&mut self.ids))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt::Write;
+
+    /// The digest and the generated id as first written (with `format!`): rows
+    /// keep them, so their bytes never change.
+    fn digest_as_written(job: &NewJob) -> String {
+        let mut buf = b"emq.add.v1".to_vec();
+        buf.extend_from_slice(format!("d{}:", job.data.len()).as_bytes());
+        buf.extend_from_slice(&job.data);
+        match &job.lane {
+            Some(l) => {
+                buf.extend_from_slice(format!("l{}:", l.len()).as_bytes());
+                buf.extend_from_slice(l);
+            }
+            None => buf.push(b'n'),
+        }
+        buf.extend_from_slice(format!("m{};", job.max_attempts).as_bytes());
+        match job.when {
+            When::Delay(ms) => buf.extend_from_slice(format!("D{ms};").as_bytes()),
+            When::At(t) => buf.extend_from_slice(format!("A{t};").as_bytes()),
+        }
+        let full = sha1_smol::Sha1::from(&buf).digest().bytes();
+        full[..16].iter().fold(String::new(), |mut hex, b| {
+            let _ = write!(hex, "{b:02x}");
+            hex
+        })
+    }
+
+    #[test]
+    fn digests_and_generated_ids_keep_their_bytes() {
+        for data in [&b""[..], b"x", &[7u8; 300]] {
+            for lane in [None, Some(b"l".to_vec()), Some(vec![b'z'; 120])] {
+                for when in [
+                    When::Delay(0),
+                    When::Delay(1234),
+                    When::Delay(u64::MAX),
+                    When::At(0),
+                    When::At(-7),
+                    When::At(i64::MIN),
+                    When::At(i64::MAX),
+                ] {
+                    for max_attempts in [1, 3, u32::MAX] {
+                        let j = NewJob { id: None, data: data.to_vec(), when, lane: lane.clone(), max_attempts };
+                        assert_eq!(digest(&j), digest_as_written(&j), "{j:?}");
+                    }
+                }
+            }
+        }
+        for (now, tag, seq) in [(0, 0, 0), (1_764_650_000_000, 0xdead_beef, 42), (-5, 1, 1), (i64::MAX, u32::MAX, u64::MAX)] {
+            let want = format!("{:012x}{tag:08x}{seq:012x}", now.max(0)).into_bytes();
+            assert_eq!(generated_id(now, tag, seq), want, "{now} {tag} {seq}");
+        }
     }
 }
