@@ -2,7 +2,7 @@
 //! wake) when due, else into `schedule`.
 
 use crate::clock::parse_time;
-use crate::cmd::Cmd;
+use crate::cmd::{push_decimal, Cmd};
 use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
 use crate::names::{id_problem, Keys};
@@ -88,29 +88,32 @@ impl Add {
 pub fn digest(job: &NewJob) -> String {
     let mut buf = Vec::with_capacity(job.data.len() + job.lane.as_ref().map_or(0, Vec::len) + 80);
     buf.extend_from_slice(b"emq.add.v1d");
-    decimal(&mut buf, job.data.len() as u128, false);
+    push_decimal(&mut buf, job.data.len());
     buf.push(b':');
     buf.extend_from_slice(&job.data);
     match &job.lane {
         Some(l) => {
             buf.push(b'l');
-            decimal(&mut buf, l.len() as u128, false);
+            push_decimal(&mut buf, l.len());
             buf.push(b':');
             buf.extend_from_slice(l);
         }
         None => buf.push(b'n'),
     }
     buf.push(b'm');
-    decimal(&mut buf, u128::from(job.max_attempts), false);
+    push_decimal(&mut buf, job.max_attempts as usize);
     buf.push(b';');
     match job.when {
         When::Delay(ms) => {
             buf.push(b'D');
-            decimal(&mut buf, u128::from(ms), false);
+            push_decimal(&mut buf, usize::try_from(ms).unwrap_or(usize::MAX));
         }
         When::At(t) => {
             buf.push(b'A');
-            decimal(&mut buf, u128::from(t.unsigned_abs()), t < 0);
+            if t < 0 {
+                buf.push(b'-');
+            }
+            push_decimal(&mut buf, usize::try_from(t.unsigned_abs()).unwrap_or(usize::MAX));
         }
     }
     buf.push(b';');
@@ -124,25 +127,6 @@ pub fn digest(job: &NewJob) -> String {
 }
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
-
-/// `n` in decimal (`-` first when `negative`), appended without a `String` of
-/// its own (a digest and a row a job).
-fn decimal(out: &mut Vec<u8>, mut n: u128, negative: bool) {
-    if negative {
-        out.push(b'-');
-    }
-    let mut digits = [0u8; 40];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
-}
 
 /// A generated id: the server's clock in ms, this process's tag and a sequence
 /// number, in fixed-width hex, so ids are unique and sort by creation.

@@ -148,7 +148,8 @@ impl fmt::Debug for Cmd {
     }
 }
 
-fn push_decimal(out: &mut Vec<u8>, n: usize) {
+/// Appends `n` in decimal to `out`.
+pub(crate) fn push_decimal(out: &mut Vec<u8>, n: usize) {
     let mut digits = [0u8; 20];
     let len = write_decimal(&mut digits, n);
     out.extend_from_slice(&digits[..len]);
