@@ -42,9 +42,7 @@ pub(crate) fn tokens(n: usize) -> HostResult<Vec<Vec<u8>>> {
         .chunks_exact(16)
         .map(|t| {
             let mut hex = Vec::with_capacity(32);
-            for b in t {
-                hex.extend_from_slice(format!("{b:02x}").as_bytes());
-            }
+            emq_plan::numbers::push_hex(&mut hex, t);
             hex
         })
         .collect())

@@ -30,6 +30,7 @@ use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
 use emq_plan::conversation::{Conversation, Step};
 use emq_plan::error::{Error, Result};
+use emq_plan::numbers::{field_int, signed_decimal};
 use emq_plan::{Cmd, Reply};
 
 use crate::ffi::{self, Ctx, RString};
@@ -228,15 +229,15 @@ impl Host {
                 [name, key, field, by] if name.eq_ignore_ascii_case(b"HINCRBY") && strict_integer(by).is_some() => {
                     self.hash_incr(key, field, by)
                 }
-                [name, key, start, stop] if name.eq_ignore_ascii_case(b"LTRIM") => match (integer(start), integer(stop)) {
+                [name, key, start, stop] if name.eq_ignore_ascii_case(b"LTRIM") => match (signed_decimal(start), signed_decimal(stop)) {
                     (Some(start), Some(stop)) => self.list_trim(key, (start, stop), &args[2..]),
                     _ => self.call(name, &args[1..], true),
                 },
                 [name, key] if name.eq_ignore_ascii_case(b"LPOP") => self.list_pop(key, None, &args[2..]),
-                [name, key, count] if name.eq_ignore_ascii_case(b"LPOP") && integer(count).is_some_and(|n| n > 0) => {
-                    let n = integer(count).and_then(|n| usize::try_from(n).ok()).unwrap_or(usize::MAX);
-                    self.list_pop(key, Some(n), &args[2..])
-                }
+                [name, key, count] if name.eq_ignore_ascii_case(b"LPOP") => match signed_decimal(count).filter(|&n| n > 0) {
+                    Some(n) => self.list_pop(key, Some(usize::try_from(n).unwrap_or(usize::MAX)), &args[2..]),
+                    None => self.call(name, &args[1..], true),
+                },
                 [name, key, value, px, ms] if name.eq_ignore_ascii_case(b"SET") && px.eq_ignore_ascii_case(b"PX") => {
                     match self.set_px(key, value, ms) {
                         Some(r) => r,
@@ -509,20 +510,21 @@ impl Host {
         (name, ffi::OpenKey::write(self.ctx, name))
     }
 
-    /// `key` opened for a write (`write_key`) where it holds a `kind`; else the
-    /// command's answer: `empty` for no key (nothing written), `WRONGTYPE` for
-    /// another type.
+    /// `key` opened for a write (`write_key`) where it holds a `kind`, or is
+    /// empty and `empty` is None (the write makes it); else the command's
+    /// answer: `empty` for no key (nothing written), `WRONGTYPE` for another type.
     fn write_key_of(
         &mut self,
         key: &[u8],
         kind: std::ffi::c_int,
-        empty: Reply,
+        empty: Option<Reply>,
         owned: &mut ffi::Strings,
     ) -> std::result::Result<(*mut RString, ffi::OpenKey), Reply> {
         let (name, k) = self.write_key(key, owned);
-        match k.kind() {
-            ffi::KEYTYPE_EMPTY => Err(empty),
-            t if t == kind => Ok((name, k)),
+        match (k.kind(), empty) {
+            (t, _) if t == kind => Ok((name, k)),
+            (ffi::KEYTYPE_EMPTY, None) => Ok((name, k)),
+            (ffi::KEYTYPE_EMPTY, Some(answer)) => Err(answer),
             _ => Err(error(WRONGTYPE)),
         }
     }
@@ -542,10 +544,10 @@ impl Host {
     /// keyspace event and propagation, as `ZADD` has them.
     fn zset_add(&mut self, key: &[u8], pairs: &[&[u8]]) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
-        let (name, k) = self.write_key(key, &mut owned);
-        if !matches!(k.kind(), ffi::KEYTYPE_EMPTY | ffi::KEYTYPE_ZSET) {
-            return error(WRONGTYPE);
-        }
+        let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_ZSET, None, &mut owned) {
+            Ok(open) => open,
+            Err(answer) => return answer,
+        };
         let (mut added, mut changed) = (0i64, false);
         for p in pairs.chunks_exact(2) {
             let score = integer_score(p[0]).expect("plain_pairs checked the scores");
@@ -571,7 +573,7 @@ impl Host {
     /// empty and deleted) and propagation, as `ZREM` has them.
     fn zset_rem(&mut self, key: &[u8], members: &[&[u8]]) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
-        let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_ZSET, Reply::Int(0), &mut owned) {
+        let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_ZSET, Some(Reply::Int(0)), &mut owned) {
             Ok(open) => open,
             Err(answer) => return answer,
         };
@@ -604,10 +606,10 @@ impl Host {
     /// command's keyspace event and propagation.
     fn list_push(&mut self, key: &[u8], elements: &[&[u8]]) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
-        let (name, k) = self.write_key(key, &mut owned);
-        if !matches!(k.kind(), ffi::KEYTYPE_EMPTY | ffi::KEYTYPE_LIST) {
-            return error(WRONGTYPE);
-        }
+        let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_LIST, None, &mut owned) {
+            Ok(open) => open,
+            Err(answer) => return answer,
+        };
         for e in elements {
             // A member of the head read is pushed as the string read.
             let s = self.head.member(e).unwrap_or_else(|| owned.push(e));
@@ -628,7 +630,7 @@ impl Host {
     /// the destination's event (`rpush`), then the source's (`lpop`), one change.
     fn list_rotate(&mut self, key: &[u8]) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
-        let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_LIST, Reply::Nil, &mut owned) {
+        let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_LIST, Some(Reply::Nil), &mut owned) {
             Ok(open) => open,
             Err(answer) => return answer,
         };
@@ -694,7 +696,7 @@ impl Host {
     /// its keyspace events, and propagated where it removed any.
     fn list_trim(&mut self, key: &[u8], (start, stop): (i64, i64), args: &[&[u8]]) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
-        let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_LIST, Reply::Status("OK".to_string()), &mut owned) {
+        let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_LIST, Some(Reply::Status("OK".to_string())), &mut owned) {
             Ok(open) => open,
             Err(answer) => return answer,
         };
@@ -725,7 +727,7 @@ impl Host {
     /// events and propagation (`args`: what followed the key).
     fn list_pop(&mut self, key: &[u8], count: Option<usize>, args: &[&[u8]]) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
-        let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_LIST, Reply::Nil, &mut owned) {
+        let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_LIST, Some(Reply::Nil), &mut owned) {
             Ok(open) => open,
             Err(answer) => return answer,
         };
@@ -862,35 +864,21 @@ fn length(ctx: *mut Ctx, key: &[u8], kind: std::ffi::c_int) -> Reply {
     }
 }
 
-/// An integer score as the plans write them (`-?[0-9]{1,15}`: a double exactly),
-/// as `ZADD` reads it.
+/// An integer score as the plans write them (`numbers::field_int`: 15 digits at
+/// most, a double exactly), as `ZADD` reads it.
+#[allow(clippy::cast_precision_loss, reason = "at most 15 digits: exact")]
 fn integer_score(b: &[u8]) -> Option<f64> {
-    let digits = b.strip_prefix(b"-").unwrap_or(b);
-    if digits.is_empty() || digits.len() > 15 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    #[allow(clippy::cast_precision_loss, reason = "at most 15 digits: exact")]
-    std::str::from_utf8(b).ok()?.parse::<i64>().ok().map(|n| n as f64)
-}
-
-/// A decimal integer, as the server reads a command's.
-fn integer(b: &[u8]) -> Option<i64> {
-    let digits = b.strip_prefix(b"-").unwrap_or(b);
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(b).ok()?.parse().ok()
+    field_int(b).map(|n| n as f64)
 }
 
 /// An integer as the server reads a stored or given one (`string2ll`): an
 /// optional `-`, no leading zero but in `0`, no `-0`, within 64 bits.
 fn strict_integer(b: &[u8]) -> Option<i64> {
     let digits = b.strip_prefix(b"-").unwrap_or(b);
-    let leading_zero = digits.len() > 1 && digits[0] == b'0';
-    if digits.is_empty() || leading_zero || b == b"-0" || !digits.iter().all(u8::is_ascii_digit) {
+    if (digits.len() > 1 && digits[0] == b'0') || b == b"-0" {
         return None;
     }
-    std::str::from_utf8(b).ok()?.parse().ok()
+    signed_decimal(b)
 }
 
 /// `score member` pairs with integer scores, no option before them.
@@ -1013,7 +1001,5 @@ mod tests {
         for bad in [&b""[..], b"-", b"-0", b"007", b"+1", b" 1", b"1 ", b"9223372036854775808"] {
             assert_eq!(strict_integer(bad), None, "{bad:?}");
         }
-        assert_eq!(integer(b"-3"), Some(-3));
-        assert_eq!(integer(b"3x"), None);
     }
 }

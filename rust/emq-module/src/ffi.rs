@@ -484,12 +484,7 @@ impl OpenKey {
         // ends the list; the value is ours to free.
         unsafe {
             (api().hash_get)(self.0, HASH_NONE, field, std::ptr::addr_of_mut!(value), std::ptr::null_mut::<c_void>());
-            if value.is_null() {
-                return None;
-            }
-            let out = bytes(value).to_vec();
-            (api().free_string)(std::ptr::null_mut(), value);
-            Some(out)
+            taken(value)
         }
     }
     /// The first `n` members of a sorted set (the key is one), in the set's
@@ -606,18 +601,10 @@ impl OpenKey {
     /// (the key is deleted when it is left empty); None for an empty list.
     pub fn list_pop(&self, head: bool) -> Option<Vec<u8>> {
         // SAFETY: a key open for writing; the element is ours to free.
-        unsafe {
-            let e = (api().list_pop)(self.0, if head { LIST_HEAD } else { LIST_TAIL });
-            if e.is_null() {
-                return None;
-            }
-            let out = bytes(e).to_vec();
-            (api().free_string)(std::ptr::null_mut(), e);
-            Some(out)
-        }
+        unsafe { taken((api().list_pop)(self.0, if head { LIST_HEAD } else { LIST_TAIL })) }
     }
 
-    /// Whether the server can read a list's elements by index (`list_range`).
+    /// Whether the server can read a list's elements by index (`list_head`).
     pub fn can_index_lists() -> bool {
         api().list_get.is_some()
     }
@@ -631,13 +618,9 @@ impl OpenKey {
         for i in 0..n {
             // SAFETY: an open list and an index in it (read in order: the server
             // keeps an iterator for the next index); the element is ours to free.
-            unsafe {
-                let e = get(self.0, std::ffi::c_long::try_from(i).unwrap_or(std::ffi::c_long::MAX));
-                if e.is_null() {
-                    break;
-                }
-                out.push(bytes(e).to_vec());
-                (api().free_string)(std::ptr::null_mut(), e);
+            match unsafe { taken(get(self.0, std::ffi::c_long::try_from(i).unwrap_or(std::ffi::c_long::MAX))) } {
+                Some(e) => out.push(e),
+                None => break,
             }
         }
         out
@@ -659,6 +642,21 @@ impl OpenKey {
             found
         }
     }
+}
+
+/// The bytes of a string the server handed over (a value read, an element
+/// popped), then the string freed; None for none.
+///
+/// # Safety
+/// `s` is null or a live string that is ours to free, not used after.
+unsafe fn taken(s: *mut RString) -> Option<Vec<u8>> {
+    if s.is_null() {
+        return None;
+    }
+    let out = bytes(s).to_vec();
+    // SAFETY: as the caller promises.
+    unsafe { (api().free_string)(std::ptr::null_mut(), s) };
+    Some(out)
 }
 
 /// `REDISMODULE_HASH_DELETE`: as a value of `hash_set`, deletes the field.

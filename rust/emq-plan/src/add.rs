@@ -6,7 +6,7 @@ use crate::cmd::{push_decimal, Cmd};
 use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
 use crate::names::{id_problem, Keys};
-use crate::numbers::{later, MAX_MS};
+use crate::numbers::{later, push_hex, HEX, MAX_MS};
 use crate::offer::{new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
 use crate::reply::Reply;
 
@@ -118,15 +118,10 @@ pub fn digest(job: &NewJob) -> String {
     }
     buf.push(b';');
     let full = sha1_smol::Sha1::from(&buf).digest().bytes();
-    let mut hex = String::with_capacity(32);
-    for b in &full[..16] {
-        hex.push(char::from(HEX[usize::from(b >> 4)]));
-        hex.push(char::from(HEX[usize::from(b & 15)]));
-    }
-    hex
+    let mut hex = Vec::with_capacity(32);
+    push_hex(&mut hex, &full[..16]);
+    String::from_utf8(hex).expect("hex is ASCII")
 }
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// A generated id: the server's clock in ms, this process's tag and a sequence
 /// number, in fixed-width hex, so ids are unique and sort by creation.

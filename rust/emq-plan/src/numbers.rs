@@ -17,20 +17,47 @@ pub fn later(now: i64, ms: u64) -> i64 {
 /// an optional `-` and 1 to 15 digits; anything else counts as absent. Fifteen
 /// digits stay exact in Lua's doubles (below 2^53), even after `+ 1`.
 pub fn field_int(v: &[u8]) -> Option<i64> {
-    let digits = v.strip_prefix(b"-").unwrap_or(v);
-    if digits.is_empty() || digits.len() > 15 || !digits.iter().all(u8::is_ascii_digit) {
+    if v.strip_prefix(b"-").unwrap_or(v).len() > 15 {
+        return None;
+    }
+    signed_decimal(v)
+}
+
+/// One or more ASCII digits, nothing else.
+fn digits(v: &[u8]) -> bool {
+    !v.is_empty() && v.iter().all(u8::is_ascii_digit)
+}
+
+/// Digits alone (no sign, no space), as many as `T` holds.
+pub fn decimal<T: std::str::FromStr>(v: &[u8]) -> Option<T> {
+    if !digits(v) {
         return None;
     }
     std::str::from_utf8(v).ok()?.parse().ok()
 }
 
+/// An optional `-` and digits, as many as an `i64` holds.
+pub fn signed_decimal(v: &[u8]) -> Option<i64> {
+    if !digits(v.strip_prefix(b"-").unwrap_or(v)) {
+        return None;
+    }
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+/// The digits of lowercase hex.
+pub const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Appends `bytes` in lowercase hex.
+pub fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
+    for b in bytes {
+        out.extend([HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+    }
+}
+
 /// A positive (or, with `zero_ok`, non-negative) integer argument in decimal:
 /// digits only, at most 18 of them.
 pub fn count_arg(v: &[u8], zero_ok: bool) -> Option<u64> {
-    if v.is_empty() || v.len() > 18 || !v.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let n: u64 = std::str::from_utf8(v).ok()?.parse().ok()?;
+    let n: u64 = decimal(v).filter(|_| v.len() <= 18)?;
     (n > 0 || zero_ok).then_some(n)
 }
 
@@ -53,6 +80,16 @@ mod tests {
         assert_eq!(count_arg(b"-1", true), None);
         assert_eq!(count_arg(b"1e3", true), None);
         assert_eq!(count_arg(b"9999999999999999999", true), None);
+        assert_eq!(decimal::<u64>(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(decimal::<u64>(b"18446744073709551616"), None);
+        assert_eq!(decimal::<u64>(b"-1"), None);
+        assert_eq!(signed_decimal(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(signed_decimal(b"9223372036854775808"), None);
+        assert_eq!(signed_decimal(b"--1"), None);
+        assert_eq!(signed_decimal(b"+1"), None);
+        let mut hex = vec![];
+        push_hex(&mut hex, &[0x00, 0x9f, 0xff]);
+        assert_eq!(hex, b"009fff");
     }
 
     #[test]

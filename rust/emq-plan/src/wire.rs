@@ -31,7 +31,7 @@ use crate::cmd::Cmd;
 use crate::error::{Error, Result};
 use crate::extend_many::{Held, EXTEND_MAX};
 use crate::names::{queue_of_prefix, Keys};
-use crate::numbers::{count_arg, MAX_MS};
+use crate::numbers::{count_arg, decimal, signed_decimal, MAX_MS};
 use crate::reply::Reply;
 use crate::settle::COMPLETE;
 use crate::sweep::types::{Kind, PROMOTE, STALLED};
@@ -105,8 +105,8 @@ pub enum JobRequest {
     Add { queue: Vec<u8>, gen: (u32, u64), jobs: Vec<NewJob> },
 }
 
-/// Checks `EMQ.CLAIM` or `EMQ.COMPLETE` (its name first): the layout, then each
-/// argument. What the conversation checks itself (no id twice, n and the lease
+/// Checks `EMQ.CLAIM`, `EMQ.COMPLETE` or `EMQ.ADD` (its name first): the layout,
+/// then each argument. What the conversation checks itself (no id twice, n and the lease
 /// positive) it still checks, with the same errors as the client host's.
 pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
     let Some((name, tail)) = args.split_first() else {
@@ -185,13 +185,7 @@ fn parse_add(queue: Vec<u8>, argv: &[&[u8]], shape: &str) -> Result<JobRequest> 
             // Any delay or due time the plan takes (the row's digest is of the value given).
             let when = match j[2].split_first() {
                 Some((b'd', ms)) => decimal::<u64>(ms).map(When::Delay),
-                Some((b'a', ms)) => match ms.strip_prefix(b"-") {
-                    Some(digits) => {
-                        decimal::<i64>(digits).and_then(i64::checked_neg).or((digits == b"9223372036854775808").then_some(i64::MIN))
-                    }
-                    None => decimal::<i64>(ms),
-                }
-                .map(When::At),
+                Some((b'a', ms)) => signed_decimal(ms).map(When::At),
                 _ => None,
             };
             let when = when.ok_or_else(|| Error::argument(ADD, "when", "must be d<delay ms> or a<due ms>"))?;
@@ -207,14 +201,6 @@ fn parse_add(queue: Vec<u8>, argv: &[&[u8]], shape: &str) -> Result<JobRequest> 
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(JobRequest::Add { queue, gen: (tag, seq), jobs })
-}
-
-/// Digits alone (no sign, no space), as the type holds them.
-fn decimal<T: std::str::FromStr>(b: &[u8]) -> Option<T> {
-    if b.is_empty() || !b.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    std::str::from_utf8(b).ok()?.parse().ok()
 }
 
 /// `EMQ.ADD`, as the client host sends it (`gen`: the id tag and the first
@@ -405,14 +391,9 @@ mod tests {
             ("1 0 a d d18446744073709551616 l 1", ErrorKind::Argument, "when"),
             ("1 0 a d d0 l x", ErrorKind::Argument, "max_attempts"),
         ] {
-            let s = format!("{head} {tail}");
-            let parts: Vec<&[u8]> = s.split(' ').map(str::as_bytes).collect();
-            let e = parse_job(&parts).unwrap_err();
-            assert_eq!(e.kind, kind, "{s}: {e}");
-            assert!(e.message.contains(name), "{s}: {e}");
+            refused(&format!("{head} {tail}"), kind, name);
         }
-        let parts: Vec<&[u8]> = "EMQ.ADD 1 emq:{o}:pending emq:{o}: 1 0 a d d0 l 1".split(' ').map(str::as_bytes).collect();
-        assert_eq!(parse_job(&parts).unwrap_err().kind, ErrorKind::Layout);
+        refused("EMQ.ADD 1 emq:{o}:pending emq:{o}: 1 0 a d d0 l 1", ErrorKind::Layout, "key");
     }
 
     #[test]
@@ -451,9 +432,7 @@ mod tests {
             ("EMQ.COMPLETE 1 emq:{o}:active emq:{o}: a t", ErrorKind::Layout, "expected"),
             ("EMQ.COMPLETE 1 emq:{o}:pending emq:{o}: a t l", ErrorKind::Layout, "key"),
         ] {
-            let e = p_job(bad).unwrap_err();
-            assert_eq!(e.kind, kind, "{bad}: {e}");
-            assert!(e.message.contains(name), "{bad}: {e}");
+            refused(bad, kind, name);
         }
         let e = parse_job(&[b"EMQ.COMPLETE", b"1", b"emq:{o}:active", b"emq:{o}:", b"a", b"", b""]).unwrap_err();
         assert_eq!((e.kind, e.message.contains("token")), (ErrorKind::Argument, true), "{e}");
@@ -462,6 +441,13 @@ mod tests {
     fn p_job(s: &str) -> Result<JobRequest> {
         let parts: Vec<&[u8]> = s.split(' ').map(str::as_bytes).collect();
         parse_job(&parts)
+    }
+
+    /// `parse_job` refuses `s` with an error of `kind` that names `name`.
+    fn refused(s: &str, kind: ErrorKind, name: &str) {
+        let e = p_job(s).unwrap_err();
+        assert_eq!(e.kind, kind, "{s}: {e}");
+        assert!(e.message.contains(name), "{s}: {e}");
     }
 
     #[test]
