@@ -56,6 +56,11 @@ MODES = {
 }
 
 
+def queue(c, mode: str):
+    """The benchmark's queue as `mode` runs it: on the module, or the plan."""
+    return emq.Queue(c, Q, backend="module" if mode == "module" else "plan")
+
+
 def worker_proc(url: str, concurrency: int, stop, mode: str = "paired", spin_us: int | None = None) -> None:
     import emq.worker as W
 
@@ -69,8 +74,7 @@ def worker_proc(url: str, concurrency: int, stop, mode: str = "paired", spin_us:
 
         W.GroupCommit.finished = finished  # type: ignore[method-assign]
     c = emq.connect(url, spin_us=spin_us)
-    backend = "module" if mode == "module" else "plan"
-    w = emq.Worker(emq.Queue(c, Q, backend=backend), lambda job: None, concurrency=concurrency, beat_ms=1000, pump_batch=1000)
+    w = emq.Worker(queue(c, mode), lambda job: None, concurrency=concurrency, beat_ms=1000, pump_batch=1000)
 
     def watch():
         stop.wait()
@@ -118,7 +122,7 @@ def one_run(url: str, args, mode: str = "paired") -> dict:
     for p in procs:
         p.start()
     time.sleep(args.settle)
-    q = emq.Queue(c, Q, backend="module" if mode == "module" else "plan")
+    q = queue(c, mode)
     c.command("CONFIG", "RESETSTAT")
     pids = [p.pid for p in procs if p.pid is not None]
     cpu0, t0, wcpu0 = cpu(c), time.perf_counter(), proc_cpu(pids)

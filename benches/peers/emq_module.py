@@ -6,26 +6,13 @@ from __future__ import annotations
 
 from . import main
 from .emq import DIST, Producer, handler, outstanding
+from .emq import worker_argv as emq_worker_argv
 
 __all__ = ["DIST", "Producer", "handler", "outstanding", "worker_argv"]
 
 
 def worker_argv(python: str, url: str, queue: str, concurrency: int) -> list[str]:
-    return [
-        python,
-        "-m",
-        "emq",
-        "worker",
-        "peers.emq:handler",
-        "--queue",
-        queue,
-        "--url",
-        url,
-        "--concurrency",
-        str(concurrency),
-        "--backend",
-        "module",
-    ]
+    return emq_worker_argv(python, url, queue, concurrency) + ["--backend", "module"]
 
 
 if __name__ == "__main__":
