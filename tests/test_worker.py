@@ -177,7 +177,7 @@ def test_killed_worker_job_is_recovered_and_finished_once(server, r, procs, log_
     assert q.get("X").state == "active"
 
     b = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), wh.record, concurrency=2, lease_ms=lease_ms, beat_ms=beat_ms)
-    with running(b):
+    with running(b) as ran:
         parked(b)
         assert starts(r, "X") == ["A"], "B took X while A held its lease"
         a.kill()
@@ -191,7 +191,7 @@ def test_killed_worker_job_is_recovered_and_finished_once(server, r, procs, log_
             show=lambda: (q.get("X"), history(r), b.counters.snapshot()),
         )
         time.sleep(3 * beat_ms / 1000)  # a duplicate run would show by now
-        c = b.counters.snapshot()
+    c = ran["counters"]  # what run() returned: a counter moves just after the write it counts lands
 
     assert starts(r, "X") == ["A", "B"]
     assert finishes(r, "X") == ["B"]
@@ -224,9 +224,9 @@ def test_stalled_recovery_max_stalled_0_kills_on_first_stall(server, r, procs, l
     _start_and_kill(procs, r, server.url, qn, "A", "X", "--lease-ms", "1500", "--beat-ms", "300")
 
     b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease_ms=1500, beat_ms=300, recovery="stalled", max_stalled=0)
-    with running(b):
+    with running(b) as ran:
         wait_for(lambda: state(q, "X") == "dead", 1.8 + 15, "X to die", show=lambda: (q.get("X"), b.counters.snapshot()))
-        c = b.counters.snapshot()
+    c = ran["counters"]  # what run() returned: a counter moves just after the write it counts lands
     job = q.get("X")
     assert job.error == "stalled" and job.stalls == 1 and job.token is None
     assert r.zscore(keys(qn)["dead"], "X") is not None
@@ -247,9 +247,9 @@ def test_stalled_recovery_dies_after_max_stalled_kills(server, r, procs, log_env
     assert job.state == "active" and job.stalls == 1 and job.attempts == 2
 
     b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease_ms=1500, beat_ms=300, recovery="stalled", max_stalled=1)
-    with running(b):
+    with running(b) as ran:
         wait_for(lambda: state(q, "X") == "dead", 1.8 + 15, "X to die", show=lambda: (q.get("X"), b.counters.snapshot()))
-        c = b.counters.snapshot()
+    c = ran["counters"]  # what run() returned: a counter moves just after the write it counts lands
     job = q.get("X")
     assert job.error == "stalled" and job.stalls == 2 and job.token is None
     assert r.zscore(keys(qn)["dead"], "X") is not None
@@ -588,7 +588,7 @@ def test_killed_connections_and_restart_lose_no_job(aof_server):
 
     kt = threading.Thread(target=killer, daemon=True)
     n = 0
-    with running(w):
+    with running(w) as ran:
         parked(w, 2)
         kt.start()
         try:
@@ -623,7 +623,7 @@ def test_killed_connections_and_restart_lose_no_job(aof_server):
             return Counter(_retrying(states)), producer.counts(), w.counters.snapshot()
 
         wait_for(all_done, 25, "every job to be done", every=0.2, show=show)
-        c = w.counters.snapshot()
+    c = ran["counters"]  # what run() returned: a counter moves just after the write it counts lands
     print("chaos:", dict(kills), c)
     assert len(set(ids)) == len(ids) == 280
     assert set(runs) == set(ids), f"never ran: {sorted(set(ids) - set(runs))[:10]}"
@@ -857,7 +857,7 @@ def test_lost_lease_counted_late_complete_refused_and_the_new_claim_kept(server,
 
     w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, concurrency=2, lease_ms=lease_ms, beat_ms=300)
     try:
-        with running(w):
+        with running(w) as ran:
             wait_for(lambda: runs == [1], 15, "the first run")
 
             # Its lease runs out (as if the keeper had been cut off) and a sweep
@@ -878,10 +878,10 @@ def test_lost_lease_counted_late_complete_refused_and_the_new_claim_kept(server,
             release2.set()
             wait_for(lambda: state(q, "X") == "done", 15, "X to be done", show=lambda: (runs, q.get("X"), w.counters.snapshot()))
             time.sleep(lease_ms / 1000)
-            c = w.counters.snapshot()
     finally:
         release1.set()
         release2.set()
+    c = ran["counters"]  # what run() returned: a counter moves just after the write it counts lands
     assert runs == [1, 2], f"X ran as attempts {runs}: the second run's lease was not kept"
     assert q.get("X").attempts == 2
     assert c["refused"] == 1 and c["completed"] == 1 and c["recovered"] == 0, c
@@ -901,14 +901,14 @@ def test_sync_handler_failures_retry_then_die(server, r):
     w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=300)
     q.add("fail", id="bad", max_attempts=2)
     q.add("flaky", id="flaky", max_attempts=3)
-    with running(w):
+    with running(w) as ran:
         wait_for(
             lambda: state(q, "bad") == "dead" and state(q, "flaky") == "done",
             15,
             "bad dead, flaky done",
             show=lambda: (q.get("bad"), q.get("flaky"), w.counters.snapshot()),
         )
-        c = w.counters.snapshot()
+    c = ran["counters"]  # what run() returned: a counter moves just after the write it counts lands
     assert seen == {"bad": 2, "flaky": 2}
     bad = q.get("bad")
     assert bad.attempts == 2 and "KeyError" in bad.error and "nope bad" in bad.error
