@@ -402,6 +402,7 @@ def test_stalled_checks_race_each_other(server, r, mode):
     dead: list[list[str]] = [[] for _ in range(n_checkers)]
     calls = [0] * n_checkers
     wrote = [0] * n_checkers
+    gave_up = [0] * n_checkers  # calls that gave up (ContentionError)
     stop = threading.Event()
     monitor_snaps = 0
 
@@ -412,8 +413,13 @@ def test_stalled_checks_race_each_other(server, r, mode):
                 past_last = c.time_ms() > last_lease  # read before the call: no lease expires after it
                 try:
                     rec, died = emq.stalled_check(c, Q, max_stalled=1, batch=batches[k], backend=backends[k], group=groups[k])
-                except emq.ContentionError as e:
-                    errors.append(f"checker {k} ({backends[k]}, batch {batches[k]}): ContentionError: {e}")
+                except emq.ContentionError:
+                    # Checkers race for the same members: a call whose selection
+                    # others took before its watch is a new call (SPEC §9), and on a
+                    # starved machine the batch-250 one, slowest to reach its watch,
+                    # can lose 32 times in a row. It then writes nothing, which the
+                    # checks below hold it to; it stays the exception (bounded below).
+                    gave_up[k] += 1
                     continue
                 calls[k] += 1
                 wrote[k] += bool(rec or died) and backends[k] == "plan"
@@ -477,6 +483,7 @@ def test_stalled_checks_race_each_other(server, r, mode):
     end = server_ms(r)
     elapsed = time.monotonic() - t0
     assert not errors, "\n".join(errors)
+    assert sum(gave_up) <= max(4, sum(calls) // 20), f"calls that gave up {gave_up} of {calls}"
 
     all_rec = [i for part in recovered for i in part]
     all_dead = [i for part in dead for i in part]
@@ -549,7 +556,7 @@ def test_stalled_checks_race_each_other(server, r, mode):
     if mode != "lua":
         assert st["unwatch"] > 0, "no plan call ever dropped a selection: the race this test is for did not happen"
     print(
-        f"\n[{mode}] {len(expiring)} expiring ids in {elapsed:.2f}s, calls {calls}, "
+        f"\n[{mode}] {len(expiring)} expiring ids in {elapsed:.2f}s, calls {calls}, gave up {gave_up}, "
         f"{len(all_rec)} recovered, {len(all_dead)} dead, {monitor_snaps} snapshots, EXEC calls "
         f"{st['exec'] - monitor_snaps} for {sum(wrote)} plan calls that wrote, UNWATCH calls {st['unwatch']}"
     )
