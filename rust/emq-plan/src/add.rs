@@ -2,7 +2,7 @@
 //! wake) when due, else into `schedule`.
 
 use crate::clock::parse_time;
-use crate::cmd::{push_decimal, Cmd};
+use crate::cmd::{push_decimal, push_int, Cmd};
 use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
 use crate::names::{id_problem, Keys};
@@ -110,10 +110,7 @@ pub fn digest(job: &NewJob) -> String {
         }
         When::At(t) => {
             buf.push(b'A');
-            if t < 0 {
-                buf.push(b'-');
-            }
-            push_decimal(&mut buf, usize::try_from(t.unsigned_abs()).unwrap_or(usize::MAX));
+            push_int(&mut buf, t);
         }
     }
     buf.push(b';');

@@ -56,13 +56,8 @@ impl Cmd {
     /// An integer argument, written without a string of its own.
     pub fn arg_int(self, n: i64) -> Self {
         let mut digits = [0u8; 21];
-        let mut at = 0;
-        if n < 0 {
-            digits[0] = b'-';
-            at = 1;
-        }
-        let len = write_decimal(&mut digits[at..], usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX));
-        self.arg_parts(&[&digits[..at + len]])
+        let len = write_int(&mut digits, n);
+        self.arg_parts(&[&digits[..len]])
     }
 
     /// `head`'s arguments, one argument made of `parts`, then `tail`'s: a row's
@@ -153,6 +148,20 @@ pub(crate) fn push_decimal(out: &mut Vec<u8>, n: usize) {
     let mut digits = [0u8; 20];
     let len = write_decimal(&mut digits, n);
     out.extend_from_slice(&digits[..len]);
+}
+
+/// Appends `n` in decimal to `out`, `-` first where it is negative.
+pub(crate) fn push_int(out: &mut Vec<u8>, n: i64) {
+    let mut digits = [0u8; 21];
+    let len = write_int(&mut digits, n);
+    out.extend_from_slice(&digits[..len]);
+}
+
+/// Writes `n` in decimal, `-` first where it is negative, at the start of `out`; gives its length.
+fn write_int(out: &mut [u8; 21], n: i64) -> usize {
+    let at = usize::from(n < 0);
+    out[0] = b'-'; // a digit's place where `n` is not negative
+    at + write_decimal(&mut out[at..], usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX))
 }
 
 /// Writes `n` in decimal at the start of `out` (20 bytes hold any `usize`); gives its length.
