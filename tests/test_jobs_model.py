@@ -880,6 +880,52 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
                 self._lose(j.id)
                 self.held[j.id] = j
 
+        @precondition(lambda self: self.held or self.stale)
+        @rule(
+            k=ids_st,
+            n_held=st.integers(0, 3),
+            n_stale=st.integers(0, 2),
+            fates=st.lists(st.sampled_from(["done", "now", "far"]), min_size=5, max_size=5),
+            error=st.binary(min_size=1, max_size=6),
+        )
+        def settle_many(self, k, n_held, n_stale, fates, error):
+            """A group commit of finished and failed jobs: held and stale jobs
+            completed or failed in one call, each answered as `complete` or
+            `fail` alone would, the result that of the single calls one after
+            another (ready retries, new heads of `schedule`, lanes offered,
+            deaths and the trim of `dead` included)."""
+            jobs, chosen = self._batch(k, n_held, n_stale)
+            items = [j if f == "done" else (j, error, 0 if f == "now" else FAR) for j, f in zip(jobs, fates)]
+            self._await_dead_scores()
+            before = snapshot(self.r)
+            t0 = server_ms(self.r)
+            got = self.q.settle_many(items)
+            t1 = server_ms(self.r)
+            want: list = []
+            # The jobs that die join `dead` under the call's one clock reading,
+            # and `dead` is trimmed once, for them all (as a stalled check's
+            # deaths are): the singles in one millisecond.
+            dying: list[str] = []
+            die, self.m.die = self.m.die, lambda ids: dying.extend(ids) or []  # type: ignore[method-assign]
+            try:
+                for j, f in zip(jobs, fates):
+                    if j.id not in chosen:
+                        want.append(False if f == "done" else "refused")
+                        continue
+                    if f == "done":
+                        self.m.complete(j.id)
+                        want.append(True)
+                    else:
+                        want.append(self.m.fail(j.id, error, f))
+                    self._lose(j.id)
+            finally:
+                self.m.die = die  # type: ignore[method-assign]
+            self.m.die(dying)
+            assert got == want
+            self._read_dead_scores(t0, t1)
+            if not chosen:
+                assert snapshot(self.r) == before, "a settle of lost leases only wrote"
+
         @precondition(lambda self: self.held)
         @rule(k=ids_st, retry=st.sampled_from(["now", "far", "backoff"]), error=st.binary(min_size=1, max_size=6))
         def fail(self, k, retry, error):

@@ -56,6 +56,18 @@ def _text(verb: str, name: str, value: Any) -> str:
     return check_text(verb, name, value)
 
 
+def _failure(error: Any, retry_in_ms: Any) -> tuple[bytes, int | None]:
+    """FAIL's error (a handler's exception is recorded whatever its text holds)
+    and retry delay, checked."""
+    if retry_in_ms is not None:
+        retry_in_ms = _int("EMQ.FAIL", "retry_in_ms", retry_in_ms, minimum=0)
+    if isinstance(error, BaseException):
+        error = f"{type(error).__name__}: {error}".encode("utf-8", "backslashreplace")
+    if not isinstance(error, (str, bytes, bytearray, memoryview)):
+        raise ArgumentError(f"EMQ.FAIL: error must be a str, bytes or an exception, not {type(error).__name__}")
+    return _data("EMQ.FAIL", error, "error"), retry_in_ms
+
+
 def _name(verb: str, what: str, value: Any) -> str:
     """A job id or lane name (SPEC §1: 1 to 256 bytes of UTF-8, no control characters)."""
     return check_name(verb, what, value)
@@ -70,6 +82,8 @@ def _data(verb: str, data: Any, what: str = "data") -> bytes:
 
 
 JobBackend = Literal["plan", "module"]
+Failure = str | bytes | BaseException  # what `fail` records
+FailAnswer = Literal["scheduled", "dead", "refused"]
 
 
 class Queue:
@@ -225,22 +239,39 @@ class Queue:
             return self.client._complete_many(self.name, [job], True)[0]
         return self.client._complete(self.name, job)
 
-    def fail(
-        self, job: Job, error: str | bytes | BaseException, *, retry_in_ms: int | None = None
-    ) -> Literal["scheduled", "dead", "refused"]:
+    def fail(self, job: Job, error: str | bytes | BaseException, *, retry_in_ms: int | None = None) -> FailAnswer:
         """Records a failure: `"scheduled"` (retried after `retry_in_ms`, or an
         exponential backoff with jitter; ready at once with 0) while attempts are
         left, else `"dead"`; `"refused"` if the lease is lost (nothing changes)."""
         job = self._held("EMQ.FAIL", job)
-        if retry_in_ms is not None:
-            retry_in_ms = _int("EMQ.FAIL", "retry_in_ms", retry_in_ms, minimum=0)
-        if isinstance(error, BaseException):
-            # A handler's exception is recorded whatever its text holds.
-            error = f"{type(error).__name__}: {error}".encode("utf-8", "backslashreplace")
-        if not isinstance(error, (str, bytes, bytearray, memoryview)):
-            raise ArgumentError(f"EMQ.FAIL: error must be a str, bytes or an exception, not {type(error).__name__}")
-        err = _data("EMQ.FAIL", error, "error")
+        err, retry_in_ms = _failure(error, retry_in_ms)
         return self.client._fail(self.name, job, err, retry_in_ms)
+
+    def settle_many(self, items: Sequence[Job | tuple[Job, Failure] | tuple[Job, Failure, int | None]]) -> list[bool | FailAnswer]:
+        """`complete` and `fail` for many held jobs in one call (one clock
+        reading, one transaction: a group commit of finished and failed jobs).
+        Each item is a job to complete, or `(job, error)` or `(job, error,
+        retry_in_ms)` to fail. Each is answered as its single call would answer
+        it alone (`complete`: True, or False if the lease is lost; `fail`:
+        `"scheduled"`, `"dead"` or `"refused"`), and the result is that of the
+        single calls one after another, in this order."""
+        if not isinstance(items, (list, tuple)):
+            raise ArgumentError(f"EMQ.COMPLETE: items must be a list, not {type(items).__name__}")
+        jobs: list[Job] = []
+        fails: list[tuple[bytes, int | None] | None] = []
+        for item in items:
+            if isinstance(item, tuple):
+                if len(item) not in (2, 3):
+                    raise ArgumentError("EMQ.FAIL: an item to fail is (job, error) or (job, error, retry_in_ms)")
+                jobs.append(self._held("EMQ.FAIL", item[0]))
+                fails.append(_failure(item[1], item[2] if len(item) == 3 else None))
+            else:
+                jobs.append(self._held("EMQ.COMPLETE", item))
+                fails.append(None)
+        if self._module and all(f is None for f in fails):
+            return list(self.client._complete_many(self.name, jobs, True))
+        answers = self.client._settle_many(self.name, jobs, fails)
+        return [a == "done" if f is None else a for a, f in zip(answers, fails)]  # type: ignore[misc]
 
     # -- lanes ----------------------------------------------------------------
 

@@ -11,6 +11,7 @@ use emq_plan::complete_many::CompleteMany;
 use emq_plan::extend_many::{ExtendMany, Held};
 use emq_plan::lane_control::{LaneControl, LaneOp};
 use emq_plan::settle::{Action, Settle, Settled};
+use emq_plan::settle_many::{Fate, SettleMany};
 use emq_plan::Keys;
 
 use crate::conn::Conn;
@@ -70,6 +71,33 @@ pub fn extend_many(conn: &mut Conn, queue: &[u8], jobs: &[Held], lease_ms: u64) 
 /// COMPLETE of many held jobs in one call: whether each was completed.
 pub fn complete_many(conn: &mut Conn, queue: &[u8], jobs: &[Held]) -> HostResult<Vec<bool>> {
     drive(conn, || Ok(CompleteMany::new(Keys::new(queue), jobs.to_vec())?), |_| {})
+}
+
+/// A fail in a batch: the error, and the retry delay (`None`: the backoff).
+pub type Failure = (Vec<u8>, Option<u64>);
+
+/// COMPLETE (`None`) or FAIL (`Some`) of many held jobs in one call: each
+/// answered as its single call would answer it. Each try draws each fail's
+/// jitter anew, as a new single call would.
+pub fn settle_many(conn: &mut Conn, queue: &[u8], jobs: &[(Held, Option<Failure>)]) -> HostResult<Vec<Settled>> {
+    let mut rng = Jitter::new();
+    drive(
+        conn,
+        || {
+            let fated = jobs
+                .iter()
+                .map(|(held, fail)| {
+                    let fate = match fail {
+                        None => Fate::Complete,
+                        Some((error, retry_in_ms)) => Fate::Fail { error: error.clone(), retry_in_ms: *retry_in_ms, jitter: rng.unit() },
+                    };
+                    (held.clone(), fate)
+                })
+                .collect();
+            Ok(SettleMany::new(Keys::new(queue), fated)?)
+        },
+        |_| {},
+    )
 }
 
 /// COMPLETE of many held jobs and a claim of up to `n` flat jobs in one call

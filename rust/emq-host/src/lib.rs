@@ -428,6 +428,39 @@ impl Client {
         })
     }
 
+    /// COMPLETE or FAIL of many held jobs of the queue in one call (one clock
+    /// reading, one transaction: a group commit of finished and failed jobs).
+    /// `fails[i]`: `None` completes `jobs[i]`, `(error, retry_in_ms)` fails it.
+    /// For each: `"done"`, `"scheduled"`, `"dead"` or `"refused"`, as its single
+    /// call would answer it.
+    fn _settle_many(
+        &self,
+        py: Python<'_>,
+        queue: &Bound<'_, PyAny>,
+        jobs: Vec<PyRef<'_, Job>>,
+        fails: Vec<Option<jobs::Failure>>,
+    ) -> PyResult<Vec<&'static str>> {
+        let verb = if fails.iter().all(Option::is_none) { emq_plan::settle::COMPLETE } else { emq_plan::settle::FAIL };
+        let q = queue_arg(verb, queue)?;
+        if jobs.len() != fails.len() {
+            return Err(HostError::Argument(format!("{verb}: jobs and fails differ in length")).into());
+        }
+        if jobs.is_empty() {
+            return Ok(vec![]);
+        }
+        let items: Vec<_> = held_jobs(&jobs).into_iter().zip(fails).collect();
+        let answers = self.wrote(py, verb, &q, |c| jobs::settle_many(c, &q, &items))?;
+        Ok(answers
+            .into_iter()
+            .map(|a| match a {
+                Settled::Completed => "done",
+                Settled::Retrying => "scheduled",
+                Settled::Dead => "dead",
+                _ => "refused",
+            })
+            .collect())
+    }
+
     /// `_complete_many` and a claim of up to `n` flat jobs (from `pending`; no
     /// lane) in the same transaction: the answers, and the jobs taken (`None`
     /// when the guard aborted the first try and the claim was dropped: see

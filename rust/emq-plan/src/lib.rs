@@ -46,6 +46,7 @@ pub mod reply;
 pub mod retention;
 pub mod rows;
 pub mod settle;
+pub mod settle_many;
 pub mod sweep;
 pub mod wire;
 

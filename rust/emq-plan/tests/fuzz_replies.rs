@@ -12,6 +12,7 @@ use emq_plan::extend_many::{ExtendMany, Held};
 use emq_plan::lane_control::{LaneControl, LaneOp};
 use emq_plan::look::{CountsRead, Get, GetRetention, Lanes, SetRetention};
 use emq_plan::settle::{Action, Settle};
+use emq_plan::settle_many::{Fate, SettleMany};
 use emq_plan::sweep::{Kind, Sweep};
 use emq_plan::{Keys, Reply};
 
@@ -248,10 +249,22 @@ fn no_conversation_panics_on_any_reply() {
                         Held { id: b"a".to_vec(), token: b"1".to_vec(), lane: lane.clone() },
                         Held { id: b"b".to_vec(), token: b"1".to_vec(), lane: None },
                     ];
-                    if rng.below(2) == 0 {
-                        drive(&mut rng, || ExtendMany::new(keys(), held.clone(), 10).unwrap());
-                    } else {
-                        drive(&mut rng, || CompleteMany::new(keys(), held.clone()).unwrap());
+                    match rng.below(3) {
+                        0 => drive(&mut rng, || ExtendMany::new(keys(), held.clone(), 10).unwrap()),
+                        1 => drive(&mut rng, || CompleteMany::new(keys(), held.clone()).unwrap()),
+                        _ => {
+                            // Completed and failed at once (a fail ready at once, or after a backoff).
+                            let fates = [
+                                Fate::Fail { error: b"e".to_vec(), retry_in_ms: (rng.below(2) == 0).then_some(0), jitter: 0.5 },
+                                if rng.below(2) == 0 {
+                                    Fate::Complete
+                                } else {
+                                    Fate::Fail { error: vec![], retry_in_ms: None, jitter: 0.1 }
+                                },
+                            ];
+                            let items: Vec<_> = held.iter().cloned().zip(fates).collect();
+                            drive(&mut rng, || SettleMany::new(keys(), items.clone()).unwrap());
+                        }
                     }
                 } else {
                     drive(&mut rng, || Settle::new(keys(), b"a".to_vec(), b"1".to_vec(), lane.clone(), action.clone(), 0.5).unwrap());
