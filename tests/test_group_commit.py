@@ -197,3 +197,49 @@ def test_a_commit_retried_after_a_wire_error_claims_nothing(client):
     assert tries == ["pair", "alone"]
     assert got == [([(job, True)], [], 1)]
     assert q.counts()["pending"] == 2, "nothing was claimed"
+
+
+def test_failed_jobs_are_settled_with_the_finished_ones_in_one_call(client):
+    """Jobs whose handlers raised go to the group commit too: held up behind
+    a first commit, two finished and two failed jobs (one on its last attempt)
+    and a stale run are settled by one `settle_many`, each answered as its
+    single call would be, and that commit claims nothing."""
+    q = emq.Queue(client, "gc-fail")
+    q.add_many([b"first", b"a", b"b", b"c"])
+    q.add_many([{"data": b"last", "max_attempts": 1}])
+    first, a, b, c, last = sorted(q.claim(5, lease_ms=60_000), key=lambda j: (j.data != b"first", j.data != b"a", j.data))
+    stale = emq.Job(id=c.id, data=b"", token="not-the-token")
+    release = threading.Event()
+    calls: list = []
+    got: list = []
+
+    def settle(call):
+        calls.append(call)
+        if len(calls) == 1:
+            release.wait(10)
+        return call()
+
+    many = q.settle_many
+    batches: list = []
+
+    def counted(items):
+        batches.append(list(items))
+        return many(items)
+
+    q.settle_many = counted  # type: ignore[method-assign]
+    commit = GroupCommit(q, settle, lambda answers, claimed, held: got.append((answers, claimed, held)), reserve=lambda k: k + 1)
+    commit.finished(first)
+    time.sleep(0.05)  # the first commit is on the wire, held up
+    commit.failed(a, ValueError("a"))
+    commit.finished(b)
+    commit.failed(last, RuntimeError("last"))
+    commit.failed(stale, RuntimeError("late"))
+    release.set()
+    commit.close(timeout=10)
+    assert len(batches) == 1 and len(batches[0]) == 4, batches
+    answers = [a for batch in got for a in batch[0]]
+    assert [(j.data, x) for j, x in answers] == [(b"first", True), (b"a", "scheduled"), (b"b", True), (b"last", "dead"), (b"", "refused")]
+    assert got[1][1] == [] and got[1][2] == 0, "a commit with a failed job claims nothing and holds no slot"
+    assert q.get(a.id).state == "scheduled" and q.get(a.id).error == "ValueError: a"
+    assert q.get(last.id).state == "dead"
+    assert q.get(c.id).state == "active", "the stale run's fail is refused"

@@ -917,6 +917,39 @@ def test_sync_handler_failures_retry_then_die(server, r):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_failed_jobs_go_through_the_group_commit(server, r, backend, monkeypatch):
+    """A handler that raises hands its job to the group commit, as one that
+    returns does (issue 17): `Queue.fail` is never called on its own, the
+    jobs are retried or dead as `fail` would leave them, and the counters
+    say so."""
+
+    def single_fail(*args, **kw):
+        raise AssertionError("a failed job was settled alone, not by the group commit")
+
+    monkeypatch.setattr(emq.Queue, "fail", single_fail)
+    qn = "commitfail"
+    q = emq.Queue(emq.connect(server.url), qn)
+
+    def handler(job):
+        if job.data != b"ok":
+            raise ValueError(job.data.decode())
+
+    q.add_many([{"data": b"ok"}] * 6 + [{"data": b"last", "max_attempts": 1}] * 3 + [{"data": b"again", "max_attempts": 5}] * 3)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), handler, concurrency=4, beat_ms=300)
+    with running(w) as ran:
+        wait_for(
+            lambda: q.counts()["dead"] == 3 and q.counts()["done"] == 6 and q.counts()["active"] == 0,
+            15,
+            "every job settled",
+            show=lambda: (q.counts(), w.counters.snapshot()),
+        )
+    c = ran["counters"]
+    assert c["completed"] == 6 and c["failed"] >= 6 and c["refused"] == 0, c
+    retried = [j for j in (q.get(k.decode().rsplit(":", 1)[1]) for k in r.keys(f"emq:{{{qn}}}:job:*")) if j and j.data == b"again"]
+    assert len(retried) == 3 and all(j.state == "scheduled" and j.error == "ValueError: again" for j in retried)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_worker_serves_lanes_within_their_limits(server, r, backend):
     qn = "lanes"
     k = keys(qn)

@@ -123,17 +123,19 @@ def degraded_sleep(streak: int, *, base_ms: int = 50, cap_ms: int = 5000) -> flo
     return backoff_s(streak, base_ms, cap_ms)
 
 
-Answer = Callable[[Job, "bool | None"], None]
+Answer = Callable[[Job, "bool | str | None"], None]
 
 
 class GroupCommit:
-    """Completes the finished jobs of one queue together (SPEC §8, issue 17).
+    """Settles the finished jobs of one queue together (SPEC §8, issue 17).
 
-    A handler thread whose job finished hands it over (`finished`) and goes
-    back for its next job at once. The commit thread completes every job that
-    has finished by then in one `complete_many` (each answered as `complete`
-    alone would: refused alone when its lease was lost); jobs that finish while
-    a commit is on the wire go together in the next. Alone, a job is completed
+    A handler thread whose job finished hands it over (`finished`, or `failed`
+    when its handler raised) and goes back for its next job at once. The commit
+    thread completes every job that has finished by then in one `complete_many`
+    (each answered as `complete` alone would: refused alone when its lease was
+    lost), or, when any of them failed, completes and fails them all in one
+    `settle_many` (each answered as `complete` or `fail` alone would); jobs
+    that finish while a commit is on the wire go together in the next. Alone, a job is completed
     at once, with no added wait. A job id held twice (a run whose lease was
     lost, and the new run) goes in separate commits. The thread starts with the
     first job and ends with `close`.
@@ -141,10 +143,12 @@ class GroupCommit:
     With `reserve`, a commit also claims the worker's next jobs in the same
     transaction (`Queue.complete_and_claim`): `reserve(k)` says how many a
     commit of `k` jobs may take (the slots it frees, and any free now, which
-    the worker holds for it). `committed(answers, claimed, reserve(k) - k)`
-    then gets each job's answer (True: done; False: its lease was lost; None:
-    gave up, as the server stayed unreachable for a lease or an error stopped
-    the worker), the jobs taken, and the extra slots it held, in one call.
+    the worker holds for it; a commit with a failed job claims nothing).
+    `committed(answers, claimed, reserve(k) - k)` then gets each job's answer
+    (True: done; False: its lease was lost; for a failed job, `fail`'s answer;
+    None: gave up, as the server stayed unreachable for a lease or an error
+    stopped the worker), the jobs taken, and the extra slots it held, in one
+    call.
     """
 
     MAX = 1000  # jobs a commit
@@ -154,7 +158,7 @@ class GroupCommit:
         self,
         work: Queue,
         settle: Callable[[Callable[[], object]], object],
-        committed: Callable[[list[tuple[Job, bool | None]], list[Job], int], None] | None = None,
+        committed: Callable[[list[tuple[Job, bool | str | None]], list[Job], int], None] | None = None,
         *,
         reserve: Callable[[int], int] | None = None,
         lease_ms: int = 30000,
@@ -165,8 +169,9 @@ class GroupCommit:
         self._reserve = reserve
         self._lease_ms = lease_ms
         self._cond = threading.Condition()
-        # Finished jobs, each with whom to tell its answer (None: `committed`).
-        self._finished: list[tuple[Job, Answer | None]] = []
+        # Finished jobs, each with whom to tell its answer (None: `committed`)
+        # and, for a failed one, its error.
+        self._finished: list[tuple[Job, Answer | None, BaseException | None]] = []
         self._thread: threading.Thread | None = None
         self._closed = False
         self.commits = 0
@@ -177,13 +182,18 @@ class GroupCommit:
         """Hands a finished job over; its answer comes to `committed`."""
         self._put(job, None)
 
+    def failed(self, job: Job, error: BaseException) -> None:
+        """Hands over a job whose handler raised `error`: it is failed (retried
+        or dead, as `fail` decides), and its answer comes to `committed`."""
+        self._put(job, None, error)
+
     def complete(self, job: Job) -> bool | None:
         """Hands a finished job over and waits for its answer."""
         got = threading.Event()
         answer: list[bool | None] = [None]
 
-        def tell(_: Job, a: bool | None) -> None:
-            answer[0] = a
+        def tell(_: Job, a: bool | str | None) -> None:
+            answer[0] = a if not isinstance(a, str) else None  # a completed job's answer is never a fail's
             got.set()
 
         self._put(job, tell)
@@ -200,18 +210,18 @@ class GroupCommit:
         if thread is not None:
             thread.join(timeout)
 
-    def _put(self, job: Job, tell: Answer | None) -> None:
+    def _put(self, job: Job, tell: Answer | None, error: BaseException | None = None) -> None:
         with self._cond:
-            self._finished.append((job, tell))
+            self._finished.append((job, tell, error))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=f"emq-commit-{self.work.name}", daemon=True)
                 self._thread.start()
             self._cond.notify()
 
-    def _take(self) -> list[tuple[Job, Answer | None]]:
+    def _take(self) -> list[tuple[Job, Answer | None, BaseException | None]]:
         """(Under the lock.) The next commit's jobs, in the order they
         finished: no id twice."""
-        batch: list[tuple[Job, Answer | None]] = []
+        batch: list[tuple[Job, Answer | None, BaseException | None]] = []
         ids: set[str] = set()
         rest = []
         for item in self._finished:
@@ -223,7 +233,7 @@ class GroupCommit:
         self._finished = rest
         return batch
 
-    def _commit(self, jobs: list[Job], n: int) -> tuple[list[bool], list[Job]] | None:
+    def _commit(self, jobs: list[Job], n: int, errors: list[BaseException | None]) -> tuple[list[bool | str], list[Job]] | None:
         """One commit (and claim of `n`), retried through the server's errors
         as the worker settles; None when it gave up. Only the first try
         claims: after a wire error the commit retries alone, with fewer
@@ -234,6 +244,10 @@ class GroupCommit:
         that again: where workers contend for the head of `pending`, their
         beats claim."""
         tries = 0
+        if any(e is not None for e in errors):
+            items = [job if e is None else (job, e) for job, e in zip(jobs, errors)]
+            settled = self._settle(lambda: self.work.settle_many(items))
+            return (settled, []) if isinstance(settled, list) else None
 
         def call() -> tuple[list[bool], list[Job] | None]:
             nonlocal tries
@@ -261,21 +275,22 @@ class GroupCommit:
                 if not self._finished:
                     return
                 batch = self._take()
-            jobs = [job for job, _ in batch]
+            jobs = [job for job, _, _ in batch]
+            errors = [e for _, _, e in batch]
             n = 0
             if self._alone_next:
                 self._alone_next -= 1
-            elif self._reserve is not None:
+            elif self._reserve is not None and not any(errors):
                 n = self._reserve(len(jobs))
             got = None
             try:
-                got = self._commit(jobs, n)
+                got = self._commit(jobs, n, errors)
                 self.commits += 1
             except BaseException:  # noqa: BLE001 - not a server's error: a bug; the jobs get no answer
                 log.exception("completing %d jobs of %s", len(jobs), self.work.name)
             answers, claimed = got if got is not None else (None, [])
             mine = []
-            for i, (job, tell) in enumerate(batch):
+            for i, (job, tell, _) in enumerate(batch):
                 answer = answers[i] if answers is not None else None
                 if tell is not None:
                     tell(job, answer)
@@ -384,6 +399,7 @@ class Worker:
         self._running_lock = threading.Lock()
         self._held = 0  # free slots a group commit holds for the jobs it claims
         self._finishing: set[str | None] = set()  # finished jobs awaiting their commit
+        self._failing: set[str | None] = set()  # of which, jobs whose handler raised
         self._freed = threading.Event()
         self._streak = 0
         self._last_recover = 0.0
@@ -719,9 +735,8 @@ class Worker:
             self._run_job(job)
 
     def _run_job(self, job: Job) -> None:
-        """Runs the handler; a job that returns is handed to its queue's group
-        commit and holds its slot until the commit answers (`_committed`), one
-        that raises is failed here."""
+        """Runs the handler; the job, done or failed, is handed to its queue's
+        group commit and holds its slot until the commit answers (`_committed`)."""
         with self._running_lock:
             work = self._running[job.token][1]
         try:
@@ -731,11 +746,10 @@ class Worker:
                 self._release(job)
                 raise
             log.info("job %s failed: %s", job.id, e)
-            try:
-                outcome = self._settle(functools.partial(work.fail, job, e))
-                self.counters.add(failed=1, refused=outcome == "refused")
-            finally:
-                self._release(job)
+            with self._running_lock:
+                self._finishing.add(job.token)
+                self._failing.add(job.token)
+            self._commits[work.name].failed(job, e)
         else:
             with self._running_lock:
                 self._finishing.add(job.token)
@@ -752,23 +766,26 @@ class Worker:
             self._held += free
         return finishing + free
 
-    def _committed(self, work: Queue, answers: list[tuple[Job, bool | None]], claimed: list[Job], held: int) -> None:
+    def _committed(self, work: Queue, answers: list[tuple[Job, bool | str | None]], claimed: list[Job], held: int) -> None:
         """A group commit's outcome: its jobs leave their slots, the jobs it
         claimed take them (at once, so the beat never sees them free in
         between), and the slots it held are given back."""
-        self.counters.add(
-            completed=sum(1 for _, a in answers if a),
-            refused=sum(1 for _, a in answers if a is False),
-            claimed=len(claimed),
-        )
         with self._running_lock:
+            failed = sum(1 for job, _ in answers if job.token in self._failing)
             for job, _ in answers:
                 self._running.pop(job.token, None)
                 self._finishing.discard(job.token)
+                self._failing.discard(job.token)
             self._held -= held
             for job in claimed:
                 self._running[job.token] = (job, work)
             free = self._unheld()
+        self.counters.add(
+            completed=sum(1 for _, a in answers if a is True),
+            failed=failed,
+            refused=sum(1 for _, a in answers if a is False or a == "refused"),
+            claimed=len(claimed),
+        )
         for job in claimed:
             self._jobs.put(job)
         # The beat waits for a free slot; a commit that refilled every slot it
