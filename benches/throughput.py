@@ -16,6 +16,7 @@ first add to the moment every job is done:
     python benches/throughput.py                          # 1 process, 30,000 jobs, 3 runs
     python benches/throughput.py --procs 4 --jobs 60000
     python benches/throughput.py --server redis
+    python benches/throughput.py --fail --compare fail-single   # handlers that raise: group-committed fails against a fail per job
 
 Medians over `--runs`. The processes share this machine's cores with the server
 and the producer (2 here): the figure is what those cores allow.
@@ -53,6 +54,7 @@ MODES = {
     "unpaired": " (commits claim nothing)",
     "single": " (a complete per job)",
     "module": " (claims and commits by the server module)",
+    "fail-single": " (a fail per job)",
 }
 
 
@@ -61,8 +63,20 @@ def queue(c, mode: str):
     return emq.Queue(c, Q, backend="module" if mode == "module" else "plan")
 
 
-def worker_proc(url: str, concurrency: int, stop, mode: str = "paired", spin_us: int | None = None) -> None:
+def fail(job) -> None:
+    raise RuntimeError("this handler fails")
+
+
+def worker_proc(url: str, concurrency: int, stop, mode: str = "paired", spin_us: int | None = None, fails: bool = False) -> None:
     import emq.worker as W
+
+    if mode == "fail-single":
+        # As before fails joined the group commit: each failed on the handler's
+        # thread, alone (patched in for the comparison only).
+        def failed(self, job, error):
+            self._committed([(job, self._settle(lambda: self.work.fail(job, error)))], [], 0)
+
+        W.GroupCommit.failed = failed  # type: ignore[method-assign]
 
     if mode in ("unpaired", "single"):
         W.Worker._reserve = lambda self, finishing: 0  # type: ignore[method-assign]
@@ -74,7 +88,8 @@ def worker_proc(url: str, concurrency: int, stop, mode: str = "paired", spin_us:
 
         W.GroupCommit.finished = finished  # type: ignore[method-assign]
     c = emq.connect(url, spin_us=spin_us)
-    w = emq.Worker(queue(c, mode), lambda job: None, concurrency=concurrency, beat_ms=1000, pump_batch=1000)
+    handler = fail if fails else (lambda job: None)
+    w = emq.Worker(queue(c, mode), handler, concurrency=concurrency, beat_ms=1000, pump_batch=1000)
 
     def watch():
         stop.wait()
@@ -117,7 +132,7 @@ def one_run(url: str, args, mode: str = "paired") -> dict:
     c.command("FLUSHALL")
     ctx = mp.get_context("spawn")
     stop = ctx.Event()
-    work = (url, args.concurrency, stop, mode, args.spin_us)
+    work = (url, args.concurrency, stop, mode, args.spin_us, args.fail)
     procs = [ctx.Process(target=worker_proc, args=work, daemon=True) for _ in range(args.procs)]
     for p in procs:
         p.start()
@@ -127,7 +142,7 @@ def one_run(url: str, args, mode: str = "paired") -> dict:
     pids = [p.pid for p in procs if p.pid is not None]
     cpu0, t0, wcpu0 = cpu(c), time.perf_counter(), proc_cpu(pids)
     for i in range(0, args.jobs, 100):
-        q.add_many([b"x"] * min(100, args.jobs - i))
+        q.add_many([{"data": b"x", "max_attempts": 1} if args.fail else b"x"] * min(100, args.jobs - i))
     # Done when nothing is pending or held: three small reads every 5 ms (counts()
     # scans for lanes, which would cost the server more than the jobs do).
     keys = [f"emq:{{{Q}}}:{k}" for k in ("pending", "active", "schedule")]
@@ -163,15 +178,17 @@ def main(argv=None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--settle", type=float, default=1.5)
     ap.add_argument("--spin-us", type=int, default=None, help="the workers' emq.connect(spin_us=...) (default: its default)")
+    ap.add_argument("--fail", action="store_true", help="handlers that raise, jobs with one attempt: every job is failed, and dies")
     ap.add_argument("--stats", action="store_true", help="also print each command's calls and time per job (the last run)")
     ap.add_argument(
         "--compare",
         action="append",
-        choices=("unpaired", "single", "module"),
+        choices=("unpaired", "single", "module", "fail-single"),
         default=[],
         help="also run workers whose commits claim nothing (unpaired), or that complete each job alone on "
         "the handler's thread and promote every beat (single, as before the group commit), or whose claims and "
-        "commits the server module runs (module: ./dev module), alternating",
+        "commits the server module runs (module: ./dev module), or that fail each job alone (fail-single, with "
+        "--fail: as before fails joined the group commit), alternating",
     )
     args = ap.parse_args(argv)
     binary = valkey_binary() if args.server == "valkey" else shutil.which("redis-server")
@@ -186,7 +203,7 @@ def main(argv=None) -> int:
         keys = ("jobs_per_s", "server_us_per_job", "worker_us_per_job", "commands_per_job", "exec_per_job")
         med = {k: statistics.median(r[k] for r in rs) for k in keys}
         print(
-            f"{args.server}{MODES[m]}, {args.procs} worker process(es) x {args.concurrency} threads, "
+            f"{args.server}{MODES[m]}{', every job failed' if args.fail else ''}, {args.procs} worker process(es) x {args.concurrency} threads, "
             f"{args.jobs:,} jobs, medians of {args.runs}: "
             f"{med['jobs_per_s']:,.0f} jobs/s ({med['jobs_per_s'] / args.procs:,.0f} per process), "
             f"server {med['server_us_per_job']:.1f} us/job, worker processes {med['worker_us_per_job']:.1f} us/job, "
