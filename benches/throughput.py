@@ -56,6 +56,7 @@ MODES = {
     "module": " (claims and commits by the server module)",
     "fail-single": " (a fail per job)",
 }
+FAILING = ", every job failed"
 
 
 def queue(c, mode: str):
@@ -203,7 +204,8 @@ def main(argv=None) -> int:
         keys = ("jobs_per_s", "server_us_per_job", "worker_us_per_job", "commands_per_job", "exec_per_job")
         med = {k: statistics.median(r[k] for r in rs) for k in keys}
         print(
-            f"{args.server}{MODES[m]}{', every job failed' if args.fail else ''}, {args.procs} worker process(es) x {args.concurrency} threads, "
+            f"{args.server}{MODES[m]}{FAILING if args.fail else ''}, "
+            f"{args.procs} worker process(es) x {args.concurrency} threads, "
             f"{args.jobs:,} jobs, medians of {args.runs}: "
             f"{med['jobs_per_s']:,.0f} jobs/s ({med['jobs_per_s'] / args.procs:,.0f} per process), "
             f"server {med['server_us_per_job']:.1f} us/job, worker processes {med['worker_us_per_job']:.1f} us/job, "

@@ -128,9 +128,28 @@ def test_claimers_producers_and_sweepers_race(server, r, mixed):
         produced_all.set()
         c.close()
 
+    def failed(j: emq.Job, out: str) -> None:
+        if out == "scheduled":
+            with lock:
+                retries[j.id] += 1
+        else:
+            assert out == "refused", out
+            refused["fail"] += 1
+
+    def completed(j: emq.Job, done: bool) -> None:
+        if done:
+            with lock:
+                completes.append((j.id, j.token))
+                last_progress[0] = time.monotonic()
+        else:
+            refused["complete"] += 1
+
     def claimer(k: int):
         c = emq.connect(server.url)
         q = emq.Queue(c, Q, backend="module" if mixed and k % 2 else "plan")
+        # Every third claimer settles a claim's jobs together, completes and
+        # fails in one `settle_many` (a worker's group commit), racing the rest.
+        together = k % 3 == 2
         wrng = random.Random(100 + k)
         while not stop.is_set():
             jobs = q.claim(wrng.randrange(1, 5), lease_ms=LEASE_MS)
@@ -140,6 +159,7 @@ def test_claimers_producers_and_sweepers_race(server, r, mixed):
             with lock:
                 for j in jobs:
                     claims[j.id].append(j.token)
+            items: list = []
             for j in jobs:
                 x = wrng.random()
                 if x < ABANDON:
@@ -147,25 +167,26 @@ def test_claimers_producers_and_sweepers_race(server, r, mixed):
                         abandoned.append(j)
                     continue
                 if x < ABANDON + FAIL:
-                    out = q.fail(j, "flaky", retry_in_ms=wrng.choice([0, 0, 3, 10]))
-                    if out == "scheduled":
-                        with lock:
-                            retries[j.id] += 1
+                    retry = wrng.choice([0, 0, 3, 10])
+                    if together:
+                        items.append((j, "flaky", retry))
                     else:
-                        assert out == "refused", out
-                        refused["fail"] += 1
+                        failed(j, q.fail(j, "flaky", retry_in_ms=retry))
                     continue
                 if x < ABANDON + FAIL + SLOW:
                     time.sleep((LEASE_MS + wrng.randrange(0, 60)) / 1000)  # real work running late
                 elif x < 0.2 and not q.extend(j, LEASE_MS):
                     refused["extend"] += 1
                     continue
-                if q.complete(j):
-                    with lock:
-                        completes.append((j.id, j.token))
-                        last_progress[0] = time.monotonic()
+                if together:
+                    items.append(j)
                 else:
-                    refused["complete"] += 1
+                    completed(j, q.complete(j))
+            for item, out in zip(items, q.settle_many(items) if items else []):
+                if isinstance(item, tuple):
+                    failed(item[0], out)
+                else:
+                    completed(item, out)
         c.close()
 
     def promoter():
