@@ -69,6 +69,26 @@ def test_every_call_runs_on_its_queues_node_through_any_seed(cluster, seed):
         client.close()
 
 
+def test_a_group_commit_of_completes_and_fails_runs_on_its_queues_node(cluster):
+    """`settle_many` (and `complete_many`, `extend_many`) through a seed that
+    serves none of the queues: each runs on its queue's node, all or none."""
+    client = emq.connect(cluster.nodes[0].url)
+    try:
+        for i in (1, 2):
+            name = cluster.queue_on(i, prefix="gc")
+            q = emq.Queue(client, name)
+            q.add_many([b"a", b"b", {"data": b"c", "lane": "L"}, {"data": b"d", "max_attempts": 1}])
+            a, b, c, d = sorted(q.claim(4, lease_ms=60_000), key=lambda j: j.data)
+            assert q.extend_many([a, b, c, d], 60_000) == [True] * 4
+            assert q.complete_many([a]) == [True]
+            assert q.settle_many([b, (c, "boom", 0), (d, "bye")]) == [True, "scheduled", "dead"]
+            counts = q.counts()
+            assert (counts["done"], counts["dead"], counts["lanes"], counts["active"]) == (2, 1, {"L": 1}, 0), counts
+            assert keys_on(cluster, i, name) and keys_on(cluster, 0, name) == []
+    finally:
+        client.close()
+
+
 @pytest.mark.parametrize("backend", ["plan", "lua"])
 def test_both_sweep_backends_route_by_queue(cluster, backend):
     client = emq.connect(cluster.url)
