@@ -236,7 +236,7 @@ def test_claim_and_complete_refuse_bad_input_and_write_nothing(r, client):
     q.add_many([b"a", b"b"])
     start = dump(r)
     p = P.decode()
-    C, D = "EMQ.CLAIM", "EMQ.COMPLETE"
+    C, D, S = "EMQ.CLAIM", "EMQ.COMPLETE", "EMQ.SETTLE"
     for args, code, words in [
         ([C, "1", p + "pending", p, "0", "100"], "EMQARG", "n must be an integer from 1"),
         ([C, "1", p + "pending", p, "1", "0", "t"], "EMQARG", "lease_ms"),
@@ -246,8 +246,14 @@ def test_claim_and_complete_refuse_bad_input_and_write_nothing(r, client):
         ([D, "1", p + "active", p, "a", "t"], "EMQLAYOUT", "an id, token and lane a job"),
         ([D, "1", p + "active", p, "a", "", ""], "EMQARG", "token must not be empty"),
         ([D, "1", p + "active", p, "a", "t", "", "a", "t", ""], "EMQARG", "given twice"),
+        ([S, "1", p + "active", p, "a", "t", "", "c"], "EMQLAYOUT", "an id, token, lane, fate and error a job"),
+        ([S, "1", p + "active", p, "a", "t", "", "x", "e"], "EMQARG", "fate must be c, r<retry ms>"),
+        ([S, "1", p + "active", p, "a", "t", "", "b1000000", "e"], "EMQARG", "fate must be"),
+        ([S, "1", p + "active", p, "a", "", "", "r0", "e"], ("EMQARG", "EMQ.FAIL"), "token must not be empty"),
+        ([S, "1", p + "active", p, "a", "t", "", "c", "", "a", "t", "", "r0", "e"], ("EMQARG", "EMQ.FAIL"), "given twice"),
     ]:
-        with pytest.raises(redis.ResponseError, match=f"^{code} {args[0]}: (layout: )?.*{words}"):
+        code, verb = code if isinstance(code, tuple) else (code, args[0])
+        with pytest.raises(redis.ResponseError, match=f"^{code} {verb}: (layout: )?.*{words}"):
             r.execute_command(*args)
         assert dump(r) == start, args
     # A wrong type: the plan's LayoutError from both backends, nothing written.
@@ -256,6 +262,7 @@ def test_claim_and_complete_refuse_bad_input_and_write_nothing(r, client):
     for key, call in [
         (P + b"pending", lambda be: emq.Queue(client, Q, backend=be).claim(2)),
         (P + b"active", lambda be: emq.Queue(client, Q, backend=be).complete_many(jobs)),
+        (P + b"schedule", lambda be: emq.Queue(client, Q, backend=be).settle_many([(jobs[0], "x", 1000)])),
         (P + b"wake", lambda be: emq.Queue(client, Q, backend=be).claim(1)),
     ]:
         wrong = {**bad, key: ("string", b"v")}
@@ -416,11 +423,20 @@ def test_a_replica_without_the_module_and_an_aof_reload_end_with_the_primarys_ke
         taken = mq.claim(60)
         assert len(taken) > 20 and any(j.lane for j in taken)
         assert mq.complete_many(taken[:5]) == [True] * 5
-        done, more = mq.complete_and_claim(taken[5:], 3)
-        assert done == [True] * (len(taken) - 5) and more == []
+        # Fails by EMQ.SETTLE: ready again, later, after the backoff (the module's own draw).
+        assert mq.settle_many([(taken[5], "boom", 0), taken[6], (taken[7], "later", 60_000), (taken[8], "backoff")]) == [
+            "scheduled",
+            True,
+            "scheduled",
+            "scheduled",
+        ]
+        done, more = mq.complete_and_claim(taken[9:], 3)
+        assert done == [True] * (len(taken) - 9)
+        assert [j.id for j in more] == [taken[5].id], "the retry made ready is claimed again"
+        assert mq.complete_many(more) == [True]
         assert primary.execute_command("WAIT", 1, 5000) == 1
         # The done rows expire as the retention says (10 minutes after `finished`), on both.
-        for j in taken:
+        for j in taken[:5] + taken[6:7] + taken[9:]:
             row = P + b"job:" + j.id.encode()
             at = primary.pexpiretime(row)
             assert at == int(primary.hget(row, "finished")) + 600_000 and replica.pexpiretime(row) == at
@@ -608,7 +624,8 @@ def test_an_acl_user_needs_only_the_module_commands(r, server):
     c0.close()
     start = {**state(now, [b"a", b"b"]), **stalled_state(now, [b"c"])}
     reset(r, start)
-    _servers.set_user(r, "sweeper", "pw", ["hello", "ping", "emq.promote", "emq.stalled.check", "emq.claim", "emq.complete", "emq.add"])
+    module_commands = ["emq.promote", "emq.stalled.check", "emq.claim", "emq.complete", "emq.settle", "emq.add"]
+    _servers.set_user(r, "sweeper", "pw", ["hello", "ping", *module_commands])
     _servers.set_user(r, "nobody", "pw", ["hello", "ping", "time"])
     url = server.url.replace("redis://", "redis://{}:pw@")
     c = emq.connect(url.format("nobody"))
@@ -623,7 +640,9 @@ def test_an_acl_user_needs_only_the_module_commands(r, server):
     q = emq.Queue(c, Q, backend="module")
     taken = q.claim(5)
     assert sorted(j.id for j in taken) == ["a", "b", "c"]
-    assert q.complete_many(taken) == [True] * 3
+    # These rows have no max_attempts: a fail is their last attempt (dead, and `dead` trimmed).
+    assert q.settle_many([taken[0], (taken[1], "boom", 60_000)]) == [True, "dead"]
+    assert q.complete_many(taken[2:]) == [True]
     assert q.add_many([b"x", {"data": b"y", "delay_ms": 60_000}]) and q.claim(5)[0].data == b"x"
     c.close()
 

@@ -9,15 +9,18 @@ import pytest
 import redis
 
 import emq
+from emq.embedded import module_path
 from test_complete_many import normalised, snapshot
 
+needs_module = pytest.mark.skipif(module_path() is None, reason="./dev module has not built it")
 
-def twin(client: emq.Client, r: redis.Redis, name: str) -> tuple[emq.Queue, dict[bytes, emq.Job]]:
+
+def twin(client: emq.Client, r: redis.Redis, name: str, backend: str = "plan") -> tuple[emq.Queue, dict[bytes, emq.Job]]:
     """A queue with flat and lane jobs claimed, by their data: f1 to f4 flat, d1
     and d2 on their last attempt (a fail makes them dead), a1 on lane A (limited
     to 1, with a2 waiting), b1 and b2 on lane B (limited to 1, over it), c1 on
     lane C (no limit, nothing waiting). The same on every call."""
-    q = emq.Queue(client, name)
+    q = emq.Queue(client, name, backend=backend)  # type: ignore[arg-type]
     q.add_many([b"f1", b"f2", b"f3", b"f4"])
     q.add_many([{"data": b"d1", "max_attempts": 1}, {"data": b"d2", "max_attempts": 1}])
     q.add_many([{"data": b"a1", "lane": "A"}, {"data": b"b1", "lane": "B"}, {"data": b"b2", "lane": "B"}, {"data": b"c1", "lane": "C"}])
@@ -75,6 +78,40 @@ def test_the_same_as_the_single_calls_one_after_another(server, r, client, plan)
     assert got == want
     assert normalised(r, "one") == normalised(r, "two")
     assert r.llen("emq:{one}:wake") == r.llen("emq:{two}:wake")
+
+
+@needs_module
+@pytest.mark.parametrize("plan", sorted(PLANS))
+def test_the_module_settles_as_the_plan_does(server, r, client, plan):
+    """`EMQ.SETTLE` (emq's server module, one command) against the plan's
+    conversation: the same answers and the same keyspace, from the same state."""
+    q1, jobs1 = twin(client, r, "one", backend="module")
+    q2, jobs2 = twin(client, r, "two")
+    got = q1.settle_many(batch(jobs1, PLANS[plan]))
+    want = q2.settle_many(batch(jobs2, PLANS[plan]))
+    assert got == want
+    assert normalised(r, "one") == normalised(r, "two")
+    assert r.llen("emq:{one}:wake") == r.llen("emq:{two}:wake")
+    # A single fail through the module (`EMQ.SETTLE` of one) against the plan's
+    # (held still, or settled above: "scheduled", or refused).
+    assert q1.fail(jobs1[b"f3"], "again", retry_in_ms=0) == q2.fail(jobs2[b"f3"], "again", retry_in_ms=0)
+    assert normalised(r, "one") == normalised(r, "two")
+
+
+@needs_module
+def test_the_module_refuses_bad_input_and_wrong_types_writing_nothing(server, r, client):
+    q, jobs = twin(client, r, "mbad", backend="module")
+    f1, f2, f3 = jobs[b"f1"], jobs[b"f2"], jobs[b"f3"]
+    before = snapshot(r)
+    with pytest.raises(emq.ArgumentError, match=r"EMQ\.FAIL.*twice"):
+        q.settle_many([f1, (f2, "x", 0), (f1, "y", 0)])
+    assert snapshot(r) == before
+    r.delete("emq:{mbad}:schedule")
+    r.set("emq:{mbad}:schedule", "not a zset")
+    before = snapshot(r)
+    with pytest.raises(emq.LayoutError, match="EMQ.FAIL"):
+        q.settle_many([f1, (f2, "y", 0), (f3, "x", 60_000)])
+    assert snapshot(r) == before
 
 
 def test_the_answers_of_the_mixed_plan(server, r, client):

@@ -89,11 +89,12 @@ FailAnswer = Literal["scheduled", "dead", "refused"]
 class Queue:
     """The jobs of one queue: `Queue(client, "orders")`.
 
-    `backend`: who runs the adds, claims and completes (`add`, `add_many`,
-    `claim`, `complete`, `complete_many`, `complete_and_claim`, and so a
-    worker's on this queue). `"plan"` (the default): the Rust core in this
-    process, under its `WATCH` guard, on any server. `"module"`: emq's server
-    module (`EMQ.ADD`, `EMQ.CLAIM`, `EMQ.COMPLETE`: the same plans, run inside
+    `backend`: who runs the adds, claims, completes and fails (`add`,
+    `add_many`, `claim`, `complete`, `complete_many`, `complete_and_claim`,
+    `fail`, `settle_many`, and so a worker's on this queue). `"plan"` (the
+    default): the Rust core in this process, under its `WATCH` guard, on any
+    server. `"module"`: emq's server module (`EMQ.ADD`, `EMQ.CLAIM`,
+    `EMQ.COMPLETE`, `EMQ.SETTLE`: the same plans, run inside
     the server, one round trip a call; README, "The server module"); a server
     without it raises `emq.ModuleMissingError`. Every other call runs the plan
     either way.
@@ -245,6 +246,8 @@ class Queue:
         left, else `"dead"`; `"refused"` if the lease is lost (nothing changes)."""
         job = self._held("EMQ.FAIL", job)
         err, retry_in_ms = _failure(error, retry_in_ms)
+        if self._module:
+            return self.client._settle_many(self.name, [job], [(err, retry_in_ms)], True)[0]  # type: ignore[return-value]
         return self.client._fail(self.name, job, err, retry_in_ms)
 
     def settle_many(self, items: Sequence[Job | tuple[Job, Failure] | tuple[Job, Failure, int | None]]) -> list[bool | FailAnswer]:
@@ -254,7 +257,8 @@ class Queue:
         retry_in_ms)` to fail. Each is answered as its single call would answer
         it alone (`complete`: True, or False if the lease is lost; `fail`:
         `"scheduled"`, `"dead"` or `"refused"`), and the result is that of the
-        single calls one after another, in this order."""
+        single calls one after another, in this order. With `backend="module"`:
+        one `EMQ.SETTLE`, run by emq's server module."""
         if not isinstance(items, (list, tuple)):
             raise ArgumentError(f"EMQ.COMPLETE: items must be a list, not {type(items).__name__}")
         jobs: list[Job] = []
@@ -268,9 +272,7 @@ class Queue:
             else:
                 jobs.append(self._held("EMQ.COMPLETE", item))
                 fails.append(None)
-        if self._module and all(f is None for f in fails):
-            return list(self.client._complete_many(self.name, jobs, True))
-        answers = self.client._settle_many(self.name, jobs, fails)
+        answers = self.client._settle_many(self.name, jobs, fails, self._module)
         return [a == "done" if f is None else a for a, f in zip(answers, fails)]  # type: ignore[misc]
 
     # -- lanes ----------------------------------------------------------------

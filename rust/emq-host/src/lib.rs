@@ -432,13 +432,15 @@ impl Client {
     /// reading, one transaction: a group commit of finished and failed jobs).
     /// `fails[i]`: `None` completes `jobs[i]`, `(error, retry_in_ms)` fails it.
     /// For each: `"done"`, `"scheduled"`, `"dead"` or `"refused"`, as its single
-    /// call would answer it.
+    /// call would answer it. `module`: by `EMQ.SETTLE`, run by emq's server module.
+    #[pyo3(signature = (queue, jobs, fails, module=false))]
     fn _settle_many(
         &self,
         py: Python<'_>,
         queue: &Bound<'_, PyAny>,
         jobs: Vec<PyRef<'_, Job>>,
         fails: Vec<Option<jobs::Failure>>,
+        module: bool,
     ) -> PyResult<Vec<&'static str>> {
         let verb = if fails.iter().all(Option::is_none) { emq_plan::settle::COMPLETE } else { emq_plan::settle::FAIL };
         let q = queue_arg(verb, queue)?;
@@ -449,7 +451,8 @@ impl Client {
             return Ok(vec![]);
         }
         let items: Vec<_> = held_jobs(&jobs).into_iter().zip(fails).collect();
-        let answers = self.wrote(py, verb, &q, |c| jobs::settle_many(c, &q, &items))?;
+        let answers =
+            self.wrote(py, verb, &q, |c| if module { module::settle_many(c, &q, &items) } else { jobs::settle_many(c, &q, &items) })?;
         Ok(answers
             .into_iter()
             .map(|a| match a {

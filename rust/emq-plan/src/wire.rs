@@ -21,9 +21,16 @@
 //! `tag` and `seq`, so a replica or the AOF replays the very ids handed out;
 //! `when` is `d<ms>`, a delay, or `a<ms>`, a due time; lane empty for none)
 //!
+//! `EMQ.SETTLE 1 <P>active <P> <id> <token> <lane> <fate> <error>…` (a group
+//! commit of completes and fails, `settle_many`: five arguments a job; `fate` is
+//! `c` to complete, `r<ms>` to fail with that retry delay, `b<unit>` to fail with
+//! the backoff, `unit` the jitter's draw in millionths; `error` empty for a
+//! complete)
+//!
 //! `EMQ.CLAIM` answers the jobs taken, each `[id, data, lane or nil, attempts,
 //! max_attempts, token, deadline]`; `EMQ.COMPLETE` a 1 or 0 a job (done, or
-//! refused: the lease was lost); `EMQ.ADD` the jobs' ids.
+//! refused: the lease was lost); `EMQ.SETTLE` a 0 (refused), 1 (done), 2
+//! (scheduled) or 3 (dead) a job; `EMQ.ADD` the jobs' ids.
 
 use crate::add::{NewJob, When, ADD};
 use crate::claim::{Claimed, CLAIM, MAX_CLAIM};
@@ -33,7 +40,8 @@ use crate::extend_many::{Held, EXTEND_MAX};
 use crate::names::{queue_of_prefix, Keys};
 use crate::numbers::{count_arg, decimal, signed_decimal, MAX_MS};
 use crate::reply::Reply;
-use crate::settle::COMPLETE;
+use crate::settle::{Settled, COMPLETE, FAIL};
+use crate::settle_many::Fate;
 use crate::sweep::types::{Kind, PROMOTE, STALLED};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,14 +106,18 @@ fn queue_of<'a>(verb: &str, prefix: &'a [u8], keys: &[&[u8]], suffixes: &[&[u8]]
 }
 
 /// A worker's call in its wire form (`parse_job`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum JobRequest {
     Claim { queue: Vec<u8>, n: u64, lease_ms: u64, tokens: Vec<Vec<u8>> },
     Complete { queue: Vec<u8>, jobs: Vec<Held> },
     Add { queue: Vec<u8>, gen: (u32, u64), jobs: Vec<NewJob> },
+    Settle { queue: Vec<u8>, jobs: Vec<(Held, Fate)> },
 }
 
-/// Checks `EMQ.CLAIM`, `EMQ.COMPLETE` or `EMQ.ADD` (its name first): the layout,
+/// `EMQ.SETTLE`'s name, in its layout errors (a job's own errors name `EMQ.COMPLETE` or `EMQ.FAIL`).
+pub const SETTLE: &str = "EMQ.SETTLE";
+
+/// Checks `EMQ.CLAIM`, `EMQ.COMPLETE`, `EMQ.SETTLE` or `EMQ.ADD` (its name first): the layout,
 /// then each argument. What the conversation checks itself (no id twice, n and the lease
 /// positive) it still checks, with the same errors as the client host's.
 pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
@@ -117,17 +129,19 @@ pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
         b"EMQ.CLAIM" => (CLAIM, b"pending"),
         b"EMQ.COMPLETE" => (COMPLETE, b"active"),
         b"EMQ.ADD" => (ADD, b"schedule"),
+        b"EMQ.SETTLE" => (SETTLE, b"active"),
         _ => {
             return Err(Error::argument(
                 "emq",
                 "command",
-                format!("{:?} is not EMQ.CLAIM, EMQ.COMPLETE or EMQ.ADD", String::from_utf8_lossy(name)),
+                format!("{:?} is not EMQ.CLAIM, EMQ.COMPLETE, EMQ.SETTLE or EMQ.ADD", String::from_utf8_lossy(name)),
             ))
         }
     };
     let shape = match verb {
         CLAIM => "1 key, the prefix, n, lease_ms and n tokens",
         ADD => "1 key, the prefix, the id tag and sequence, and an id, data, when, lane and max_attempts a job",
+        SETTLE => "1 key, the prefix and an id, token, lane, fate and error a job",
         _ => "1 key, the prefix and an id, token and lane a job",
     };
     if tail.len() < 3 || tail[0] != b"1" {
@@ -151,6 +165,9 @@ pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
     if verb == ADD {
         return parse_add(queue, argv, shape);
     }
+    if verb == SETTLE {
+        return parse_settle(queue, argv, shape);
+    }
     if argv.is_empty() || argv.len() % 3 != 0 {
         return Err(Error::layout(verb, format!("expected {shape}")));
     }
@@ -167,6 +184,39 @@ pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(JobRequest::Complete { queue, jobs })
+}
+
+/// `EMQ.SETTLE`'s arguments after the prefix: five a job. What `SettleMany::new`
+/// checks (ids, none twice) it leaves to it.
+fn parse_settle(queue: Vec<u8>, argv: &[&[u8]], shape: &str) -> Result<JobRequest> {
+    if argv.is_empty() || !argv.len().is_multiple_of(5) {
+        return Err(Error::layout(SETTLE, format!("expected {shape}")));
+    }
+    if argv.len() / 5 > EXTEND_MAX {
+        return Err(Error::argument(SETTLE, "jobs", format!("at most {EXTEND_MAX} a call")));
+    }
+    let jobs = argv
+        .chunks_exact(5)
+        .map(|j| {
+            let fate = match j[3].split_first() {
+                Some((b'c', [])) => Some(Fate::Complete),
+                Some((b'r', ms)) => decimal::<u64>(ms).map(|ms| Fate::Fail { error: j[4].to_vec(), retry_in_ms: Some(ms), jitter: 0.0 }),
+                Some((b'b', unit)) => decimal::<u64>(unit).filter(|&u| u < 1_000_000).map(|u| Fate::Fail {
+                    error: j[4].to_vec(),
+                    retry_in_ms: None,
+                    jitter: u as f64 / 1e6,
+                }),
+                _ => None,
+            };
+            let fate = fate.ok_or_else(|| Error::argument(SETTLE, "fate", "must be c, r<retry ms> or b<jitter in millionths>"))?;
+            let verb = if fate == Fate::Complete { COMPLETE } else { FAIL };
+            if j[1].is_empty() {
+                return Err(Error::argument(verb, "token", "must not be empty"));
+            }
+            Ok((Held { id: j[0].to_vec(), token: j[1].to_vec(), lane: (!j[2].is_empty()).then(|| j[2].to_vec()) }, fate))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(JobRequest::Settle { queue, jobs })
 }
 
 /// `EMQ.ADD`'s arguments after the prefix: the id tag and sequence, then five a
@@ -246,6 +296,54 @@ pub fn complete_cmd(keys: &Keys, jobs: &[Held]) -> Cmd {
         c = c.arg(&j.id).arg(&j.token).arg(j.lane.as_deref().unwrap_or_default());
     }
     c
+}
+
+/// `EMQ.SETTLE`, as the client host sends it. A backoff's jitter goes in
+/// millionths, as the module reads it back.
+pub fn settle_cmd(keys: &Keys, jobs: &[(Held, Fate)]) -> Cmd {
+    let mut c = Cmd::new(SETTLE).arg("1").arg(keys.active()).arg(&keys.prefix);
+    for (j, fate) in jobs {
+        c = c.arg(&j.id).arg(&j.token).arg(j.lane.as_deref().unwrap_or_default());
+        c = match fate {
+            Fate::Complete => c.arg("c").arg(""),
+            Fate::Fail { error, retry_in_ms: Some(ms), .. } => c.arg(format!("r{ms}")).arg(error),
+            Fate::Fail { error, retry_in_ms: None, jitter } => c.arg(format!("b{}", micros(*jitter))).arg(error),
+        };
+    }
+    c
+}
+
+/// A jitter's draw (in [0, 1)) in whole millionths, as the wire carries it.
+#[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "clamped to [0, 999999] first")]
+pub fn micros(unit: f64) -> u64 {
+    (unit * 1e6).clamp(0.0, 999_999.0) as u64
+}
+
+/// `EMQ.SETTLE`'s reply: a number a job.
+pub fn settled_reply(answers: &[Settled]) -> Reply {
+    let code = |a: &Settled| match a {
+        Settled::Completed => 1,
+        Settled::Retrying => 2,
+        Settled::Dead => 3,
+        _ => 0,
+    };
+    Reply::Array(answers.iter().map(|a| Reply::Int(code(a))).collect())
+}
+
+/// The answers of `EMQ.SETTLE`'s reply (`settled_reply`), `n` of them.
+pub fn parse_settled(reply: &Reply, n: usize) -> Result<Vec<Settled>> {
+    let bad = || Error::server(SETTLE, format!("unexpected reply {reply:?}"));
+    let items = reply.as_array().filter(|a| a.len() == n).ok_or_else(bad)?;
+    items
+        .iter()
+        .map(|r| match r.as_int() {
+            Some(0) => Ok(Settled::Refused),
+            Some(1) => Ok(Settled::Completed),
+            Some(2) => Ok(Settled::Retrying),
+            Some(3) => Ok(Settled::Dead),
+            _ => Err(bad()),
+        })
+        .collect()
 }
 
 /// `EMQ.CLAIM`'s reply.
@@ -415,6 +513,36 @@ mod tests {
         ];
         let c = complete_cmd(&keys, &jobs);
         assert_eq!(parse_job(&c.to_args()).unwrap(), JobRequest::Complete { queue: b"orders".to_vec(), jobs });
+    }
+
+    #[test]
+    fn a_settle_parses_as_the_host_builds_it_and_refuses_bad_fates() {
+        let keys = Keys::new(b"orders");
+        let fail = |retry_in_ms, jitter| Fate::Fail { error: b"e\xff".to_vec(), retry_in_ms, jitter };
+        let jobs = vec![
+            (Held { id: b"a".to_vec(), token: b"t".to_vec(), lane: None }, Fate::Complete),
+            (Held { id: b"\xff".to_vec(), token: b"u".to_vec(), lane: Some(b"l".to_vec()) }, fail(Some(0), 0.0)),
+            (Held { id: b"c".to_vec(), token: b"v".to_vec(), lane: None }, fail(None, 0.25)),
+        ];
+        let c = settle_cmd(&keys, &jobs);
+        assert_eq!(parse_job(&c.to_args()).unwrap(), JobRequest::Settle { queue: b"orders".to_vec(), jobs });
+        assert_eq!((micros(0.0), micros(0.999_999_9), micros(1.0), micros(-1.0), micros(f64::NAN)), (0, 999_999, 999_999, 0, 0));
+        let head = "EMQ.SETTLE 1 emq:{o}:active emq:{o}:";
+        for (tail, kind, name) in [
+            ("a t l c", ErrorKind::Layout, "expected"),
+            ("a t l x e", ErrorKind::Argument, "fate"),
+            ("a t l c1 e", ErrorKind::Argument, "fate"),
+            ("a t l r-1 e", ErrorKind::Argument, "fate"),
+            ("a t l b1000000 e", ErrorKind::Argument, "fate"),
+        ] {
+            refused(&format!("{head} {tail}"), kind, name);
+        }
+        refused("EMQ.SETTLE 1 emq:{o}:pending emq:{o}: a t l c e", ErrorKind::Layout, "key");
+        let e = parse_job(&[b"EMQ.SETTLE", b"1", b"emq:{o}:active", b"emq:{o}:", b"a", b"", b"", b"r0", b"e"]).unwrap_err();
+        assert!(e.message.contains("EMQ.FAIL") && e.message.contains("token"), "{e:?}");
+        let answers = [Settled::Refused, Settled::Completed, Settled::Retrying, Settled::Dead];
+        assert_eq!(parse_settled(&settled_reply(&answers), 4).unwrap(), answers);
+        assert!(parse_settled(&Reply::Array(vec![Reply::Int(4)]), 1).is_err());
     }
 
     #[test]
