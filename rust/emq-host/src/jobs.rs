@@ -81,23 +81,20 @@ pub type Failure = (Vec<u8>, Option<u64>);
 /// jitter anew, as a new single call would.
 pub fn settle_many(conn: &mut Conn, queue: &[u8], jobs: &[(Held, Option<Failure>)]) -> HostResult<Vec<Settled>> {
     let mut rng = Jitter::new();
-    drive(
-        conn,
-        || {
-            let fated = jobs
-                .iter()
-                .map(|(held, fail)| {
-                    let fate = match fail {
-                        None => Fate::Complete,
-                        Some((error, retry_in_ms)) => Fate::Fail { error: error.clone(), retry_in_ms: *retry_in_ms, jitter: rng.unit() },
-                    };
-                    (held.clone(), fate)
-                })
-                .collect();
-            Ok(SettleMany::new(Keys::new(queue), fated)?)
-        },
-        |_| {},
-    )
+    drive(conn, || Ok(SettleMany::new(Keys::new(queue), fates(jobs, &mut rng))?), |_| {})
+}
+
+/// Each job's fate: complete, or fail with a draw of the backoff's jitter.
+pub fn fates(jobs: &[(Held, Option<Failure>)], rng: &mut Jitter) -> Vec<(Held, Fate)> {
+    jobs.iter()
+        .map(|(held, fail)| {
+            let fate = match fail {
+                None => Fate::Complete,
+                Some((error, retry_in_ms)) => Fate::Fail { error: error.clone(), retry_in_ms: *retry_in_ms, jitter: rng.unit() },
+            };
+            (held.clone(), fate)
+        })
+        .collect()
 }
 
 /// COMPLETE of many held jobs and a claim of up to `n` flat jobs in one call

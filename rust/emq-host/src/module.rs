@@ -6,14 +6,13 @@ use emq_plan::add::{NewJob, ADD};
 use emq_plan::claim::{Claimed, CLAIM, MAX_CLAIM};
 use emq_plan::extend_many::Held;
 use emq_plan::settle::{Settled, COMPLETE};
-use emq_plan::settle_many::Fate;
 use emq_plan::wire::SETTLE;
 use emq_plan::{wire, Keys, Reply};
 
 use crate::conn::Conn;
 use crate::error::{HostError, HostResult};
 use crate::jitter::Jitter;
-use crate::jobs::{id_gen, tokens, Failure};
+use crate::jobs::{fates, id_gen, tokens, Failure};
 
 pub fn claim(conn: &mut Conn, queue: &[u8], n: u64, lease_ms: u64) -> HostResult<Vec<Claimed>> {
     let n = n.min(MAX_CLAIM);
@@ -36,17 +35,7 @@ pub fn complete_many(conn: &mut Conn, queue: &[u8], jobs: &[Held]) -> HostResult
 /// COMPLETE and FAIL of many held jobs by `EMQ.SETTLE`: each backoff's jitter
 /// drawn here, as the plan's host draws it.
 pub fn settle_many(conn: &mut Conn, queue: &[u8], jobs: &[(Held, Option<Failure>)]) -> HostResult<Vec<Settled>> {
-    let mut rng = Jitter::new();
-    let fated: Vec<(Held, Fate)> = jobs
-        .iter()
-        .map(|(held, fail)| {
-            let fate = match fail {
-                None => Fate::Complete,
-                Some((error, retry_in_ms)) => Fate::Fail { error: error.clone(), retry_in_ms: *retry_in_ms, jitter: rng.unit() },
-            };
-            (held.clone(), fate)
-        })
-        .collect();
+    let fated = fates(jobs, &mut Jitter::new());
     let reply = conn.writes(&[wire::settle_cmd(&Keys::new(queue), &fated)])?.remove(0);
     Ok(wire::parse_settled(&refused(SETTLE, reply)?, jobs.len())?)
 }

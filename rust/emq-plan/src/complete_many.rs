@@ -43,14 +43,69 @@ impl CompleteMany {
                 return Err(Error::argument(COMPLETE, "jobs", format!("{:?} is given twice", String::from_utf8_lossy(&j.id))));
             }
         }
-        let mut lanes: Vec<Vec<u8>> = vec![];
-        for l in jobs.iter().filter_map(|j| j.lane.as_ref()) {
-            if !lanes.contains(l) {
-                lanes.push(l.clone());
-            }
-        }
+        let lanes = lanes_of(&jobs);
         Ok(CompleteMany { keys, jobs, lanes, answers: vec![], held: None })
     }
+}
+
+/// The lanes `jobs` name, each once, in the order of its first job.
+pub fn lanes_of<'a>(jobs: impl IntoIterator<Item = &'a Held>) -> Vec<Vec<u8>> {
+    let mut lanes: Vec<Vec<u8>> = vec![];
+    for l in jobs.into_iter().filter_map(|j| j.lane.as_ref()) {
+        if !lanes.contains(l) {
+            lanes.push(l.clone());
+        }
+    }
+    lanes
+}
+
+/// What a complete may write besides the rows and lanes, read for its type (or
+/// its policy): the ring, `wake`, `active`, the retention of done rows, `done`.
+pub fn done_reads(keys: &Keys, cmds: &mut Vec<Cmd>) {
+    cmds.push(Cmd::new("LLEN").arg(keys.ring()));
+    cmds.push(Cmd::new("LLEN").arg(keys.wake()));
+    cmds.push(Cmd::new("ZCARD").arg(keys.active()));
+    cmds.push(retention::read(keys, &["done_ms"]));
+    cmds.push(Cmd::new("ZCARD").arg(keys.done()));
+}
+
+/// The reads of each lane a batch names: its control and its list's length.
+pub fn lane_reads(keys: &Keys, lanes: &[Vec<u8>], cmds: &mut Vec<Cmd>) {
+    for l in lanes {
+        cmds.push(Cmd::new("HMGET").arg(keys.lanectl(l)).args(CTL_FIELDS));
+        cmds.push(Cmd::new("LLEN").arg(keys.lane(l)));
+    }
+}
+
+/// The new `active` count of each lane some of whose jobs left `active`; the
+/// lanes whose offer relied on their list being empty (`guard::relies_on_empty`).
+pub fn lane_writes(keys: &Keys, lanes: &[Vec<u8>], states: Vec<(LaneCtl, i64, i64)>, w: &mut Vec<Cmd>) -> Vec<Vec<u8>> {
+    let mut relied = vec![];
+    for (l, (ctl, len, left)) in lanes.iter().zip(states) {
+        if left == 0 {
+            continue;
+        }
+        w.push(Cmd::new("HSET").arg(keys.lanectl(l)).arg("active").arg(ctl.active.to_string()));
+        if relies_on_empty(len, &ctl) {
+            relied.push(l.clone());
+        }
+    }
+    relied
+}
+
+/// [`lane_reads`]' replies, two a lane: each lane's control, its list's length,
+/// and the count of its jobs leaving `active` (0 to start with).
+pub fn lane_states(verb: &str, keys: &Keys, lanes: &[Vec<u8>], replies: &[Reply]) -> Result<Vec<(LaneCtl, i64, i64)>> {
+    lanes
+        .iter()
+        .zip(replies.chunks_exact(2))
+        .map(|(l, pair)| {
+            if pair[0].is_wrongtype() || pair[1].is_wrongtype() {
+                return Err(Error::layout(verb, format!("{} or its control has the wrong type", String::from_utf8_lossy(&keys.lane(l)))));
+            }
+            Ok((LaneCtl::from_reply(&pair[0]), pair[1].as_int().unwrap_or(0), 0))
+        })
+        .collect()
 }
 
 impl Conversation for CompleteMany {
@@ -69,15 +124,8 @@ impl Conversation for CompleteMany {
         watch.extend(self.lanes.iter().map(|l| k.lanectl(l)));
         let mut cmds = vec![Cmd::new("TIME")];
         cmds.extend(row_reads(k, &self.jobs));
-        for l in &self.lanes {
-            cmds.push(Cmd::new("HMGET").arg(k.lanectl(l)).args(CTL_FIELDS));
-            cmds.push(Cmd::new("LLEN").arg(k.lane(l)));
-        }
-        cmds.push(Cmd::new("LLEN").arg(k.ring()));
-        cmds.push(Cmd::new("LLEN").arg(k.wake()));
-        cmds.push(Cmd::new("ZCARD").arg(k.active()));
-        cmds.push(retention::read(k, &["done_ms"]));
-        cmds.push(Cmd::new("ZCARD").arg(k.done()));
+        lane_reads(k, &self.lanes, &mut cmds);
+        done_reads(k, &mut cmds);
         Step::Read { watch, cmds }
     }
 
@@ -94,13 +142,7 @@ impl Conversation for CompleteMany {
         }
         let k = self.keys.clone();
         let now = parse_time(&replies[0]).ok_or_else(|| Error::server(COMPLETE, "TIME gave no clock"))?;
-        let mut lanes: Vec<(LaneCtl, i64, i64)> = Vec::with_capacity(nl); // control, length, jobs leaving active
-        for (l, pair) in self.lanes.iter().zip(replies[1 + n..1 + n + 2 * nl].chunks_exact(2)) {
-            if pair[0].is_wrongtype() || pair[1].is_wrongtype() {
-                return Err(Error::layout(COMPLETE, format!("{} or its control has the wrong type", String::from_utf8_lossy(&k.lane(l)))));
-            }
-            lanes.push((LaneCtl::from_reply(&pair[0]), pair[1].as_int().unwrap_or(0), 0));
-        }
+        let mut lanes = lane_states(COMPLETE, &k, &self.lanes, &replies[1 + n..1 + n + 2 * nl])?;
         let t = &replies[1 + n + 2 * nl..];
         let (ring_ok, wake_ok) = (!t[0].is_wrongtype(), !t[1].is_wrongtype());
         if t[2].is_wrongtype() {
@@ -136,16 +178,7 @@ impl Conversation for CompleteMany {
         let mut w = lease_marks_of(&k, seconds);
         w.push(Cmd::new("ZREM").arg(k.active()).args(&done));
         retention::many_done_writes(&k, &done, now, done_ms, &mut w);
-        let mut relied = vec![];
-        for (l, (ctl, len, left)) in self.lanes.iter().zip(lanes) {
-            if left == 0 {
-                continue;
-            }
-            w.push(Cmd::new("HSET").arg(k.lanectl(l)).arg("active").arg(ctl.active.to_string()));
-            if relies_on_empty(len, &ctl) {
-                relied.push(l.clone());
-            }
-        }
+        let relied = lane_writes(&k, &self.lanes, lanes, &mut w);
         if offers.offered_any() {
             if !ring_ok || !wake_ok {
                 return Err(Error::layout(COMPLETE, "ring or wake has the wrong type"));

@@ -10,13 +10,14 @@
 
 use crate::clock::parse_time;
 use crate::cmd::Cmd;
+use crate::complete_many::{done_reads, lane_reads, lane_states, lane_writes, lanes_of};
 use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
 use crate::extend_many::{lease_marks_of, Held, EXTEND_MAX};
-use crate::guard::{confirm_empty, lease_bucket, relies_on_empty, still_empty};
+use crate::guard::{confirm_empty, lease_bucket, still_empty};
 use crate::names::Keys;
 use crate::numbers::{field_int, later};
-use crate::offer::{schedule_head, LaneCtl, Offers, CTL_FIELDS};
+use crate::offer::{schedule_head, Offers};
 use crate::reply::Reply;
 use crate::retention::{self, Retention};
 use crate::settle::{retry_delay_ms, Settled, COMPLETE, FAIL};
@@ -84,12 +85,7 @@ impl SettleMany {
                 return Err(Error::argument(verb, "jobs", format!("{:?} is given twice", String::from_utf8_lossy(&j.id))));
             }
         }
-        let mut lanes: Vec<Vec<u8>> = vec![];
-        for l in jobs.iter().filter_map(|(j, _)| j.lane.as_ref()) {
-            if !lanes.contains(l) {
-                lanes.push(l.clone());
-            }
-        }
+        let lanes = lanes_of(jobs.iter().map(|(j, _)| j));
         Ok(SettleMany { keys, jobs, lanes, answers: vec![], held: None })
     }
 
@@ -119,15 +115,8 @@ impl Conversation for SettleMany {
         watch.extend(self.lanes.iter().map(|l| k.lanectl(l)));
         let mut cmds = vec![Cmd::new("TIME")];
         cmds.extend(self.jobs.iter().map(|(j, _)| Cmd::new("HMGET").arg(k.job(&j.id)).args(ROW)));
-        for l in &self.lanes {
-            cmds.push(Cmd::new("HMGET").arg(k.lanectl(l)).args(CTL_FIELDS));
-            cmds.push(Cmd::new("LLEN").arg(k.lane(l)));
-        }
-        cmds.push(Cmd::new("LLEN").arg(k.ring()));
-        cmds.push(Cmd::new("LLEN").arg(k.wake()));
-        cmds.push(Cmd::new("ZCARD").arg(k.active()));
-        cmds.push(retention::read(k, &["done_ms"]));
-        cmds.push(Cmd::new("ZCARD").arg(k.done()));
+        lane_reads(k, &self.lanes, &mut cmds);
+        done_reads(k, &mut cmds);
         cmds.push(Cmd::new("LLEN").arg(k.pending()));
         cmds.push(schedule_head(k));
         cmds.push(Cmd::new("ZCARD").arg(k.dead()));
@@ -159,13 +148,7 @@ impl Conversation for SettleMany {
         }
         let k = self.keys.clone();
         let now = parse_time(&replies[0]).ok_or_else(|| Error::server(verb, "TIME gave no clock"))?;
-        let mut lanes: Vec<(LaneCtl, i64, i64)> = Vec::with_capacity(nl); // control, length, jobs leaving active
-        for (l, pair) in self.lanes.iter().zip(replies[1 + n..1 + n + 2 * nl].chunks_exact(2)) {
-            if pair[0].is_wrongtype() || pair[1].is_wrongtype() {
-                return Err(Error::layout(verb, format!("{} or its control has the wrong type", String::from_utf8_lossy(&k.lane(l)))));
-            }
-            lanes.push((LaneCtl::from_reply(&pair[0]), pair[1].as_int().unwrap_or(0), 0));
-        }
+        let mut lanes = lane_states(verb, &k, &self.lanes, &replies[1 + n..1 + n + 2 * nl])?;
         let [ring, wake, active, retention, done, pending, schedule, dead] = &replies[1 + n + 2 * nl..] else {
             return Err(Error::server(verb, "wrong number of replies"));
         };
@@ -288,16 +271,7 @@ impl Conversation for SettleMany {
         if !done_ids.is_empty() {
             retention::many_done_writes(&k, &done_ids, now, done_ms, &mut plan);
         }
-        let mut relied = vec![];
-        for (l, (ctl, len, left)) in self.lanes.iter().zip(lanes) {
-            if left == 0 {
-                continue;
-            }
-            plan.push(Cmd::new("HSET").arg(k.lanectl(l)).arg("active").arg(ctl.active.to_string()));
-            if relies_on_empty(len, &ctl) {
-                relied.push(l.clone());
-            }
-        }
+        let relied = lane_writes(&k, &self.lanes, lanes, &mut plan);
         if offers.offered_any() || wakes {
             offers.writes(&k, &mut plan);
         }
