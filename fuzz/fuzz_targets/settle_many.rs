@@ -1,5 +1,6 @@
-//! EXTEND and COMPLETE of many jobs in one call (SPEC §7), and COMPLETE paired
-//! with a flat claim (`emq_plan::both`), fed any replies: see `emq_fuzz` for
+//! EXTEND and COMPLETE of many jobs in one call (SPEC §7), COMPLETE paired with
+//! a flat claim (`emq_plan::both`), and completes and fails together
+//! (`emq_plan::settle_many`), fed any replies: see `emq_fuzz` for
 //! the properties. The rows' `token` fields sometimes match the workers', so
 //! the plans are reached.
 
@@ -10,6 +11,7 @@ use emq_plan::both::Both;
 use emq_plan::claim::Claim;
 use emq_plan::complete_many::CompleteMany;
 use emq_plan::extend_many::{ExtendMany, Held};
+use emq_plan::settle_many::{Fate, SettleMany};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -25,8 +27,24 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     let lease_ms: u64 = u.arbitrary().unwrap_or(0);
     let hints = vec![b"j0".to_vec(), b"L".to_vec()];
-    let pick = u.int_in_range(0..=2u8).unwrap_or(0);
-    if pick == 2 {
+    let pick = u.int_in_range(0..=3u8).unwrap_or(0);
+    if pick == 3 {
+        // Each job completed, failed after a delay (0: ready at once), or failed with the backoff.
+        let fated: Vec<(Held, Fate)> = jobs
+            .iter()
+            .map(|j| {
+                let fate = match u.int_in_range(0..=2u8).unwrap_or(0) {
+                    0 => Fate::Complete,
+                    1 => Fate::Fail { error: b"e".to_vec(), retry_in_ms: Some(u.int_in_range(0..=2u64).unwrap_or(0)), jitter: 0.5 },
+                    _ => Fate::Fail { error: vec![], retry_in_ms: None, jitter: u.int_in_range(0..=9u8).unwrap_or(0) as f64 / 10.0 },
+                };
+                (j.clone(), fate)
+            })
+            .collect();
+        let make = || SettleMany::new(keys.clone(), fated.clone());
+        let Ok(_) = make() else { return };
+        drive(Replies::new(u, &keys, hints), || make().expect("checked above"));
+    } else if pick == 2 {
         let claim_n = u.int_in_range(0..=3u64).unwrap_or(0);
         let make = || CompleteMany::new(keys.clone(), jobs.clone());
         let Ok(_) = make() else { return };

@@ -1,5 +1,5 @@
 //! The module's wire forms (`emq_plan::wire::parse` for the sweeps,
-//! `parse_job` for the claims, completes and adds: the module's argument
+//! `parse_job` for the claims, completes, settles and adds: the module's argument
 //! checks) fed any arguments: they refuse or parse, never panic, and a call
 //! built back from what it parsed to parses to the same (a claim's lease as
 //! the client host caps it).
@@ -13,12 +13,17 @@ fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
     let args: Vec<Vec<u8>> = if u.arbitrary::<bool>().unwrap_or(false) {
         // Near the real thing: a verb, a count, keys of one queue, the prefix, numbers.
-        let words: [&[u8]; 19] = [
+        let words: [&[u8]; 24] = [
             b"EMQ.PROMOTE",
             b"emq.stalled.check",
             b"EMQ.CLAIM",
             b"EMQ.COMPLETE",
+            b"EMQ.SETTLE",
             b"EMQ.ADD",
+            b"c",
+            b"r0",
+            b"b3",
+            b"b999999",
             b"d5",
             b"a-5",
             b"d18446744073709551615",
@@ -62,6 +67,10 @@ fuzz_target!(|data: &[u8]| {
             JobRequest::Complete { queue, jobs } => {
                 assert!(!jobs.is_empty());
                 (emq_plan::wire::complete_cmd(&emq_plan::Keys::new(queue), jobs), req.clone())
+            }
+            JobRequest::Settle { queue, jobs } => {
+                assert!(!jobs.is_empty());
+                (emq_plan::wire::settle_cmd(&emq_plan::Keys::new(queue), jobs), req.clone())
             }
             JobRequest::Add { queue, gen, jobs } => {
                 assert!(!jobs.is_empty());

@@ -313,10 +313,11 @@ pub fn settle_cmd(keys: &Keys, jobs: &[(Held, Fate)]) -> Cmd {
     c
 }
 
-/// A jitter's draw (in [0, 1)) in whole millionths, as the wire carries it.
+/// A jitter's draw (in [0, 1)) in whole millionths, as the wire carries it
+/// (rounded: what `parse_job` read from the wire goes back as it came).
 #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "clamped to [0, 999999] first")]
 pub fn micros(unit: f64) -> u64 {
-    (unit * 1e6).clamp(0.0, 999_999.0) as u64
+    (unit * 1e6).round().clamp(0.0, 999_999.0) as u64
 }
 
 /// `EMQ.SETTLE`'s reply: a number a job.
@@ -527,6 +528,9 @@ mod tests {
         let c = settle_cmd(&keys, &jobs);
         assert_eq!(parse_job(&c.to_args()).unwrap(), JobRequest::Settle { queue: b"orders".to_vec(), jobs });
         assert_eq!((micros(0.0), micros(0.999_999_9), micros(1.0), micros(-1.0), micros(f64::NAN)), (0, 999_999, 999_999, 0, 0));
+        for u in [0, 1, 3, 7, 123_457, 999_999] {
+            assert_eq!(micros(u as f64 / 1e6), u, "a draw read from the wire goes back as it came");
+        }
         let head = "EMQ.SETTLE 1 emq:{o}:active emq:{o}:";
         for (tail, kind, name) in [
             ("a t l c", ErrorKind::Layout, "expected"),
