@@ -135,8 +135,8 @@ class GroupCommit:
     (each answered as `complete` alone would: refused alone when its lease was
     lost), or, when any of them failed, completes and fails them all in one
     `settle_many` (each answered as `complete` or `fail` alone would); jobs
-    that finish while a commit is on the wire go together in the next. Alone, a job is completed
-    at once, with no added wait. A job id held twice (a run whose lease was
+    that finish while a commit is on the wire go together in the next. Alone,
+    a job is completed at once, with no added wait. A job id held twice (a run whose lease was
     lost, and the new run) goes in separate commits. The thread starts with the
     first job and ends with `close`.
 
@@ -280,7 +280,7 @@ class GroupCommit:
             n = 0
             if self._alone_next:
                 self._alone_next -= 1
-            elif self._reserve is not None and not any(errors):
+            elif self._reserve is not None and all(e is None for e in errors):
                 n = self._reserve(len(jobs))
             got = None
             try:
