@@ -240,7 +240,7 @@ class Queue:
             return self.client._complete_many(self.name, [job], True)[0]
         return self.client._complete(self.name, job)
 
-    def fail(self, job: Job, error: str | bytes | BaseException, *, retry_in_ms: int | None = None) -> FailAnswer:
+    def fail(self, job: Job, error: Failure, *, retry_in_ms: int | None = None) -> FailAnswer:
         """Records a failure: `"scheduled"` (retried after `retry_in_ms`, or an
         exponential backoff with jitter; ready at once with 0) while attempts are
         left, else `"dead"`; `"refused"` if the lease is lost (nothing changes)."""

@@ -136,9 +136,9 @@ class GroupCommit:
     lost), or, when any of them failed, completes and fails them all in one
     `settle_many` (each answered as `complete` or `fail` alone would); jobs
     that finish while a commit is on the wire go together in the next. Alone,
-    a job is completed at once, with no added wait. A job id held twice (a run whose lease was
-    lost, and the new run) goes in separate commits. The thread starts with the
-    first job and ends with `close`.
+    a job is completed at once, with no added wait. A job id held twice (a run
+    whose lease was lost, and the new run) goes in separate commits. The thread
+    starts with the first job and ends with `close`.
 
     With `reserve`, a commit also claims the worker's next jobs in the same
     transaction (`Queue.complete_and_claim`): `reserve(k)` says how many a

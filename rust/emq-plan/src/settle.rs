@@ -56,6 +56,59 @@ pub fn retry_delay_ms(attempts: i64, unit: f64) -> u64 {
     backoff(exponent, RETRY_BASE_MS, RETRY_CAP_MS, unit) as u64
 }
 
+/// A FAIL's own arguments: the error, the retry delay (`None`: the backoff),
+/// and the draw for the backoff's jitter (in [0, 1)).
+pub struct Fail<'a> {
+    pub error: &'a [u8],
+    pub retry_in_ms: Option<u64>,
+    pub jitter: f64,
+}
+
+/// Where a failed job went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failed {
+    /// Retried at once: pushed to `pending` or its lane.
+    Ready,
+    /// Retried later: in `schedule`, due then.
+    Later(i64),
+    /// Its last attempt: in `dead`.
+    Dead,
+}
+
+/// FAIL's writes for a held job (SPEC §7) once it has left `active`: the
+/// lease's fields go, then a retry (ready at once with no delay, else due in
+/// `schedule`) while attempts are left, else `dead`. Where it went decides
+/// which types the caller checks and whom it wakes. Shared by the single
+/// call (`Settle`) and the batch (`settle_many`).
+pub fn fail_writes(
+    k: &Keys,
+    id: &[u8],
+    lane: Option<&[u8]>,
+    fail: &Fail<'_>,
+    (attempts, max_attempts): (i64, i64),
+    now: i64,
+    w: &mut Vec<Cmd>,
+) -> Failed {
+    let job = k.job(id);
+    w.push(Cmd::new("HDEL").arg(&job).arg("token").arg("lease"));
+    if attempts >= max_attempts {
+        w.push(Cmd::new("ZADD").arg(k.dead()).arg(now.to_string()).arg(id));
+        w.push(Cmd::new("HSET").arg(&job).arg("state").arg("dead").arg("error").arg(fail.error).arg("finished").arg(now.to_string()));
+        return Failed::Dead;
+    }
+    let delay = fail.retry_in_ms.unwrap_or_else(|| retry_delay_ms(attempts, fail.jitter));
+    let due = later(now, delay);
+    let state = if delay == 0 { "pending" } else { "scheduled" };
+    w.push(Cmd::new("HSET").arg(&job).arg("state").arg(state).arg("error").arg(fail.error).arg("due").arg(due.to_string()));
+    if delay == 0 {
+        w.push(Cmd::new("RPUSH").arg(lane.map_or_else(|| k.pending(), |l| k.lane(l))).arg(id));
+        Failed::Ready
+    } else {
+        w.push(Cmd::new("ZADD").arg(k.schedule()).arg(due.to_string()).arg(id));
+        Failed::Later(due)
+    }
+}
+
 pub struct Settle {
     keys: Keys,
     id: Vec<u8>,
@@ -257,40 +310,29 @@ impl Conversation for Settle {
             }
             Action::Fail { error, retry_in_ms } => {
                 w.push(Cmd::new("ZREM").arg(k.active()).arg(&self.id));
-                w.push(Cmd::new("HDEL").arg(&job).arg("token").arg("lease"));
-                if attempts < max_attempts {
-                    let delay = retry_in_ms.unwrap_or_else(|| retry_delay_ms(attempts, self.jitter));
-                    let due = later(now, delay);
-                    ready = delay == 0;
-                    let state = if ready { "pending" } else { "scheduled" };
-                    w.push(Cmd::new("HSET").arg(&job).arg("state").arg(state).arg("error").arg(error).arg("due").arg(due.to_string()));
-                    if ready {
-                        let list = match &self.lane {
-                            Some(l) => k.lane(l),
-                            None => k.pending(),
-                        };
+                let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: self.jitter };
+                match fail_writes(&k, &self.id, self.lane.as_deref(), &fail, (attempts, max_attempts), now, &mut w) {
+                    Failed::Ready => {
                         if (self.lane.is_none() && !pending_ok) || !wake_ok {
                             return Err(Error::layout(verb, "pending or wake has the wrong type"));
                         }
-                        w.push(Cmd::new("RPUSH").arg(list).arg(&self.id));
-                    } else {
+                        ready = true;
+                        out = Settled::Retrying;
+                    }
+                    Failed::Later(due) => {
                         if !schedule_ok {
                             return Err(Error::layout(verb, "schedule has the wrong type"));
                         }
-                        w.push(Cmd::new("ZADD").arg(k.schedule()).arg(due.to_string()).arg(&self.id));
                         woke = schedule.is_some_and(|head| new_head(head, std::iter::once(due)));
+                        out = Settled::Retrying;
                     }
-                    out = Settled::Retrying;
-                } else {
-                    if !dead_ok {
-                        return Err(Error::layout(verb, "dead has the wrong type"));
+                    Failed::Dead => {
+                        if !dead_ok {
+                            return Err(Error::layout(verb, "dead has the wrong type"));
+                        }
+                        dies = true;
+                        out = Settled::Dead;
                     }
-                    w.push(Cmd::new("ZADD").arg(k.dead()).arg(now.to_string()).arg(&self.id));
-                    w.push(
-                        Cmd::new("HSET").arg(&job).arg("state").arg("dead").arg("error").arg(error).arg("finished").arg(now.to_string()),
-                    );
-                    dies = true;
-                    out = Settled::Dead;
                 }
             }
         }

@@ -16,11 +16,11 @@ use crate::error::{Error, Result};
 use crate::extend_many::{lease_marks_of, Held, EXTEND_MAX};
 use crate::guard::{confirm_empty, lease_bucket, still_empty};
 use crate::names::Keys;
-use crate::numbers::{field_int, later};
+use crate::numbers::field_int;
 use crate::offer::{schedule_head, Offers};
 use crate::reply::Reply;
 use crate::retention::{self, Retention};
-use crate::settle::{retry_delay_ms, Settled, COMPLETE, FAIL};
+use crate::settle::{fail_writes, Fail, Failed, Settled, COMPLETE, FAIL};
 
 /// What a job's handler came to.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,7 +73,7 @@ impl SettleMany {
     /// Checks the call before anything is read: at most `EXTEND_MAX` jobs, each
     /// with an id, none twice (a job is settled once).
     pub fn new(keys: Keys, jobs: Vec<(Held, Fate)>) -> Result<Self> {
-        let verb = if jobs.iter().all(|(_, f)| *f == Fate::Complete) { COMPLETE } else { FAIL };
+        let verb = verb_of(&jobs);
         if jobs.len() > EXTEND_MAX {
             return Err(Error::argument(verb, "jobs", format!("at most {EXTEND_MAX} a call")));
         }
@@ -88,22 +88,22 @@ impl SettleMany {
         let lanes = lanes_of(jobs.iter().map(|(j, _)| j));
         Ok(SettleMany { keys, jobs, lanes, answers: vec![], held: None })
     }
+}
 
-    fn fails(&self) -> bool {
-        self.jobs.iter().any(|(_, f)| *f != Fate::Complete)
+/// A batch's verb: COMPLETE when every job completes, FAIL when any fails.
+fn verb_of(jobs: &[(Held, Fate)]) -> &'static str {
+    if jobs.iter().all(|(_, f)| *f == Fate::Complete) {
+        COMPLETE
+    } else {
+        FAIL
     }
 }
 
 impl Conversation for SettleMany {
     type Out = Vec<Settled>;
 
-    /// COMPLETE when every job completes; FAIL when any fails.
     fn verb(&self) -> &'static str {
-        if self.fails() {
-            FAIL
-        } else {
-            COMPLETE
-        }
+        verb_of(&self.jobs)
     }
 
     /// The clock, every row and the control of every lane named (watched, as the
@@ -190,48 +190,31 @@ impl Conversation for SettleMany {
                     self.answers.push(Settled::Completed);
                 }
                 Fate::Fail { error, retry_in_ms, jitter } => {
-                    let job = k.job(&j.id);
-                    let attempts = field(3).and_then(field_int).unwrap_or(0);
-                    let max_attempts = field(4).and_then(field_int).unwrap_or(0);
-                    w.push(Cmd::new("HDEL").arg(&job).arg("token").arg("lease"));
-                    if attempts < max_attempts {
-                        let delay = retry_in_ms.unwrap_or_else(|| retry_delay_ms(attempts, *jitter));
-                        let due = later(now, delay);
-                        ready = delay == 0;
-                        let state = if ready { "pending" } else { "scheduled" };
-                        w.push(Cmd::new("HSET").arg(&job).arg("state").arg(state).arg("error").arg(error).arg("due").arg(due.to_string()));
-                        if ready {
+                    let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: *jitter };
+                    let tries = (field(3).and_then(field_int).unwrap_or(0), field(4).and_then(field_int).unwrap_or(0));
+                    match fail_writes(&k, &j.id, j.lane.as_deref(), &fail, tries, now, &mut w) {
+                        Failed::Ready => {
                             if (j.lane.is_none() && pending.is_wrongtype()) || wake.is_wrongtype() {
                                 return Err(Error::layout(FAIL, "pending or wake has the wrong type"));
                             }
-                            let list = j.lane.as_ref().map_or_else(|| k.pending(), |l| k.lane(l));
-                            w.push(Cmd::new("RPUSH").arg(list).arg(&j.id));
-                        } else {
+                            ready = true;
+                            self.answers.push(Settled::Retrying);
+                        }
+                        Failed::Later(due) => {
                             if schedule.is_wrongtype() {
                                 return Err(Error::layout(FAIL, "schedule has the wrong type"));
                             }
-                            w.push(Cmd::new("ZADD").arg(k.schedule()).arg(due.to_string()).arg(&j.id));
                             woke = head.is_none_or(|h| (due as f64) < h);
                             head = Some(head.map_or(due as f64, |h| h.min(due as f64)));
+                            self.answers.push(Settled::Retrying);
                         }
-                        self.answers.push(Settled::Retrying);
-                    } else {
-                        if dead.is_wrongtype() {
-                            return Err(Error::layout(FAIL, "dead has the wrong type"));
+                        Failed::Dead => {
+                            if dead.is_wrongtype() {
+                                return Err(Error::layout(FAIL, "dead has the wrong type"));
+                            }
+                            dying.push(j.id.clone());
+                            self.answers.push(Settled::Dead);
                         }
-                        w.push(Cmd::new("ZADD").arg(k.dead()).arg(now.to_string()).arg(&j.id));
-                        w.push(
-                            Cmd::new("HSET")
-                                .arg(&job)
-                                .arg("state")
-                                .arg("dead")
-                                .arg("error")
-                                .arg(error)
-                                .arg("finished")
-                                .arg(now.to_string()),
-                        );
-                        dying.push(j.id.clone());
-                        self.answers.push(Settled::Dead);
                     }
                 }
             }
