@@ -8,6 +8,10 @@ import pytest
 import redis
 
 import emq
+from emq.embedded import module_path
+from test_complete_many import normalised
+
+needs_module = pytest.mark.skipif(module_path() is None, reason="./dev module has not built it")
 
 Q = "many"
 P = f"emq:{{{Q}}}:"
@@ -96,3 +100,81 @@ def test_no_jobs_is_no_call(server, r, client):
     before = snapshot(r)
     assert q.extend_many([], 1000) == []
     assert snapshot(r) == before
+
+
+def held_set(q: emq.Queue, r: redis.Redis) -> tuple[list[emq.Job], emq.Job]:
+    """Jobs claimed on `q` (flat and on lane L), then one done, one a ghost,
+    and a stale copy of another: the same on every call."""
+    q.add_many([b"a", b"b", b"c", b"d"])
+    q.add_many([{"data": b"l1", "lane": "L"}, {"data": b"l2", "lane": "L"}])
+    jobs = sorted(q.claim(6, lease_ms=60_000), key=lambda j: j.data)
+    a, b, c, d, l1, l2 = jobs
+    assert q.complete(c)
+    r.delete(f"emq:{{{q.name}}}:job:{d.id}")
+    stale = emq.Job(id=b.id, data=b"", token="not-the-token")
+    return [a, stale, c, d, l1, l2, a], stale
+
+
+@needs_module
+def test_the_module_extends_as_the_plan_does(server, r, client):
+    """`EMQ.EXTEND` (emq's server module, one command) against the plan's
+    conversation, from the same state: the same answers, the same keyspace
+    (leases aside), leases that end `lease_ms` after the call's clock, and the
+    marks of the old leases' seconds set."""
+    mq, pq = emq.Queue(client, "one", backend="module"), emq.Queue(client, "two")
+    (mjobs, _), (pjobs, _) = held_set(mq, r), held_set(pq, r)
+    old = {int(r.hget("emq:{one}:job:" + j.id, "lease")) // 1000 for j in (mjobs[0], *mjobs[4:6])}  # the held ones
+    t0 = server_ms(r)
+    got = mq.extend_many(mjobs, 120_000)
+    t1 = server_ms(r)
+    ghosts = [("emq:{one}:active", mjobs[3].id), ("emq:{two}:active", pjobs[3].id)]
+    kept = [r.zscore(*g) for g in ghosts]
+    assert got == pq.extend_many(pjobs, 120_000) == [True, False, False, False, True, True, True]
+    assert [r.zscore(*g) for g in ghosts] == kept, "a ghost is left as it is"
+    for g in ghosts:
+        r.zrem(*g)  # its id differs between the two queues: out of the comparison
+    assert normalised(r, "one") == normalised(r, "two")
+    for j, ok in zip(mjobs, got):
+        if ok:
+            lease = int(r.hget("emq:{one}:job:" + j.id, "lease"))
+            assert t0 + 120_000 <= lease <= t1 + 120_000 and r.zscore("emq:{one}:active", j.id) == lease
+    assert all(r.get(f"emq:{{one}}:leases:{s}") == b"1" for s in old)
+    # One job alone (`extend` sends EMQ.EXTEND of one), held and not.
+    assert [mq.extend(j, 5_000) for j in mjobs[:2]] == [pq.extend(j, 5_000) for j in pjobs[:2]] == [True, False]
+    assert normalised(r, "one") == normalised(r, "two")
+
+
+@needs_module
+def test_the_module_refuses_bad_input_and_wrong_types_writing_nothing(server, r, client):
+    q = emq.Queue(client, Q, backend="module")
+    jobs, _ = held_set(q, r)
+    a, l1 = jobs[0], jobs[4]
+    before = snapshot(r)
+    p = P
+    for args, code, words in [
+        (["EMQ.EXTEND", "1", p + "active", p, "0", a.id, a.token, ""], "EMQARG", "lease_ms must be a positive integer"),
+        (["EMQ.EXTEND", "1", p + "active", p, "x", a.id, a.token, ""], "EMQARG", "lease_ms"),
+        (["EMQ.EXTEND", "1", p + "active", p, "1000", a.id, a.token], "EMQLAYOUT", "lease_ms and an id, token and lane a job"),
+        (["EMQ.EXTEND", "1", p + "pending", p, "1000", a.id, a.token, ""], "EMQLAYOUT", "is not"),
+        (["EMQ.EXTEND", "1", p + "active", p, "1000", a.id, "", ""], "EMQARG", "token must not be empty"),
+    ]:
+        with pytest.raises(redis.ResponseError, match=f"^{code} EMQ.EXTEND: (layout: )?.*{words}"):
+            r.execute_command(*args)
+        assert snapshot(r) == before, args
+    # A lane other than its row's: the plan's ArgumentError, from both backends.
+    other = emq.Job(id=l1.id, data=b"", token=l1.token, lane="M")
+    for backend in ("module", "plan"):
+        with pytest.raises(emq.ArgumentError, match="EMQ.EXTEND: job names another lane than its row"):
+            emq.Queue(client, Q, backend=backend).extend_many([a, other], 1000)  # type: ignore[arg-type]
+        assert snapshot(r) == before
+    # `active` of the wrong type: the same LayoutError from both, nothing written.
+    r.delete(P + "active")
+    r.set(P + "active", "not a zset")
+    wrong = snapshot(r)
+    errors = []
+    for backend in ("module", "plan"):
+        with pytest.raises(emq.LayoutError, match="EMQ.EXTEND") as e:
+            emq.Queue(client, Q, backend=backend).extend_many([a], 1000)  # type: ignore[arg-type]
+        errors.append(str(e.value))
+        assert snapshot(r) == wrong
+    assert errors[0] == errors[1]

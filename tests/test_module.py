@@ -430,6 +430,8 @@ def test_a_replica_without_the_module_and_an_aof_reload_end_with_the_primarys_ke
             "scheduled",
             "scheduled",
         ]
+        # Extends by EMQ.EXTEND: the leases, `active`'s scores and the old leases' marks.
+        assert mq.extend_many(taken[9:], 120_000) == [True] * (len(taken) - 9)
         done, more = mq.complete_and_claim(taken[9:], 3)
         assert done == [True] * (len(taken) - 9)
         assert [j.id for j in more] == [taken[5].id], "the retry made ready is claimed again"
@@ -602,11 +604,14 @@ def test_in_a_cluster_the_key_positions_route_the_commands(_production_servers):
             other.execute_command("EMQ.CLAIM", "1", p + "pending", p, "1", "100", "t")
         with pytest.raises(redis.exceptions.MovedError):
             other.execute_command("EMQ.COMPLETE", "1", p + "active", p, "j0", "t", "")
+        with pytest.raises(redis.exceptions.MovedError):
+            other.execute_command("EMQ.EXTEND", "1", p + "active", p, "1000", "j0", "t", "")
         other.close()
         # The client follows the queue to its node for the module's claims and completes.
         mq = emq.Queue(client, q, backend="module")
         taken = mq.claim(5)
         assert [j.id for j in taken] == [f"j{n}" for n in range(5)]
+        assert mq.extend_many(taken, 60_000) == [True] * 5
         assert mq.complete_and_claim(taken, 1) == ([True] * 5, [])
     a, b = c.queue_on(0, "x"), c.queue_on(1, "y")
     with c.node(0) as n0, pytest.raises(redis.ResponseError, match="(CROSSSLOT|hash to the same slot)"):
@@ -624,7 +629,7 @@ def test_an_acl_user_needs_only_the_module_commands(r, server):
     c0.close()
     start = {**state(now, [b"a", b"b"]), **stalled_state(now, [b"c"])}
     reset(r, start)
-    module_commands = ["emq.promote", "emq.stalled.check", "emq.claim", "emq.complete", "emq.settle", "emq.add"]
+    module_commands = ["emq.promote", "emq.stalled.check", "emq.claim", "emq.complete", "emq.extend", "emq.settle", "emq.add"]
     _servers.set_user(r, "sweeper", "pw", ["hello", "ping", *module_commands])
     _servers.set_user(r, "nobody", "pw", ["hello", "ping", "time"])
     url = server.url.replace("redis://", "redis://{}:pw@")
@@ -640,6 +645,7 @@ def test_an_acl_user_needs_only_the_module_commands(r, server):
     q = emq.Queue(c, Q, backend="module")
     taken = q.claim(5)
     assert sorted(j.id for j in taken) == ["a", "b", "c"]
+    assert q.extend_many(taken, 60_000) == [True] * 3
     # These rows have no max_attempts: a fail is their last attempt (dead, and `dead` trimmed).
     assert q.settle_many([taken[0], (taken[1], "boom", 60_000)]) == [True, "dead"]
     assert q.complete_many(taken[2:]) == [True]

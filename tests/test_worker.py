@@ -808,6 +808,30 @@ def test_stop_waits_for_running_jobs_without_spinning_the_lease_keeper(server, r
     assert c["lost_leases"] == 0, c
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_job_longer_than_its_lease_is_kept_by_its_worker(server, r, backend):
+    """The lease keeper extends a running job's lease every third of a lease
+    (with `backend="module"`, by `EMQ.EXTEND`): a stalled sweeper running
+    meanwhile never takes it, and it runs once."""
+    qn = "kept"
+    q = emq.Queue(emq.connect(server.url), qn)
+    q.add("x", id="X")
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), lambda job: time.sleep(2.5), lease_ms=900, beat_ms=300)
+    sweeper = emq.Stalled(emq.Queue(emq.connect(server.url), qn), interval_ms=100, max_stalled=0)
+    r.config_resetstat()
+    with running(w) as ran:
+        sweeper.start()
+        try:
+            wait_for(lambda: state(q, "X") == "done", 20, "the worker to finish X", show=lambda: q.get("X"))
+        finally:
+            sweeper.stop()
+    job, c = q.get("X"), ran["counters"]
+    assert job.state == "done" and job.attempts == 1, job
+    assert c["completed"] == 1 and c["lost_leases"] == 0 and c["recovered"] == 0, c
+    stats = {k.lower(): v["calls"] for k, v in r.info("commandstats").items()}
+    assert (stats.get("cmdstat_emq.extend", 0) > 0) == (backend == "module"), stats
+
+
 def test_stop_during_a_beat_claims_nothing_more(server, r):
     """stop() (or SIGTERM, whose handler runs as soon as a wire call of the beat
     returns) arriving mid-beat: the beat must not go on to claim."""

@@ -1,8 +1,8 @@
 //! The module's wire forms (`emq_plan::wire::parse` for the sweeps,
-//! `parse_job` for the claims, completes, settles and adds: the module's argument
-//! checks) fed any arguments: they refuse or parse, never panic, and a call
-//! built back from what it parsed to parses to the same (a claim's lease as
-//! the client host caps it).
+//! `parse_job` for the claims, completes, extends, settles and adds: the
+//! module's argument checks) fed any arguments: they refuse or parse, never
+//! panic, and a call built back from what it parsed to parses to the same (a
+//! lease as the client host caps it).
 
 #![no_main]
 
@@ -13,11 +13,12 @@ fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
     let args: Vec<Vec<u8>> = if u.arbitrary::<bool>().unwrap_or(false) {
         // Near the real thing: a verb, a count, keys of one queue, the prefix, numbers.
-        let words: [&[u8]; 24] = [
+        let words: [&[u8]; 25] = [
             b"EMQ.PROMOTE",
             b"emq.stalled.check",
             b"EMQ.CLAIM",
             b"EMQ.COMPLETE",
+            b"EMQ.EXTEND",
             b"EMQ.SETTLE",
             b"EMQ.ADD",
             b"c",
@@ -67,6 +68,12 @@ fuzz_target!(|data: &[u8]| {
             JobRequest::Complete { queue, jobs } => {
                 assert!(!jobs.is_empty());
                 (emq_plan::wire::complete_cmd(&emq_plan::Keys::new(queue), jobs), req.clone())
+            }
+            JobRequest::Extend { queue, lease_ms, jobs } => {
+                assert!(!jobs.is_empty() && *lease_ms > 0);
+                let capped = (*lease_ms).min(emq_plan::numbers::MAX_MS.unsigned_abs());
+                let want = JobRequest::Extend { queue: queue.clone(), lease_ms: capped, jobs: jobs.clone() };
+                (emq_plan::wire::extend_cmd(&emq_plan::Keys::new(queue), *lease_ms, jobs), want)
             }
             JobRequest::Settle { queue, jobs } => {
                 assert!(!jobs.is_empty());

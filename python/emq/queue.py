@@ -89,12 +89,12 @@ FailAnswer = Literal["scheduled", "dead", "refused"]
 class Queue:
     """The jobs of one queue: `Queue(client, "orders")`.
 
-    `backend`: who runs the adds, claims, completes and fails (`add`,
-    `add_many`, `claim`, `complete`, `complete_many`, `complete_and_claim`,
-    `fail`, `settle_many`, and so a worker's on this queue). `"plan"` (the
-    default): the Rust core in this process, under its `WATCH` guard, on any
-    server. `"module"`: emq's server module (`EMQ.ADD`, `EMQ.CLAIM`,
-    `EMQ.COMPLETE`, `EMQ.SETTLE`: the same plans, run inside
+    `backend`: who runs the adds, claims, extends, completes and fails (`add`,
+    `add_many`, `claim`, `extend`, `extend_many`, `complete`, `complete_many`,
+    `complete_and_claim`, `fail`, `settle_many`, and so a worker's on this
+    queue). `"plan"` (the default): the Rust core in this process, under its
+    `WATCH` guard, on any server. `"module"`: emq's server module (`EMQ.ADD`,
+    `EMQ.CLAIM`, `EMQ.EXTEND`, `EMQ.COMPLETE`, `EMQ.SETTLE`: the same plans, run inside
     the server, one round trip a call; README, "The server module"); a server
     without it raises `emq.ModuleMissingError`. Every other call runs the plan
     either way.
@@ -202,15 +202,18 @@ class Queue:
         """Moves the lease deadline to now + `lease_ms`; False if the lease is lost."""
         job = self._held("EMQ.EXTEND", job)
         lease_ms = _int("EMQ.EXTEND", "lease_ms", lease_ms, minimum=1)
+        if self._module:
+            return self.client._extend_many(self.name, [job], lease_ms, True)[0]
         return self.client._extend(self.name, job, lease_ms)
 
     def extend_many(self, jobs: Sequence[Job], lease_ms: int) -> list[bool]:
         """`extend` for many held jobs in one call (one clock reading, one
         transaction): for each, True if its lease now ends `lease_ms` from now,
-        False if it was lost (that job is left as it is)."""
+        False if it was lost (that job is left as it is). With
+        `backend="module"`: one `EMQ.EXTEND`, run by emq's server module."""
         held = self._held_jobs("EMQ.EXTEND", jobs)
         lease_ms = _int("EMQ.EXTEND", "lease_ms", lease_ms, minimum=1)
-        return self.client._extend_many(self.name, held, lease_ms)
+        return self.client._extend_many(self.name, held, lease_ms, self._module)
 
     def complete_many(self, jobs: Sequence[Job]) -> list[bool]:
         """`complete` for many held jobs in one call (one clock reading, one

@@ -400,13 +400,28 @@ impl Client {
     /// EXTEND of many held jobs of the queue in one call (one clock reading, one
     /// transaction): for each, whether its lease now ends `lease_ms` from now
     /// (`False`: lost, and left as it is), as `_extend` would answer it alone.
-    fn _extend_many(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, jobs: Vec<PyRef<'_, Job>>, lease_ms: u64) -> PyResult<Vec<bool>> {
+    /// `module`: by `EMQ.EXTEND`, run by emq's server module.
+    #[pyo3(signature = (queue, jobs, lease_ms, module=false))]
+    fn _extend_many(
+        &self,
+        py: Python<'_>,
+        queue: &Bound<'_, PyAny>,
+        jobs: Vec<PyRef<'_, Job>>,
+        lease_ms: u64,
+        module: bool,
+    ) -> PyResult<Vec<bool>> {
         let q = queue_arg(emq_plan::settle::EXTEND, queue)?;
         let held = held_jobs(&jobs);
         if held.is_empty() {
             return Ok(vec![]);
         }
-        self.wrote(py, emq_plan::settle::EXTEND, &q, |c| jobs::extend_many(c, &q, &held, lease_ms))
+        self.wrote(py, emq_plan::settle::EXTEND, &q, |c| {
+            if module {
+                module::extend_many(c, &q, &held, lease_ms)
+            } else {
+                jobs::extend_many(c, &q, &held, lease_ms)
+            }
+        })
     }
 
     /// COMPLETE of many held jobs of the queue in one call (one clock reading,

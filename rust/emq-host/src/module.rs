@@ -1,11 +1,11 @@
 //! The module backend (`backend="module"`): emq's server module runs the plans
 //! inside the server, one command a call (`emq_plan::wire`): the sweeps
-//! (`sweeps::run`), and a queue's adds, claims and completes, here.
+//! (`sweeps::run`), and a queue's adds, claims, extends, completes and fails, here.
 
 use emq_plan::add::{NewJob, ADD};
 use emq_plan::claim::{Claimed, CLAIM, MAX_CLAIM};
 use emq_plan::extend_many::Held;
-use emq_plan::settle::{Settled, COMPLETE};
+use emq_plan::settle::{Settled, COMPLETE, EXTEND};
 use emq_plan::wire::SETTLE;
 use emq_plan::{wire, Keys, Reply};
 
@@ -30,6 +30,12 @@ pub fn add(conn: &mut Conn, queue: &[u8], jobs: &[NewJob]) -> HostResult<Vec<Vec
 pub fn complete_many(conn: &mut Conn, queue: &[u8], jobs: &[Held]) -> HostResult<Vec<bool>> {
     let reply = conn.writes(&[wire::complete_cmd(&Keys::new(queue), jobs)])?.remove(0);
     completed(reply, jobs.len())
+}
+
+/// EXTEND of many held jobs by `EMQ.EXTEND`: whether each was extended.
+pub fn extend_many(conn: &mut Conn, queue: &[u8], jobs: &[Held], lease_ms: u64) -> HostResult<Vec<bool>> {
+    let reply = conn.writes(&[wire::extend_cmd(&Keys::new(queue), lease_ms, jobs)])?.remove(0);
+    Ok(wire::parse_answers(EXTEND, &refused(EXTEND, reply)?, jobs.len())?)
 }
 
 /// COMPLETE and FAIL of many held jobs by `EMQ.SETTLE`: each backoff's jitter
@@ -64,7 +70,7 @@ fn claimed(reply: Reply) -> HostResult<Vec<Claimed>> {
 }
 
 fn completed(reply: Reply, n: usize) -> HostResult<Vec<bool>> {
-    Ok(wire::parse_completed(&refused(COMPLETE, reply)?, n)?)
+    Ok(wire::parse_answers(COMPLETE, &refused(COMPLETE, reply)?, n)?)
 }
 
 /// An error reply as the error it is (`HostError::scripted`), a server

@@ -1,12 +1,12 @@
 //! emq's server module: `EMQ.PROMOTE` and `EMQ.STALLED.CHECK` (SPEC §5, §6),
-//! and a worker's `EMQ.CLAIM`, `EMQ.COMPLETE`, `EMQ.SETTLE` and `EMQ.ADD` (§7), as native commands of
+//! and a worker's `EMQ.CLAIM`, `EMQ.COMPLETE`, `EMQ.EXTEND`, `EMQ.SETTLE` and `EMQ.ADD` (§7), as native commands of
 //! Redis 7 and Valkey 8/9, run by the same plans as the client host
 //! (`emq-plan`), inside the server: no round trips, no `WATCH`, no script
 //! interpreter. Their wire forms: `emq_plan::wire`.
 //!
 //! Load it with `--loadmodule libemq_module.so` (or `MODULE LOAD`); the client
-//! runs a sweep on it with `backend="module"`, and a queue's adds, claims and
-//! completes with `Queue(..., backend="module")`.
+//! runs a sweep on it with `backend="module"`, and a queue's adds, claims,
+//! extends, completes and fails with `Queue(..., backend="module")`.
 //!
 //! `unsafe` lives in `ffi` (the module API), `heap` (the allocator) and in the
 //! entry points below.
@@ -23,6 +23,7 @@ use emq_plan::add::Add;
 use emq_plan::claim::Claim;
 use emq_plan::complete_many::CompleteMany;
 use emq_plan::error::{Error, ErrorKind};
+use emq_plan::extend_many::ExtendMany;
 use emq_plan::settle_many::SettleMany;
 use emq_plan::sweep::{Outcome, Sweep};
 use emq_plan::wire::JobRequest;
@@ -56,6 +57,7 @@ pub unsafe extern "C" fn RedisModule_OnLoad(ctx: *mut Ctx, _argv: *mut *mut RStr
             || !ffi::create_command(ctx, c"EMQ.STALLED.CHECK", sweep_command, flags, 2, 4, 1)
             || !ffi::create_command(ctx, c"EMQ.CLAIM", job_command, flags, 2, 2, 1)
             || !ffi::create_command(ctx, c"EMQ.COMPLETE", job_command, flags, 2, 2, 1)
+            || !ffi::create_command(ctx, c"EMQ.EXTEND", job_command, flags, 2, 2, 1)
             || !ffi::create_command(ctx, c"EMQ.SETTLE", job_command, flags, 2, 2, 1)
             || !ffi::create_command(ctx, c"EMQ.ADD", job_command, flags, 2, 2, 1)
         {
@@ -89,9 +91,10 @@ unsafe extern "C" fn sweep_command(ctx: *mut Ctx, argv: *mut *mut RString, argc:
     ffi::OK
 }
 
-/// `EMQ.CLAIM`, `EMQ.COMPLETE`, `EMQ.SETTLE` and `EMQ.ADD`: the wire form
-/// checked (`wire::parse_job`), then the claim, the completes, the completes
-/// and fails, or the adds, as the client host's conversations.
+/// `EMQ.CLAIM`, `EMQ.COMPLETE`, `EMQ.EXTEND`, `EMQ.SETTLE` and `EMQ.ADD`: the
+/// wire form checked (`wire::parse_job`), then the claim, the completes, the
+/// extends, the completes and fails, or the adds, as the client host's
+/// conversations.
 unsafe extern "C" fn job_command(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int) -> c_int {
     // SAFETY: the server's arguments for this call.
     let args = unsafe { ffi::args(argv, argc) };
@@ -112,7 +115,11 @@ fn job(ctx: *mut Ctx, args: &[&[u8]]) -> emq_plan::error::Result<Reply> {
         }
         JobRequest::Complete { queue, jobs } => {
             let mut c = CompleteMany::new(Keys::new(&queue), jobs)?;
-            Ok(wire::completed_reply(&exec::run(ctx, &mut c)?))
+            Ok(wire::answers_reply(&exec::run(ctx, &mut c)?))
+        }
+        JobRequest::Extend { queue, lease_ms, jobs } => {
+            let mut c = ExtendMany::new(Keys::new(&queue), jobs, lease_ms)?;
+            Ok(wire::answers_reply(&exec::run(ctx, &mut c)?))
         }
         JobRequest::Settle { queue, jobs } => {
             let mut c = SettleMany::new(Keys::new(&queue), jobs)?;

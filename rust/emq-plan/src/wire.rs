@@ -21,6 +21,9 @@
 //! `tag` and `seq`, so a replica or the AOF replays the very ids handed out;
 //! `when` is `d<ms>`, a delay, or `a<ms>`, a due time; lane empty for none)
 //!
+//! `EMQ.EXTEND 1 <P>active <P> <lease_ms> <id> <token> <lane>…` (the leases of a
+//! worker's running jobs, `extend_many`: a triple a job, as for `EMQ.COMPLETE`)
+//!
 //! `EMQ.SETTLE 1 <P>active <P> <id> <token> <lane> <fate> <error>…` (a group
 //! commit of completes and fails, `settle_many`: five arguments a job; `fate` is
 //! `c` to complete, `r<ms>` to fail with that retry delay, `b<unit>` to fail with
@@ -29,7 +32,8 @@
 //!
 //! `EMQ.CLAIM` answers the jobs taken, each `[id, data, lane or nil, attempts,
 //! max_attempts, token, deadline]`; `EMQ.COMPLETE` a 1 or 0 a job (done, or
-//! refused: the lease was lost); `EMQ.SETTLE` a 0 (refused), 1 (done), 2
+//! refused: the lease was lost); `EMQ.EXTEND` a 1 or 0 a job (extended, or
+//! refused); `EMQ.SETTLE` a 0 (refused), 1 (done), 2
 //! (scheduled) or 3 (dead) a job; `EMQ.ADD` the jobs' ids.
 
 use crate::add::{NewJob, When, ADD};
@@ -40,7 +44,7 @@ use crate::extend_many::{Held, EXTEND_MAX};
 use crate::names::{queue_of_prefix, Keys};
 use crate::numbers::{count_arg, decimal, signed_decimal, MAX_MS};
 use crate::reply::Reply;
-use crate::settle::{Settled, COMPLETE, FAIL};
+use crate::settle::{Settled, COMPLETE, EXTEND, FAIL};
 use crate::settle_many::Fate;
 use crate::sweep::types::{Kind, PROMOTE, STALLED};
 
@@ -110,6 +114,7 @@ fn queue_of<'a>(verb: &str, prefix: &'a [u8], keys: &[&[u8]], suffixes: &[&[u8]]
 pub enum JobRequest {
     Claim { queue: Vec<u8>, n: u64, lease_ms: u64, tokens: Vec<Vec<u8>> },
     Complete { queue: Vec<u8>, jobs: Vec<Held> },
+    Extend { queue: Vec<u8>, lease_ms: u64, jobs: Vec<Held> },
     Add { queue: Vec<u8>, gen: (u32, u64), jobs: Vec<NewJob> },
     Settle { queue: Vec<u8>, jobs: Vec<(Held, Fate)> },
 }
@@ -117,7 +122,7 @@ pub enum JobRequest {
 /// `EMQ.SETTLE`'s name, in its layout errors (a job's own errors name `EMQ.COMPLETE` or `EMQ.FAIL`).
 pub const SETTLE: &str = "EMQ.SETTLE";
 
-/// Checks `EMQ.CLAIM`, `EMQ.COMPLETE`, `EMQ.SETTLE` or `EMQ.ADD` (its name first): the layout,
+/// Checks `EMQ.CLAIM`, `EMQ.COMPLETE`, `EMQ.EXTEND`, `EMQ.SETTLE` or `EMQ.ADD` (its name first): the layout,
 /// then each argument. What the conversation checks itself (no id twice, n and the lease
 /// positive) it still checks, with the same errors as the client host's.
 pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
@@ -128,13 +133,14 @@ pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
     let (verb, suffix): (&str, &[u8]) = match upper.as_slice() {
         b"EMQ.CLAIM" => (CLAIM, b"pending"),
         b"EMQ.COMPLETE" => (COMPLETE, b"active"),
+        b"EMQ.EXTEND" => (EXTEND, b"active"),
         b"EMQ.ADD" => (ADD, b"schedule"),
         b"EMQ.SETTLE" => (SETTLE, b"active"),
         _ => {
             return Err(Error::argument(
                 "emq",
                 "command",
-                format!("{:?} is not EMQ.CLAIM, EMQ.COMPLETE, EMQ.SETTLE or EMQ.ADD", String::from_utf8_lossy(name)),
+                format!("{:?} is not EMQ.CLAIM, EMQ.COMPLETE, EMQ.EXTEND, EMQ.SETTLE or EMQ.ADD", String::from_utf8_lossy(name)),
             ))
         }
     };
@@ -142,6 +148,7 @@ pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
         CLAIM => "1 key, the prefix, n, lease_ms and n tokens",
         ADD => "1 key, the prefix, the id tag and sequence, and an id, data, when, lane and max_attempts a job",
         SETTLE => "1 key, the prefix and an id, token, lane, fate and error a job",
+        EXTEND => "1 key, the prefix, lease_ms and an id, token and lane a job",
         _ => "1 key, the prefix and an id, token and lane a job",
     };
     if tail.len() < 3 || tail[0] != b"1" {
@@ -168,22 +175,30 @@ pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
     if verb == SETTLE {
         return parse_settle(queue, argv, shape);
     }
-    if argv.is_empty() || argv.len() % 3 != 0 {
+    if verb == EXTEND {
+        let [lease_ms, jobs @ ..] = argv else { return Err(Error::layout(verb, format!("expected {shape}"))) };
+        let lease_ms = count_arg(lease_ms, false).ok_or_else(|| Error::argument(verb, "lease_ms", "must be a positive integer"))?;
+        return Ok(JobRequest::Extend { queue, lease_ms, jobs: held_triples(verb, jobs, shape)? });
+    }
+    Ok(JobRequest::Complete { queue, jobs: held_triples(verb, argv, shape)? })
+}
+
+/// `EMQ.COMPLETE`'s and `EMQ.EXTEND`'s jobs: an id, a token and a lane (empty for none) each.
+fn held_triples(verb: &'static str, argv: &[&[u8]], shape: &str) -> Result<Vec<Held>> {
+    if argv.is_empty() || !argv.len().is_multiple_of(3) {
         return Err(Error::layout(verb, format!("expected {shape}")));
     }
     if argv.len() / 3 > EXTEND_MAX {
         return Err(Error::argument(verb, "jobs", format!("at most {EXTEND_MAX} a call")));
     }
-    let jobs = argv
-        .chunks_exact(3)
+    argv.chunks_exact(3)
         .map(|j| {
             if j[1].is_empty() {
                 return Err(Error::argument(verb, "token", "must not be empty"));
             }
             Ok(Held { id: j[0].to_vec(), token: j[1].to_vec(), lane: (!j[2].is_empty()).then(|| j[2].to_vec()) })
         })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(JobRequest::Complete { queue, jobs })
+        .collect()
 }
 
 /// `EMQ.SETTLE`'s arguments after the prefix: five a job. What `SettleMany::new`
@@ -291,7 +306,17 @@ pub fn claim_cmd(keys: &Keys, n: u64, lease_ms: u64, tokens: &[Vec<u8>]) -> Cmd 
 
 /// `EMQ.COMPLETE`, as the client host sends it.
 pub fn complete_cmd(keys: &Keys, jobs: &[Held]) -> Cmd {
-    let mut c = Cmd::new(COMPLETE).arg("1").arg(keys.active()).arg(&keys.prefix);
+    with_triples(Cmd::new(COMPLETE).arg("1").arg(keys.active()).arg(&keys.prefix), jobs)
+}
+
+/// `EMQ.EXTEND`, as the client host sends it; the lease capped as `claim_cmd`
+/// caps it (the plan's deadline is capped there too).
+pub fn extend_cmd(keys: &Keys, lease_ms: u64, jobs: &[Held]) -> Cmd {
+    let lease_ms = lease_ms.min(MAX_MS.unsigned_abs());
+    with_triples(Cmd::new(EXTEND).arg("1").arg(keys.active()).arg(&keys.prefix).arg_int(lease_ms as i64), jobs)
+}
+
+fn with_triples(mut c: Cmd, jobs: &[Held]) -> Cmd {
     for j in jobs {
         c = c.arg(&j.id).arg(&j.token).arg(j.lane.as_deref().unwrap_or_default());
     }
@@ -386,14 +411,15 @@ pub fn parse_claimed(reply: &Reply) -> Result<Vec<Claimed>> {
         .collect()
 }
 
-/// `EMQ.COMPLETE`'s reply: 1 for a job done, 0 for one refused.
-pub fn completed_reply(done: &[bool]) -> Reply {
+/// `EMQ.COMPLETE`'s and `EMQ.EXTEND`'s reply: 1 for a job done (extended), 0
+/// for one refused.
+pub fn answers_reply(done: &[bool]) -> Reply {
     Reply::Array(done.iter().map(|&d| Reply::Int(i64::from(d))).collect())
 }
 
-/// The answers of `EMQ.COMPLETE`'s reply (`completed_reply`), `n` of them.
-pub fn parse_completed(reply: &Reply, n: usize) -> Result<Vec<bool>> {
-    let bad = || Error::server(COMPLETE, format!("unexpected reply {reply:?}"));
+/// The answers of `verb`'s reply (`answers_reply`), `n` of them.
+pub fn parse_answers(verb: &str, reply: &Reply, n: usize) -> Result<Vec<bool>> {
+    let bad = || Error::server(verb, format!("unexpected reply {reply:?}"));
     let items = reply.as_array().filter(|a| a.len() == n).ok_or_else(bad)?;
     items.iter().map(|r| r.as_int().map(|i| i == 1).ok_or_else(bad)).collect()
 }
@@ -513,7 +539,35 @@ mod tests {
             Held { id: b"\xff".to_vec(), token: b"u".to_vec(), lane: Some(b"l".to_vec()) },
         ];
         let c = complete_cmd(&keys, &jobs);
-        assert_eq!(parse_job(&c.to_args()).unwrap(), JobRequest::Complete { queue: b"orders".to_vec(), jobs });
+        assert_eq!(parse_job(&c.to_args()).unwrap(), JobRequest::Complete { queue: b"orders".to_vec(), jobs: jobs.clone() });
+        let c = extend_cmd(&keys, 30_000, &jobs);
+        assert_eq!(
+            parse_job(&c.to_args()).unwrap(),
+            JobRequest::Extend { queue: b"orders".to_vec(), lease_ms: 30_000, jobs: jobs.clone() }
+        );
+        for lease in [MAX_MS.unsigned_abs() + 1, u64::MAX] {
+            let r = parse_job(&extend_cmd(&keys, lease, &jobs).to_args()).unwrap();
+            let JobRequest::Extend { lease_ms, .. } = r else { panic!("{r:?}") };
+            assert_eq!(lease_ms, MAX_MS.unsigned_abs());
+        }
+    }
+
+    #[test]
+    fn an_extend_of_the_wrong_shape_or_values_is_refused() {
+        let head = "EMQ.EXTEND 1 emq:{o}:active emq:{o}:";
+        for (tail, kind, name) in [
+            ("", ErrorKind::Layout, "expected"),
+            ("1000", ErrorKind::Layout, "expected"),
+            ("1000 a t", ErrorKind::Layout, "expected"),
+            ("0 a t l", ErrorKind::Argument, "lease_ms"),
+            ("x a t l", ErrorKind::Argument, "lease_ms"),
+            ("-5 a t l", ErrorKind::Argument, "lease_ms"),
+        ] {
+            refused(format!("{head} {tail}").trim_end(), kind, name);
+        }
+        refused("EMQ.EXTEND 1 emq:{o}:pending emq:{o}: 1000 a t l", ErrorKind::Layout, "key");
+        let e = parse_job(&[b"EMQ.EXTEND", b"1", b"emq:{o}:active", b"emq:{o}:", b"1000", b"a", b"", b""]).unwrap_err();
+        assert_eq!((e.kind, e.message.as_str()), (ErrorKind::Argument, "EMQ.EXTEND: token must not be empty"));
     }
 
     #[test]
@@ -606,9 +660,9 @@ mod tests {
         ];
         assert_eq!(parse_claimed(&claimed_reply(&jobs)).unwrap(), jobs);
         assert!(parse_claimed(&Reply::Int(1)).is_err());
-        let done = completed_reply(&[true, false]);
+        let done = answers_reply(&[true, false]);
         assert_eq!(done, Reply::Array(vec![Reply::Int(1), Reply::Int(0)]));
-        assert_eq!(parse_completed(&done, 2).unwrap(), vec![true, false]);
-        assert!(parse_completed(&done, 3).is_err());
+        assert_eq!(parse_answers(COMPLETE, &done, 2).unwrap(), vec![true, false]);
+        assert!(parse_answers(EXTEND, &done, 3).is_err());
     }
 }
