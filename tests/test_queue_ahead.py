@@ -103,3 +103,28 @@ def test_a_queue_the_server_refuses_writes_nothing_and_raises_its_class(server, 
         r.config_set("maxmemory", "0")
     assert {k: r.dump(k) for k in r.keys("*")} == before
     assert c.ping()
+
+
+def test_a_backlog_drained_a_batch_at_a_time_reads_its_selections_bare(server, r):
+    """A promote that took a whole batch leaves its connection expecting a
+    backlog: the next reads its selection without scores (its members, and
+    the scores of its first and last by rank, `Sweep::bare_selection`), and one
+    cut by `now` in the middle reads it again with them. Each call takes what
+    the scored read would take, in due order."""
+    c = emq.connect(server.url)
+    due(r, [f"d{k:03d}" for k in range(250)])
+    now = int(r.time()[0]) * 1000
+    r.zadd(P + "schedule", {f"later{k}": now + 600_000 + k for k in range(60)})
+    for k in range(60):
+        r.hset(P + f"job:later{k}", "state", "scheduled")
+    zranges = []
+    for want in (100, 100, 50, 0):
+        r.config_resetstat()
+        assert emq.promote(c, Q, batch=100) == want
+        zranges.append(stats(r).get("zrange", 0))
+    # Scored (one read); bare (the members and three probes); bare, cut by now
+    # at 50, read again with scores; scored again, after a call that took less
+    # than a batch.
+    assert zranges == [1, 4, 5, 1], zranges
+    assert [x.decode() for x in r.lrange(P + "pending", 0, -1)] == [f"d{k:03d}" for k in range(250)]
+    assert r.zcard(P + "schedule") == 60

@@ -37,6 +37,9 @@ pub struct Conn {
     /// reads' replies (`drive`): until a guess turns out wrong, and again once
     /// one would have been right.
     pub queue_ahead: bool,
+    /// The last promote on this connection took a whole batch: a backlog, whose
+    /// next selection is read bare (`sweeps::run_plan_timed`).
+    pub backlog: bool,
 }
 
 /// How long a read polls the socket for the server's answer before it sleeps
@@ -76,6 +79,7 @@ impl Conn {
             written: false,
             claim_hint: None,
             queue_ahead: true,
+            backlog: false,
         })
     }
 
@@ -94,6 +98,7 @@ impl Conn {
             written: false,
             claim_hint: None,
             queue_ahead: true,
+            backlog: false,
         }
     }
 

@@ -57,11 +57,12 @@ pub struct Grouping {
 /// The smallest batch whose promote reads its selection without scores
 /// (`Sweep::bare_selection`): a batch that large is a backlog's, whose first
 /// members are all due. A smaller one (a worker's beat) is more often cut by
-/// `now` in the middle, which costs the bare form a second read. Measured at
-/// 1,000 (benches/README.md): Redis 7.0 prints each score with `%.17g`, so a
-/// thousand cost it 265 µs against 30 µs for the members alone; Valkey 35 µs
-/// more, and the client parses a thousand numbers less (3 to 5% of a promote's
-/// rate on Valkey 8.1 and 9.1).
+/// `now` in the middle, which costs the bare form a second read, unless the
+/// last promote on the connection took a whole batch (`Conn::backlog`): a
+/// backlog drained a batch at a time. Measured at 1,000 (benches/README.md):
+/// Redis 7.0 prints each score with `%.17g`, so a thousand cost it 265 µs
+/// against 30 µs for the members alone; Valkey 35 µs more, and the client parses
+/// a thousand numbers less (3 to 5% of a promote's rate on Valkey 8.1 and 9.1).
 pub const BARE_SELECTION_MIN: u64 = 256;
 
 /// `group` rows when given; else the whole batch, in one transaction, unless a
@@ -93,11 +94,14 @@ pub fn run_plan_timed(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64, gro
     let g = group_for(conn, kind, batch, group)?;
     let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let (rows, cap) = (size(g.rows), g.watch_cap.map(size));
-    let bare = batch >= BARE_SELECTION_MIN;
+    let bare = batch >= BARE_SELECTION_MIN || (kind == Kind::Promote && conn.backlog);
     let mut next = None;
     let make = || Ok(Sweep::grouped(kind, keys.clone(), batch, rows).watch_cap(cap).bare_selection(bare));
     let outcome =
         drive_timed(conn, make, |s, replied| next = s.next_in_us().map(|us| (us / 1e6 - replied.elapsed().as_secs_f64()).max(0.0)))?;
+    if let Outcome::Promoted(n) = outcome {
+        conn.backlog = n.unsigned_abs() >= batch;
+    }
     Ok((outcome, next))
 }
 
