@@ -88,6 +88,24 @@ impl Client {
         })
     }
 
+    /// A call on many held jobs that answers each yes or no (`_extend_many`,
+    /// `_complete_many`): none is no call; else `f` on the queue's connection.
+    fn held_answers(
+        &self,
+        py: Python<'_>,
+        verb: &'static str,
+        queue: &Bound<'_, PyAny>,
+        jobs: &[PyRef<'_, Job>],
+        f: impl Fn(&mut Conn, &[u8], &[Held]) -> HostResult<Vec<bool>> + Send + Sync,
+    ) -> PyResult<Vec<bool>> {
+        let q = queue_arg(verb, queue)?;
+        let held = held_jobs(jobs);
+        if held.is_empty() {
+            return Ok(vec![]);
+        }
+        self.wrote(py, verb, &q, |c| f(c, &q, &held))
+    }
+
     fn routed<T: Send>(&self, py: Python<'_>, f: impl FnOnce(&mut Router) -> HostResult<T> + Send) -> PyResult<T> {
         let out = py.detach(|| {
             let mut router = self.conn.lock().unwrap_or_else(|poisoned| {
@@ -410,16 +428,11 @@ impl Client {
         lease_ms: u64,
         module: bool,
     ) -> PyResult<Vec<bool>> {
-        let q = queue_arg(emq_plan::settle::EXTEND, queue)?;
-        let held = held_jobs(&jobs);
-        if held.is_empty() {
-            return Ok(vec![]);
-        }
-        self.wrote(py, emq_plan::settle::EXTEND, &q, |c| {
+        self.held_answers(py, emq_plan::settle::EXTEND, queue, &jobs, |c, q, held| {
             if module {
-                module::extend_many(c, &q, &held, lease_ms)
+                module::extend_many(c, q, held, lease_ms)
             } else {
-                jobs::extend_many(c, &q, &held, lease_ms)
+                jobs::extend_many(c, q, held, lease_ms)
             }
         })
     }
@@ -429,18 +442,8 @@ impl Client {
     /// lost, and it is left as it is), as `_complete` would answer it alone.
     #[pyo3(signature = (queue, jobs, module=false))]
     fn _complete_many(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, jobs: Vec<PyRef<'_, Job>>, module: bool) -> PyResult<Vec<bool>> {
-        let q = queue_arg(emq_plan::settle::COMPLETE, queue)?;
-        let held = held_jobs(&jobs);
-        if held.is_empty() {
-            return Ok(vec![]);
-        }
-        self.wrote(py, emq_plan::settle::COMPLETE, &q, |c| {
-            if module {
-                module::complete_many(c, &q, &held)
-            } else {
-                jobs::complete_many(c, &q, &held)
-            }
-        })
+        let complete_many = if module { module::complete_many } else { jobs::complete_many };
+        self.held_answers(py, emq_plan::settle::COMPLETE, queue, &jobs, complete_many)
     }
 
     /// COMPLETE or FAIL of many held jobs of the queue in one call (one clock
