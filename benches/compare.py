@@ -663,6 +663,16 @@ def ratios(summary: dict, workers: int) -> dict:
     return out
 
 
+def have_plotting() -> bool:
+    """The harness's own requirement (benches/requirements.txt), checked before
+    a run of several minutes rather than at its end."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def plots(data: dict, tag: str) -> list[str]:
     import matplotlib
 
@@ -1005,8 +1015,17 @@ def main() -> int:
         if s not in PEERS:
             ap.error(f"unknown system {s!r}")
     if cfg.setup:
+        if not have_plotting():
+            log("setup: pip install -r benches/requirements.txt (matplotlib, for the plots)")
+            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r", str(BENCHES / "requirements.txt")], check=True)
         setup(systems)
         return 0
+    if not have_plotting():
+        print(
+            "compare.py: matplotlib is missing (its plots): python benches/compare.py --setup, or pip install -r benches/requirements.txt",
+            file=sys.stderr,
+        )
+        return 2
     if cfg.quick:
         cfg.runs, cfg.sched_jobs, cfg.window_s, cfg.lead_s = 1, 40, 3.0, 2.0
         cfg.tail_s, cfg.heavy_tail_s, cfg.flood_rate, cfg.delay_jobs = 3.0, 8.0, 250.0, 30
