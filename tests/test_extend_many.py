@@ -102,7 +102,7 @@ def test_no_jobs_is_no_call(server, r, client):
     assert snapshot(r) == before
 
 
-def held_set(q: emq.Queue, r: redis.Redis) -> tuple[list[emq.Job], emq.Job]:
+def held_set(q: emq.Queue, r: redis.Redis) -> list[emq.Job]:
     """Jobs claimed on `q` (flat and on lane L), then one done, one a ghost,
     and a stale copy of another: the same on every call."""
     q.add_many([b"a", b"b", b"c", b"d"])
@@ -112,7 +112,7 @@ def held_set(q: emq.Queue, r: redis.Redis) -> tuple[list[emq.Job], emq.Job]:
     assert q.complete(c)
     r.delete(f"emq:{{{q.name}}}:job:{d.id}")
     stale = emq.Job(id=b.id, data=b"", token="not-the-token")
-    return [a, stale, c, d, l1, l2, a], stale
+    return [a, stale, c, d, l1, l2, a]
 
 
 @needs_module
@@ -122,7 +122,7 @@ def test_the_module_extends_as_the_plan_does(server, r, client):
     (leases aside), leases that end `lease_ms` after the call's clock, and the
     marks of the old leases' seconds set."""
     mq, pq = emq.Queue(client, "one", backend="module"), emq.Queue(client, "two")
-    (mjobs, _), (pjobs, _) = held_set(mq, r), held_set(pq, r)
+    mjobs, pjobs = held_set(mq, r), held_set(pq, r)
     old = {int(r.hget("emq:{one}:job:" + j.id, "lease")) // 1000 for j in (mjobs[0], *mjobs[4:6])}  # the held ones
     t0 = server_ms(r)
     got = mq.extend_many(mjobs, 120_000)
@@ -147,10 +147,10 @@ def test_the_module_extends_as_the_plan_does(server, r, client):
 @needs_module
 def test_the_module_refuses_bad_input_and_wrong_types_writing_nothing(server, r, client):
     q = emq.Queue(client, Q, backend="module")
-    jobs, _ = held_set(q, r)
+    jobs = held_set(q, r)
     a, l1 = jobs[0], jobs[4]
     before = snapshot(r)
-    p = P
+    p = P  # the rows below fit on a line
     for args, code, words in [
         (["EMQ.EXTEND", "1", p + "active", p, "0", a.id, a.token, ""], "EMQARG", "lease_ms must be a positive integer"),
         (["EMQ.EXTEND", "1", p + "active", p, "x", a.id, a.token, ""], "EMQARG", "lease_ms"),

@@ -29,13 +29,13 @@ pub fn add(conn: &mut Conn, queue: &[u8], jobs: &[NewJob]) -> HostResult<Vec<Vec
 
 pub fn complete_many(conn: &mut Conn, queue: &[u8], jobs: &[Held]) -> HostResult<Vec<bool>> {
     let reply = conn.writes(&[wire::complete_cmd(&Keys::new(queue), jobs)])?.remove(0);
-    completed(reply, jobs.len())
+    answers(COMPLETE, reply, jobs.len())
 }
 
 /// EXTEND of many held jobs by `EMQ.EXTEND`: whether each was extended.
 pub fn extend_many(conn: &mut Conn, queue: &[u8], jobs: &[Held], lease_ms: u64) -> HostResult<Vec<bool>> {
     let reply = conn.writes(&[wire::extend_cmd(&Keys::new(queue), lease_ms, jobs)])?.remove(0);
-    Ok(wire::parse_answers(EXTEND, &refused(EXTEND, reply)?, jobs.len())?)
+    answers(EXTEND, reply, jobs.len())
 }
 
 /// COMPLETE and FAIL of many held jobs by `EMQ.SETTLE`: each backoff's jitter
@@ -60,7 +60,7 @@ pub fn complete_many_claim(conn: &mut Conn, queue: &[u8], jobs: &[Held], n: u64,
         cmds.push(wire::claim_cmd(&keys, n, lease_ms, &tokens(n as usize)?));
     }
     let mut replies = conn.writes(&cmds)?.into_iter();
-    let done = if jobs.is_empty() { vec![] } else { completed(replies.next().unwrap_or(Reply::Nil), jobs.len())? };
+    let done = if jobs.is_empty() { vec![] } else { answers(COMPLETE, replies.next().unwrap_or(Reply::Nil), jobs.len())? };
     let taken = if n == 0 { vec![] } else { claimed(replies.next().unwrap_or(Reply::Nil))? };
     Ok((done, taken))
 }
@@ -69,8 +69,9 @@ fn claimed(reply: Reply) -> HostResult<Vec<Claimed>> {
     Ok(wire::parse_claimed(&refused(CLAIM, reply)?)?)
 }
 
-fn completed(reply: Reply, n: usize) -> HostResult<Vec<bool>> {
-    Ok(wire::parse_answers(COMPLETE, &refused(COMPLETE, reply)?, n)?)
+/// `EMQ.COMPLETE`'s or `EMQ.EXTEND`'s reply: a yes or no for each of `n` jobs.
+fn answers(verb: &str, reply: Reply, n: usize) -> HostResult<Vec<bool>> {
+    Ok(wire::parse_answers(verb, &refused(verb, reply)?, n)?)
 }
 
 /// An error reply as the error it is (`HostError::scripted`), a server
