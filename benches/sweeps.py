@@ -304,7 +304,8 @@ class Bench:
     def __init__(self, name: str, binary: str, args):
         self.name, self.args = name, args
         self.server = Server(binary, malloc=MALLOC[name], module="module" in args.impls).start()
-        self.c = emq.connect(self.server.url, read_timeout=120)
+        # One client for emq's three backends, so they wait on the server alike.
+        self.c = emq.connect(self.server.url, read_timeout=120, spin_us=args.spin_us)
         self.r = redis.Redis.from_url(self.server.url)
         info = self.c.info("server")
         self.version = (
@@ -376,6 +377,7 @@ def run_server(name: str, binary: str, args) -> dict:
             "repeats": args.repeats,
             "lanes": args.lanes,
             "group": args.group,
+            "spin_us": args.spin_us,
             "mode": args.mode,
             "slice_jobs": args.slice if args.mode == "turns" else None,
             "stalled_max_stalled": None,
@@ -592,6 +594,12 @@ def main(argv=None) -> int:
     ap.add_argument("--plain-jobs", type=int, default=None, help="jobs per measurement for plain redis-py (default: --jobs)")
     ap.add_argument("--repeats", "-R", type=int, default=None, help="repeats, medians reported (default 5; --quick 3)")
     ap.add_argument("--group", type=int, default=None, help="the plan's rows per transaction (default: its automatic choice)")
+    ap.add_argument(
+        "--spin-us",
+        type=int,
+        default=None,
+        help="how long emq's client polls for an answer before it sleeps (emq.connect(spin_us=...); default emq's, 150)",
+    )
     ap.add_argument("--lanes", type=int, default=10, help="lanes in the half-lane shape")
     ap.add_argument(
         "--mode",
