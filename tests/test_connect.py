@@ -14,7 +14,7 @@ import pytest
 import redis
 
 import emq
-from emq.embedded import Server, built_malloc, free_port, jemalloc_library, valkey_binary
+from emq.embedded import Server, built_malloc, free_port, jemalloc_library, module_path, valkey_binary
 
 
 def test_ping_and_server_clock(client, r):
@@ -148,6 +148,34 @@ def test_bad_replica_waits_are_argument_errors(server, name, value):
 @pytest.mark.parametrize("spin_us", [None, 0, 10_000])
 def test_a_spinning_read_still_sleeps_for_a_long_answer(server, spin_us):
     _spins_then_sleeps(emq.connect(server.url, spin_us=spin_us))
+
+
+@pytest.mark.parametrize("spin_us", [None, 0, 400])
+def test_a_sweep_lends_its_reads_a_longer_spin_and_gives_it_back(server, r, spin_us):
+    """A sweep's reads poll about as long as the connection's last sweep of the
+    same backend and kind waited; the connection's own spin comes back after
+    it, after a refused sweep too, so its other calls never poll for a sweep's
+    time. A connection that never polls does not for a sweep either."""
+    own = 150 if spin_us is None else spin_us
+    c = emq.connect(server.url, spin_us=spin_us)
+    now = int(r.time()[0]) * 1000
+    backends = ["plan", "lua"] + (["module"] if module_path() else [])
+    for backend in backends:
+        # Calls of a few ms (1,000 ghosts each), longer than any own spin here.
+        r.zadd("emq:{spin}:schedule", {f"j{k}": now - 1000 for k in range(2000)})
+        for _ in range(2):
+            assert emq.promote(c, "spin", batch=1000, backend=backend) == 1000  # ghosts, dropped
+            assert c._spin_us() == own
+            emq.stalled_check(c, "spin", max_stalled=None, batch=1000, backend=backend)
+            assert c._spin_us() == own
+        assert r.zcard("emq:{spin}:schedule") == 0
+    r.delete("emq:{spin}:schedule")
+    r.set("emq:{spin}:schedule", "not a sorted set")
+    for backend in backends:
+        with pytest.raises(emq.LayoutError):
+            emq.promote(c, "spin", batch=100, backend=backend)
+        assert c._spin_us() == own
+    _spins_then_sleeps(c)
 
 
 def test_read_timeout_bounds_a_blocking_call(client, server):

@@ -41,6 +41,10 @@ def connect(
     90 µs round trip on loopback), and a sweep waits on three round trips; the
     poll yields the core to any other thread that wants it, and a longer wait
     sleeps after it. TCP and Unix sockets; a TLS connection always sleeps.
+    `emq.promote` and `emq.stalled_check` poll longer: a quarter more than the
+    longest wait of the connection's last sweep of the same backend and kind
+    (a backlog's calls take about as long as each other), up to 10 ms; with 0,
+    they sleep at once too. A worker's beat keeps `spin_us`.
 
     `wait_replicas`: every call that writes returns only once this many replicas
     have acknowledged its writes (`WAIT`), within `wait_timeout` seconds; else it

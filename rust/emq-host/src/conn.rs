@@ -40,7 +40,13 @@ pub struct Conn {
     /// The last promote on this connection took a whole batch: a backlog, whose
     /// next selection is read bare (`sweeps::run_plan_timed`).
     pub backlog: bool,
+    /// The longest a read waited in the last sweep of each backend and kind
+    /// on this connection (`sweeping`); zero: none yet.
+    sweep_waits: [Duration; SWEEP_SLOTS],
 }
+
+/// One slot of `Conn::sweep_waits` for each backend (3) and kind (2) of sweep.
+pub const SWEEP_SLOTS: usize = 6;
 
 /// How long a read polls the socket for the server's answer before it sleeps
 /// until woken (`emq.connect(spin_us=…)`). About twice what a wake-up costs on
@@ -53,6 +59,22 @@ pub const DEFAULT_SPIN: Duration = Duration::from_micros(150);
 /// The longest spin a caller may ask for: past it, polling costs a core for
 /// nothing a sleep would not give.
 pub const MAX_SPIN: Duration = Duration::from_millis(10);
+
+/// How long the reads of a sweep poll (`Conn::sweeping`): a little longer than
+/// the longest wait of the connection's last sweep of the same backend and
+/// kind, at least the connection's own spin, at most [`MAX_SPIN`]. A sweep's
+/// answers take longer than a claim's (a transaction of a hundred rows takes
+/// the server 200 µs to 2 ms), so under the connection's spin its reader falls
+/// asleep before most of them, and each wake-up costs both sides (the plan's
+/// three round trips a call three times); the next call of a backlog takes about
+/// as long as the last. Zero: the connection never polls, and neither do its
+/// sweeps.
+pub fn sweep_spin(own: Duration, last_wait: Duration) -> Duration {
+    if own.is_zero() {
+        return own;
+    }
+    (last_wait + last_wait / 4 + Duration::from_micros(50)).clamp(own, MAX_SPIN.max(own))
+}
 
 impl Conn {
     pub fn open(
@@ -80,6 +102,7 @@ impl Conn {
             claim_hint: None,
             queue_ahead: true,
             backlog: false,
+            sweep_waits: [Duration::ZERO; SWEEP_SLOTS],
         })
     }
 
@@ -99,6 +122,7 @@ impl Conn {
             claim_hint: None,
             queue_ahead: true,
             backlog: false,
+            sweep_waits: [Duration::ZERO; SWEEP_SLOTS],
         }
     }
 
@@ -141,6 +165,38 @@ impl Conn {
         let flat = name == "valkey" && major.is_some_and(|v| v >= 9);
         self.flat_watch = Some(flat);
         Ok(flat)
+    }
+
+    /// Runs the sweep `f` with its reads polling for [`sweep_spin`] of the last
+    /// sweep in `slot` (< [`SWEEP_SLOTS`]), and keeps how long this one's reads
+    /// waited for the next; the connection's own spin comes back after.
+    pub fn sweeping<T>(&mut self, slot: usize, f: impl FnOnce(&mut Conn) -> T) -> T {
+        let own = self.spin;
+        if own.is_zero() {
+            return f(self);
+        }
+        self.set_spin(sweep_spin(own, self.sweep_waits[slot]));
+        let out = f(self);
+        // A wire dropped by an error took its waits with it: the estimate stays.
+        if let Some(w) = self.wire.as_mut() {
+            self.sweep_waits[slot] = w.stream_mut().take_longest_wait();
+        }
+        self.set_spin(own);
+        out
+    }
+
+    pub fn spin(&self) -> Duration {
+        self.spin
+    }
+
+    /// This connection's spin, for its reads from now on (and a new wire's).
+    fn set_spin(&mut self, spin: Duration) {
+        self.spin = spin;
+        if let Some(w) = self.wire.as_mut() {
+            w.stream_mut().set_spin(spin);
+            // Waits before this belong to other calls.
+            w.stream_mut().take_longest_wait();
+        }
     }
 
     /// Connects now (if not connected): a bad address or refused credentials fail here.
@@ -383,6 +439,22 @@ mod tests {
 
     fn addr(url: &str) -> String {
         Conn::open(url, Duration::from_secs(1), None, DEFAULT_SPIN, None).unwrap().address
+    }
+
+    #[test]
+    fn a_sweep_polls_a_little_past_its_last_wait_within_bounds() {
+        let us = Duration::from_micros;
+        // No sweep yet, or a short one: the connection's own spin.
+        assert_eq!(sweep_spin(DEFAULT_SPIN, Duration::ZERO), DEFAULT_SPIN);
+        assert_eq!(sweep_spin(DEFAULT_SPIN, us(40)), DEFAULT_SPIN);
+        // A call of 400 µs: the next polls through it.
+        assert_eq!(sweep_spin(DEFAULT_SPIN, us(400)), us(550));
+        // Never past the cap, whatever the last call waited.
+        assert_eq!(sweep_spin(DEFAULT_SPIN, Duration::from_secs(3)), MAX_SPIN);
+        // A connection that never polls never does for a sweep either.
+        assert_eq!(sweep_spin(Duration::ZERO, us(400)), Duration::ZERO);
+        // A connection's own spin above the cap is kept.
+        assert_eq!(sweep_spin(MAX_SPIN, us(10)), MAX_SPIN);
     }
 
     #[test]

@@ -336,6 +336,12 @@ impl Client {
         self.with(py, |c| sweeps::group_for(c, kind, batch, group)).map(|g| (g.rows, g.watch_cap))
     }
 
+    /// How long this connection's reads poll before they sleep (µs): its
+    /// `spin_us`, between sweeps too (`Conn::sweeping` lends a sweep a longer one).
+    fn _spin_us(&self, py: Python<'_>) -> PyResult<u64> {
+        self.with(py, |c| Ok(u64::try_from(c.spin().as_micros()).unwrap_or(u64::MAX)))
+    }
+
     /// STALLED CHECK (SPEC §6): `(recovered ids, dead ids)`; `max_stalled=None`:
     /// nothing dies.
     #[pyo3(signature = (queue, max_stalled, batch, backend, group=None))]

@@ -76,12 +76,17 @@ pub fn group_for(conn: &mut Conn, kind: Kind, batch: u64, group: Option<u64>) ->
     })
 }
 
+/// A sweep called by the user (`emq.promote`, `emq.stalled_check`, `emq.wire`):
+/// its reads poll as long as the last one of the same backend and kind waited
+/// (`Conn::sweeping`). A worker's beat sweeps (`run_plan_timed`) keep the
+/// connection's spin: their calls are small, and the worker's threads want the cores.
 pub fn run(conn: &mut Conn, backend: Backend, kind: Kind, queue: &[u8], batch: u64, group: Option<u64>) -> HostResult<Outcome> {
-    match backend {
+    let slot = 2 * backend as usize + usize::from(matches!(kind, Kind::Stalled { .. }));
+    conn.sweeping(slot, |conn| match backend {
         Backend::Plan => run_plan_timed(conn, kind, queue, batch, group).map(|(outcome, _)| outcome),
         Backend::Lua => run_lua(conn, kind, queue, batch),
         Backend::Module => run_module(conn, kind, queue, batch),
-    }
+    })
 }
 
 /// The plan backend, with how long from now until the next score it saw

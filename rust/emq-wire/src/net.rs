@@ -52,6 +52,8 @@ pub fn connect(
 pub struct Stream {
     socket: Socket,
     spin: Duration,
+    /// The longest a polling read waited for bytes since `take_longest_wait`.
+    longest_wait: Duration,
 }
 
 enum Socket {
@@ -82,7 +84,7 @@ impl Stream {
             #[cfg(unix)]
             Addr::Unix(path) => Socket::Unix(UnixStream::connect(path)?),
         };
-        let stream = Stream { socket, spin: Duration::ZERO };
+        let stream = Stream { socket, spin: Duration::ZERO, longest_wait: Duration::ZERO };
         stream.set_timeouts(Some(timeout), Some(timeout))?;
         Ok(stream)
     }
@@ -112,6 +114,12 @@ impl Stream {
         self.spin = spin;
     }
 
+    /// The longest a read waited for the server's bytes since the last call
+    /// (reads that poll only: with no spin, nothing is timed), and starts over.
+    pub fn take_longest_wait(&mut self) -> Duration {
+        std::mem::take(&mut self.longest_wait)
+    }
+
     /// A read that polls for up to `spin` before it blocks.
     fn read_spinning(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let start = Instant::now();
@@ -121,10 +129,12 @@ impl Stream {
             Socket::Unix(s) => poll(s, buf, self.spin, start, UnixStream::set_nonblocking),
             Socket::Tls(_) => Ok(None),
         };
-        match polled? {
-            Some(n) => Ok(n),
-            None => self.read_blocking(buf),
-        }
+        let n = match polled? {
+            Some(n) => n,
+            None => self.read_blocking(buf)?,
+        };
+        self.longest_wait = self.longest_wait.max(start.elapsed());
+        Ok(n)
     }
 
     fn read_blocking(&mut self, buf: &mut [u8]) -> io::Result<usize> {
