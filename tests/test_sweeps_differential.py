@@ -1060,12 +1060,70 @@ def test_promote_of_a_backlog_matches_lua_whichever_way_it_reads(server, r, clie
     differential(r, client, "promote", _state("q", keys), batch, None, "api")
     if isinstance(server, _servers.Cluster):
         return  # commandstats are per node
-    # The plan read bare: four ranges, one more when `now` cuts the selection.
+    # The plan read bare: four ranges, one more when `now` cuts the selection
+    # (after a call that took a whole batch, a SORT in place of the first).
     reset(r, materialise(_state("q", keys), client.time_ms()))
     r.config_resetstat()
     emq.promote(client, "q", batch=batch)
-    ranges = r.info("commandstats").get("cmdstat_zrange", {}).get("calls", 0)
-    assert ranges == 4 + (0 < due < batch and future > 0), ranges
+    stats = r.info("commandstats")
+    ranges, sorts = (stats.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("zrange", "sort"))
+    assert ranges + sorts == 4 + (0 < due < batch and future > 0), (ranges, sorts)
+
+
+@pytest.mark.parametrize("corrupt", [None, "string", "stateless"])
+def test_promote_of_a_backlog_reads_its_rows_sorted_as_lua_would(server, r, client, corrupt):
+    """A backlog's promote (the connection's last one took a whole batch of 256
+    or more) reads its members and their rows in one `SORT … GET` under its watch
+    (`Sweep::sorted_selection`). Calls in a row from one start, plan against
+    script, the keyspace compared after each: ghosts, lane rows, ties, rows with
+    neither `state` nor `lane`, a third call cut by `now` (read again with
+    scores); `corrupt`: a row of the second batch is a string (both refuse that
+    call and the next ones, and write nothing) or a hash with `lane` and no
+    `state`."""
+    P = b"emq:{q}:"
+    zset = {f"d{k:04d}".encode(): -(10**6) + k // 2 for k in range(700)}
+    zset.update({f"f{k:04d}".encode(): 10**6 + k for k in range(5)})
+    keys: dict = {P + b"schedule": ("zset", zset), P + b"lanectl:L1": ("hash", {b"limit": b"2", b"active": b"1"})}
+    for k, m in enumerate(zset):
+        if k % 7 == 3:
+            continue  # a ghost
+        h = {b"state": b"scheduled"}
+        if k % 5 == 1:
+            h[b"lane"] = b"L%d" % (k % 3)
+        if k % 11 == 4:
+            h = {b"data": b"x"}  # neither field: live, flat
+        keys[P + b"job:" + m] = ("hash", h)
+    if corrupt == "string":
+        keys[P + b"job:d0400"] = ("string", b"not a row")
+    elif corrupt == "stateless":
+        keys[P + b"job:d0400"] = ("hash", {b"lane": b"L9"})
+    start = materialise(_state("q", keys), client.time_ms())
+    runs = {}
+    for backend in ("lua", "plan"):
+        reset(r, start)
+        if not isinstance(server, _servers.Cluster):
+            r.config_resetstat()
+        steps = []
+        for _ in range(4):
+            try:
+                reply = emq.promote(client, "q", batch=256, backend=backend)
+            except emq.EmqError as e:
+                reply = e
+            steps.append((type(reply) if isinstance(reply, Exception) else reply, dump(r)))
+        runs[backend] = steps
+        if backend == "plan" and not isinstance(server, _servers.Cluster):
+            sorts = r.info("commandstats").get("cmdstat_sort", {}).get("calls", 0)
+            # The first call reads bare; each call after one that took a whole batch sorts.
+            assert sorts == (3 if corrupt == "string" else 2), sorts
+    for k, ((lr, la), (pr, pa)) in enumerate(zip(runs["lua"], runs["plan"])):
+        assert lr == pr, f"call {k}: lua {lr!r}, plan {pr!r}"
+        assert la == pa, f"after call {k}: " + diff(la, pa)
+    replies = [rep for rep, _ in runs["plan"]]
+    if corrupt == "string":
+        assert replies == [256, emq.LayoutError, emq.LayoutError, emq.LayoutError], replies
+        assert runs["plan"][1][1] == runs["plan"][0][1], "the refused call wrote nothing"
+    else:
+        assert replies == [256, 256, 188, 0], replies
 
 
 @pytest.mark.parametrize("form", ["api", "wire"])

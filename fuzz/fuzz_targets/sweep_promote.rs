@@ -14,5 +14,9 @@ fuzz_target!(|data: &[u8]| {
     let group = u.int_in_range(1..=4usize).unwrap_or(1);
     // A bare selection (members without scores) where the host would choose it.
     let bare = u.arbitrary::<bool>().unwrap_or(false);
-    drive(Replies::new(u, &keys, vec![]), || Sweep::grouped(Kind::Promote, keys.clone(), batch, group).bare_selection(bare));
+    // ... read with its rows by SORT (a backlog's promote).
+    let sorted = u.arbitrary::<bool>().unwrap_or(false);
+    drive(Replies::new(u, &keys, vec![]), || {
+        Sweep::grouped(Kind::Promote, keys.clone(), batch, group).bare_selection(bare).sorted_selection(sorted)
+    });
 });

@@ -172,6 +172,16 @@ impl<'a, 'k> Replies<'a, 'k> {
                     self.bulk()
                 }
             }
+            // SORT … GET # GET …->state GET …->lane: members and their two fields, or refused.
+            b"SORT" if self.chance(6) => Reply::Error { code: "ERR".into(), message: "ERR GET option of SORT denied".into() },
+            b"SORT" => Reply::Array(
+                (0..self.below(5))
+                    .flat_map(|i| {
+                        let m = Reply::Bulk(format!("m{i}").into_bytes());
+                        [m, if self.chance(3) { Reply::Nil } else { self.bulk() }, if self.chance(2) { Reply::Nil } else { self.bulk() }]
+                    })
+                    .collect(),
+            ),
             // ZMSCORE: a score where the member is still there, nil where it was taken.
             b"ZMSCORE" => Reply::Array((2..argc).map(|_| if self.chance(3) { Reply::Nil } else { score(self) }).collect()),
             // `P promotions` (a promote reads it beside its selection and again under its watch): mostly unchanged.
@@ -227,7 +237,7 @@ fn keys_of(cmd: &Cmd) -> Vec<&[u8]> {
         "LMOVE" => args[1..3].to_vec(),
         "ZRANGE" | "ZREM" | "ZADD" | "ZCARD" | "ZCOUNT" | "ZREMRANGEBYSCORE" | "HGET" | "HMGET" | "HSET" | "HDEL" | "HGETALL"
         | "HINCRBY" | "LLEN" | "LRANGE" | "LPOP" | "RPUSH" | "LTRIM" | "TYPE" | "PEXPIREAT" | "INCR" | "GET" | "ZMSCORE" | "HLEN"
-        | "SET" => args[1..2].to_vec(),
+        | "SET" | "SORT" => args[1..2].to_vec(),
         other => panic!("a command the fuzz targets do not know: {other}; add its keys to keys_of"),
     }
 }

@@ -40,6 +40,9 @@ pub struct Conn {
     /// The last promote on this connection took a whole batch: a backlog, whose
     /// next selection is read bare (`sweeps::run_plan_timed`).
     pub backlog: bool,
+    /// The server refused a sorted selection's `SORT … GET` (an ACL user without
+    /// access to every key, a cluster): this connection reads rows one by one.
+    pub sort_refused: bool,
     /// The longest a read waited in the last sweep of each backend and kind
     /// on this connection (`sweeping`); zero: none yet.
     sweep_waits: [Duration; SWEEP_SLOTS],
@@ -102,6 +105,7 @@ impl Conn {
             claim_hint: None,
             queue_ahead: true,
             backlog: false,
+            sort_refused: false,
             sweep_waits: [Duration::ZERO; SWEEP_SLOTS],
         })
     }
@@ -122,6 +126,7 @@ impl Conn {
             claim_hint: None,
             queue_ahead: true,
             backlog: false,
+            sort_refused: false,
             sweep_waits: [Duration::ZERO; SWEEP_SLOTS],
         }
     }

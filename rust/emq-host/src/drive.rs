@@ -327,7 +327,9 @@ fn transaction(writes: Vec<Cmd>) -> Vec<Cmd> {
 /// other than a wrong type (which the plan names as a layout error) is what
 /// the call fails with, by its class.
 fn fed<C: Conversation>(c: &mut C, replies: &[Reply], skip: usize) -> HostResult<Step<C::Out>> {
-    let refused = first_error(&replies[..skip]).or_else(|| replies[skip..].iter().find(|r| is_error(r) && !r.is_wrongtype()));
+    let refused = first_error(&replies[..skip]).or_else(|| {
+        replies[skip..].iter().enumerate().find(|(i, r)| is_error(r) && !r.is_wrongtype() && !c.reads_error(*i, r)).map(|(_, r)| r)
+    });
     match refused {
         Some(r) => Err(refusal(c.verb(), r)),
         None => c.feed(&replies[skip..]).map_err(HostError::from),

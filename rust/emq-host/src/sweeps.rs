@@ -100,10 +100,15 @@ pub fn run_plan_timed(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64, gro
     let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let (rows, cap) = (size(g.rows), g.watch_cap.map(size));
     let bare = batch >= BARE_SELECTION_MIN || (kind == Kind::Promote && conn.backlog);
-    let mut next = None;
-    let make = || Ok(Sweep::grouped(kind, keys.clone(), batch, rows).watch_cap(cap).bare_selection(bare));
-    let outcome =
-        drive_timed(conn, make, |s, replied| next = s.next_in_us().map(|us| (us / 1e6 - replied.elapsed().as_secs_f64()).max(0.0)))?;
+    // A backlog's promote reads its rows with its selection (`Sweep::sorted_selection`).
+    let sorted = bare && kind == Kind::Promote && conn.backlog && batch >= BARE_SELECTION_MIN && !conn.sort_refused;
+    let (mut next, mut refused) = (None, false);
+    let make = || Ok(Sweep::grouped(kind, keys.clone(), batch, rows).watch_cap(cap).bare_selection(bare).sorted_selection(sorted));
+    let outcome = drive_timed(conn, make, |s, replied| {
+        next = s.next_in_us().map(|us| (us / 1e6 - replied.elapsed().as_secs_f64()).max(0.0));
+        refused = s.sort_refused();
+    })?;
+    conn.sort_refused |= refused;
     if let Outcome::Promoted(n) = outcome {
         conn.backlog = n.unsigned_abs() >= batch;
     }

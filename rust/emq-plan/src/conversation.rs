@@ -83,4 +83,11 @@ pub trait Conversation {
     fn applied_so_far(&mut self) -> Option<Self::Out> {
         None
     }
+
+    /// Whether the error `reply` to the `index`th read of the last `Read` step
+    /// is the conversation's to answer (a refusal it can read around) rather
+    /// than the host's to raise. `WRONGTYPE` always goes to the conversation.
+    fn reads_error(&self, _index: usize, _reply: &Reply) -> bool {
+        false
+    }
 }

@@ -66,6 +66,15 @@ fn shaped(rng: &mut Rng, cmd: Option<&emq_plan::Cmd>, first_range: &mut Option<V
             first_range.get_or_insert_with(|| items.clone());
             Reply::Array(items)
         }
+        b"SORT" if rng.below(6) == 0 => Reply::Error { code: "ERR".into(), message: "ERR GET option of SORT denied".into() },
+        b"SORT" => Reply::Array(
+            (0..rng.below(4))
+                .flat_map(|i| {
+                    let m = Reply::Bulk(format!("m{i}").into_bytes());
+                    [m, if rng.below(3) == 0 { Reply::Nil } else { word(rng) }, if rng.below(2) == 0 { Reply::Nil } else { word(rng) }]
+                })
+                .collect(),
+        ),
         b"HGET" if !hints.is_empty() && rng.below(2) == 0 => Reply::Bulk(hints[rng.below(hints.len() as u64) as usize].clone()),
         b"HGET" => {
             if rng.below(3) == 0 {
@@ -210,8 +219,8 @@ fn no_conversation_panics_on_any_reply() {
         match i % 9 {
             0 => {
                 let group = 1 + rng.below(3) as usize;
-                let bare = rng.below(2) == 0;
-                drive(&mut rng, || Sweep::grouped(Kind::Promote, keys(), batch, group).bare_selection(bare));
+                let (bare, sorted) = (rng.below(2) == 0, rng.below(2) == 0);
+                drive(&mut rng, || Sweep::grouped(Kind::Promote, keys(), batch, group).bare_selection(bare).sorted_selection(sorted));
             }
             1 => {
                 let max_stalled = Some(rng.below(3));

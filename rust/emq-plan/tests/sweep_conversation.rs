@@ -643,3 +643,159 @@ fn a_bare_selection_of_the_wrong_type_is_a_layout_error() {
     let e = s.feed(&[time(), wrongtype(), wrongtype(), wrongtype(), wrongtype(), promotions()]).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Layout, "{e:?}");
 }
+
+// -- a sorted selection (`Sweep::sorted_selection`) ---------------------------------
+
+fn sorted(batch: u64) -> Sweep {
+    bare(batch).sorted_selection(true)
+}
+
+/// `SORT … GET # GET …->state GET …->lane` of `(member, state, lane)`.
+fn sorted_rows(items: &[(&str, Option<&str>, Option<&str>)]) -> Reply {
+    Reply::Array(items.iter().flat_map(|(m, st, l)| [bulk(m), field(*st), field(*l)]).collect())
+}
+
+/// Feeds a sorted selection; the lists' types all right. Gives the next step.
+fn feed_sorted(s: &mut Sweep, rows: Reply, first: Reply, last: Reply, tail: Reply) -> Step {
+    s.start();
+    s.feed(&[time(), rows, first, last, tail, promotions(), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap()
+}
+
+#[test]
+fn a_sorted_selection_reads_members_and_rows_under_the_watch_in_one_step() {
+    let mut s = sorted(3);
+    let (watch, cmds) = read(s.start());
+    assert_eq!(watch, vec![b"emq:{q}:promotions".to_vec()], "everything it reads is read under the watch");
+    let z = "emq:{q}:schedule";
+    assert_eq!(
+        cmds,
+        vec![
+            cmd(&["TIME"]),
+            cmd(&["SORT", z, "BY", "nosort", "LIMIT", "0", "3", "GET", "#", "GET", "emq:{q}:job:*->state", "GET", "emq:{q}:job:*->lane"]),
+            cmd(&["ZRANGE", z, "0", "0", "WITHSCORES"]),
+            cmd(&["ZRANGE", z, "2", "2", "WITHSCORES"]),
+            cmd(&["ZRANGE", z, "-1", "-1", "WITHSCORES"]),
+            cmd(&["GET", "emq:{q}:promotions"]),
+            cmd(&["LLEN", "emq:{q}:pending"]),
+            cmd(&["LLEN", "emq:{q}:ring"]),
+            cmd(&["LLEN", "emq:{q}:wake"]),
+        ]
+    );
+    // Only over a bare selection, and not where the prefix holds the pattern's `*`.
+    let first = |mut s: Sweep| read(s.start()).1[1].clone();
+    assert_eq!(first(Sweep::new(Kind::Promote, Keys::new(b"q"), 3).sorted_selection(true)), cmd(&["ZRANGE", z, "0", "2", "WITHSCORES"]));
+    assert_eq!(first(Sweep::grouped(Kind::Promote, Keys::new(b"q"), 3, 2).bare_selection(true).sorted_selection(true)).name(), b"ZRANGE");
+    assert_eq!(first(Sweep::in_server(Kind::Promote, Keys::new(b"q"), 3).bare_selection(true).sorted_selection(true)).name(), b"ZRANGE");
+    let star = Sweep::new(Kind::Promote, Keys::new(b"a*b"), 3).bare_selection(true).sorted_selection(true);
+    assert_eq!(first(star), cmd(&["ZRANGE", "emq:{a*b}:schedule", "0", "2"]));
+}
+
+#[test]
+fn a_sorted_selection_all_due_plans_at_once() {
+    let mut s = sorted(3);
+    let rows = sorted_rows(&[("a", Some("scheduled"), None), ("b", Some("scheduled"), None), ("c", Some("scheduled"), None)]);
+    let step = feed_sorted(&mut s, rows, members(&[("a", NOW - 9)]), members(&[("c", NOW)]), members(&[("z", NOW + 9)]));
+    let w = writes(step);
+    assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:schedule", "a", "b", "c"]));
+    assert_eq!(w[1], cmd(&["RPUSH", "emq:{q}:pending", "a", "b", "c"]));
+    assert!(w.contains(&cmd(&["HSET", "emq:{q}:job:b", "state", "pending"])));
+    assert_eq!(s.timing(), (NOW, Some(NOW as f64)), "a full batch: more may be due");
+    // None due, or none there.
+    let mut s = sorted(3);
+    let rows = sorted_rows(&[("a", Some("scheduled"), None)]);
+    let step = feed_sorted(&mut s, rows, members(&[("a", NOW + 5)]), members(&[]), members(&[("a", NOW + 5)]));
+    assert_eq!(step, Step::Done(Outcome::Promoted(0)));
+    assert_eq!(s.timing(), (NOW, Some((NOW + 5) as f64)));
+}
+
+#[test]
+fn a_sorted_selection_types_rows_with_neither_field_and_reads_lanes() {
+    // `b` has neither field: a ghost, another type, or a hash without them.
+    let mut s = sorted(3);
+    let rows = sorted_rows(&[("a", Some("scheduled"), Some("l1")), ("b", None, None), ("c", None, Some("l1"))]);
+    let step = feed_sorted(&mut s, rows, members(&[("a", NOW - 9)]), members(&[("c", NOW)]), members(&[("c", NOW)]));
+    assert_eq!(read(step), (vec![], vec![cmd(&["TYPE", "emq:{q}:job:b"])]));
+    // A ghost: the lane's control and length are read next, under their watch.
+    let (watch, cmds) = read(s.feed(&[bulk("none")]).unwrap());
+    assert_eq!(watch, vec![b"emq:{q}:lanectl:l1".to_vec()]);
+    assert_eq!(cmds[1], cmd(&["LLEN", "emq:{q}:lane:l1"]));
+    let w = writes(s.feed(&[fields(&[None, None, None, None]), Reply::Int(0)]).unwrap());
+    assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:schedule", "a", "b", "c"]), "the ghost leaves schedule");
+    assert_eq!(w[1], cmd(&["RPUSH", "emq:{q}:lane:l1", "a", "c"]));
+    assert!(!w.contains(&cmd(&["HSET", "emq:{q}:job:b", "state", "pending"])), "a ghost's row is not written");
+    // A row of another type: a layout error, before anything is written.
+    let mut s = sorted(2);
+    let rows = sorted_rows(&[("a", Some("scheduled"), None), ("b", None, None)]);
+    let step = feed_sorted(&mut s, rows, members(&[("a", NOW - 9)]), members(&[("b", NOW)]), members(&[("b", NOW)]));
+    read(step);
+    let e = s.feed(&[bulk("string")]).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Layout, "{e:?}");
+    // A hash without either field is a live flat row.
+    let mut s = sorted(1);
+    let step =
+        feed_sorted(&mut s, sorted_rows(&[("b", None, None)]), members(&[("b", NOW)]), members(&[("b", NOW)]), members(&[("b", NOW)]));
+    read(step);
+    let w = writes(s.feed(&[bulk("hash")]).unwrap());
+    assert_eq!(w[1], cmd(&["RPUSH", "emq:{q}:pending", "b"]));
+}
+
+#[test]
+fn a_sorted_selection_cut_by_now_is_read_again_as_a_bare_one() {
+    let mut s = sorted(3);
+    let rows = sorted_rows(&[("a", Some("scheduled"), None), ("b", Some("scheduled"), None), ("c", Some("scheduled"), None)]);
+    let step = feed_sorted(&mut s, rows, members(&[("a", NOW - 1)]), members(&[("c", NOW + 1)]), members(&[("c", NOW + 1)]));
+    assert_eq!(read(step), (vec![], vec![cmd(&["ZRANGE", "emq:{q}:schedule", "0", "2", "WITHSCORES"])]));
+    let step = s.feed(&[members(&[("a", NOW - 1), ("b", NOW), ("c", NOW + 1)])]).unwrap();
+    let w = plan_of(&mut s, step, 2);
+    assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:schedule", "a", "b"]));
+}
+
+#[test]
+fn a_refused_sort_reads_as_a_bare_selection() {
+    let mut s = sorted(3);
+    s.start();
+    let refused = Reply::Error { code: "ERR".into(), message: "ERR GET option of SORT denied due to insufficient ACL permissions.".into() };
+    assert!(s.reads_error(1, &refused), "the sweep reads around a refused SORT itself");
+    let noperm = Reply::Error { code: "NOPERM".into(), message: "NOPERM User has no permissions to run the 'sort' command".into() };
+    assert!(s.reads_error(1, &noperm));
+    let moved = Reply::Error { code: "MOVED".into(), message: "MOVED 1 127.0.0.1:7001".into() };
+    assert!(!s.reads_error(1, &moved), "a redirect is the host's");
+    assert!(!s.reads_error(2, &refused), "only the SORT's");
+    let step = s
+        .feed(&[time(), refused, members(&[]), members(&[]), members(&[]), promotions(), Reply::Int(0), Reply::Int(0), Reply::Int(0)])
+        .unwrap();
+    assert!(!s.reads_error(1, &noperm), "only while it selects");
+    assert!(s.sort_refused());
+    let (watch, cmds) = read(step);
+    assert!(watch.is_empty());
+    assert_eq!(cmds[1], cmd(&["ZRANGE", "emq:{q}:schedule", "0", "2"]));
+    let step =
+        s.feed(&[time(), ids(&["a", "b"]), members(&[("a", NOW - 9)]), members(&[]), members(&[("b", NOW - 1)]), promotions()]).unwrap();
+    let w = plan_of(&mut s, step, 2);
+    assert_eq!(w[0], cmd(&["ZREM", "emq:{q}:schedule", "a", "b"]));
+    // The wrong type is not a refusal: a layout error.
+    let mut s = sorted(3);
+    s.start();
+    let e = s
+        .feed(&[time(), wrongtype(), wrongtype(), wrongtype(), wrongtype(), promotions(), Reply::Int(0), Reply::Int(0), Reply::Int(0)])
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Layout, "{e:?}");
+    assert!(!s.sort_refused());
+    // `pending` of the wrong type, as the selection read it.
+    let mut s = sorted(1);
+    s.start();
+    let e = s
+        .feed(&[
+            time(),
+            sorted_rows(&[("a", Some("s"), None)]),
+            members(&[("a", NOW)]),
+            members(&[("a", NOW)]),
+            members(&[("a", NOW)]),
+            promotions(),
+            wrongtype(),
+            Reply::Int(0),
+            Reply::Int(0),
+        ])
+        .unwrap_err();
+    assert_eq!(e.kind, ErrorKind::Layout, "{e:?}");
+}

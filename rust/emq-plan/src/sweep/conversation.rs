@@ -4,7 +4,9 @@
 //! 1. select: `TIME` and the first `batch` members of the zset, pipelined. The
 //!    clock is read before the selection; members with a score above it are cut.
 //!    (A promote may read them without scores and probe its first and last
-//!    member instead: `Sweep::bare_selection`.)
+//!    member instead: `Sweep::bare_selection`; and a backlog's promote may read
+//!    them with their rows under its watch, in one `SORT`, so that steps 2 and
+//!    3's reads are done: `Sweep::sorted_selection`.)
 //! 2. rows: `WATCH` (a promote: `P promotions`, which every promote bumps; a
 //!    stalled check: its first group's lease marks, and the rows of its members
 //!    of the current second; `crate::guard` says why; sent in front of the
@@ -72,6 +74,9 @@ enum Stage {
     Select,
     /// A bare selection (`bare_selection`): its members and three probes.
     SelectBare,
+    /// A sorted selection (`sorted_selection`): the bare one with every row's
+    /// fields and the lists' types, under the watch.
+    SelectSorted,
     /// A bare selection that could not tell where `now` cuts it, read again
     /// with its scores.
     Rescored,
@@ -137,6 +142,10 @@ pub struct Sweep {
     in_server: bool,
     /// A promote reads its selection without scores (`bare_selection`).
     bare: bool,
+    /// ... and its rows by `SORT` under the watch (`sorted_selection`).
+    sorted: bool,
+    /// The server refused the `SORT` (`sort_refused`).
+    sort_refused: bool,
 }
 
 impl Sweep {
@@ -166,6 +175,8 @@ impl Sweep {
             retries: 0,
             in_server: false,
             bare: false,
+            sorted: false,
+            sort_refused: false,
         }
     }
 
@@ -196,6 +207,36 @@ impl Sweep {
     pub fn bare_selection(mut self, on: bool) -> Self {
         self.bare = on && self.kind == Kind::Promote && !self.in_server && self.group as u64 >= self.batch;
         self
+    }
+
+    /// A bare selection (`bare_selection`, called first) that reads every
+    /// member's row with it, in one command the server loops over itself:
+    /// `WATCH P promotions`, then `TIME`, `SORT P schedule BY nosort LIMIT 0
+    /// batch GET # GET P job:*->state GET P job:*->lane`, the three probes, `P
+    /// promotions` and the lists' types. Everything is read under the watch, so
+    /// no second read is needed: a call of two round trips where the bare one
+    /// takes three, and one command for a thousand rows where it sends a
+    /// thousand `HGET`s and the `EXISTS` counts. A row with neither field (a
+    /// ghost, a key of another type, or a hash without `state`) gets its `TYPE`
+    /// (step 3). A selection cut by `now` is read again with scores and goes on
+    /// as a bare one.
+    ///
+    /// Not where the queue's prefix holds `*` (the pattern would cut there). A
+    /// server may refuse the `GET` patterns: a user without access to every key
+    /// (Redis 7 and Valkey ask that of `SORT … GET`), or a cluster that cannot
+    /// tell the pattern's slot; the call then reads as a bare one
+    /// (`sort_refused` tells the host to stop asking). `SORT` converts a
+    /// small zset to its skiplist form: the host asks only for a backlog's
+    /// promote, whose `schedule` is that large already.
+    #[must_use]
+    pub fn sorted_selection(mut self, on: bool) -> Self {
+        self.sorted = on && self.bare && !self.keys.prefix.contains(&b'*');
+        self
+    }
+
+    /// Whether the server refused this call's `SORT` (`sorted_selection`).
+    pub fn sort_refused(&self) -> bool {
+        self.sort_refused
     }
 
     /// Groups only where the call's watch would pass `cap` keys (see `watch_cap`).
@@ -315,8 +356,19 @@ impl Sweep {
             .as_array()
             .and_then(|a| a.iter().map(|m| m.as_bytes().map(<[u8]>::to_vec)).collect::<Option<Vec<_>>>())
             .ok_or_else(|| self.host_error("ZRANGE gave no members"))?;
+        match self.probed(ids, [first, last, tail]) {
+            Some(true) => Ok(self.chosen()),
+            Some(false) => Ok(Step::Done(self.empty())),
+            None => Ok(self.rescore()),
+        }
+    }
+
+    /// What the probes say of a bare selection `ids`: `Some(true)`, every member
+    /// is due (they are taken, without scores); `Some(false)`, none is (or none
+    /// was there); `None`, `now` cuts it, or a probe could not be believed.
+    fn probed(&mut self, ids: Vec<Vec<u8>>, [first, last, tail]: [&Reply; 3]) -> Option<bool> {
         let (Some(head), Some(end)) = (ids.first(), ids.last()) else {
-            return Ok(Step::Done(self.empty()));
+            return Some(false);
         };
         let full = ids.len() as u64 >= self.batch;
         let now = self.read.now as f64;
@@ -327,17 +379,66 @@ impl Sweep {
         };
         if probe(first, head).is_some_and(|s| s > now) {
             self.read.next = probe(first, head);
-            return Ok(Step::Done(self.empty()));
+            return Some(false);
         }
         if probe(if full { last } else { tail }, end).is_some_and(|s| s <= now) {
             self.read.next = full.then_some(now);
             // Scores are not read: a promote of one transaction plans without them.
             self.read.scores = vec![0.0; ids.len()];
             self.read.ids = ids;
-            return Ok(self.chosen());
+            return Some(true);
         }
+        None
+    }
+
+    /// The selection again, with scores (a bare one that `now` cut).
+    fn rescore(&mut self) -> Step {
         self.stage = Stage::Rescored;
-        Ok(Step::Read { watch: vec![], cmds: vec![self.range()] })
+        Step::Read { watch: vec![], cmds: vec![self.range()] }
+    }
+
+    /// A sorted selection (`sorted_selection`): the bare one's answers, and
+    /// with every member its row's `state` and `lane` and the lists' types, all
+    /// read under the watch on `P promotions`. Where every member is due, steps
+    /// 2 and 3 are done; else it goes on as a bare one.
+    fn selected_sorted(&mut self, replies: &[Reply]) -> Result<Step> {
+        let [time, sorted, first, last, tail, promotions, pending, ring, wake] = replies else {
+            return Err(self.host_error("select: wrong number of replies"));
+        };
+        if sort_refusal(sorted) {
+            // Refused (ACL, cluster): read as a bare selection (the watch stays).
+            self.sort_refused = true;
+            self.sorted = false;
+            return Ok(self.start());
+        }
+        self.promoted_so_far(promotions)?;
+        for r in [sorted, first, last, tail] {
+            self.check(r, &self.zset())?;
+        }
+        self.clock(time)?;
+        let items = sorted.as_array().filter(|a| a.len() % 3 == 0).ok_or_else(|| self.host_error("SORT gave no rows"))?;
+        let mut ids = Vec::with_capacity(items.len() / 3);
+        let mut rows = Vec::with_capacity(items.len() / 3);
+        let mut unsure = vec![];
+        for (i, t) in items.chunks_exact(3).enumerate() {
+            let id = t[0].as_bytes().ok_or_else(|| self.host_error("SORT gave no member"))?;
+            ids.push(id.to_vec());
+            let (state, lane) = (t[1].as_bytes(), t[2].as_bytes());
+            if state.is_none() && lane.is_none() {
+                // A ghost, a key of another type, or a hash without either: TYPE tells.
+                unsure.push(i);
+            }
+            rows.push(Row::Live { lane: lane.map(<[u8]>::to_vec), stalls: 0 });
+        }
+        match self.probed(ids, [first, last, tail]) {
+            Some(true) => {}
+            Some(false) => return Ok(Step::Done(self.empty())),
+            None => return Ok(self.rescore()),
+        }
+        self.read.rows = rows;
+        self.read.types = Types { pending: !pending.is_wrongtype(), ring: !ring.is_wrongtype(), wake: !wake.is_wrongtype(), dead: true };
+        self.groups = std::iter::once(0..self.read.ids.len()).collect();
+        self.rows_known(unsure)
     }
 
     /// The members and scores of a selection, cut at `now`.
@@ -456,6 +557,11 @@ impl Sweep {
             let key = self.keys.retention();
             return Err(Error::layout(self.verb(), format!("{} has the wrong type", String::from_utf8_lossy(&key))));
         }
+        self.rows_known(unsure)
+    }
+
+    /// Every row is read: the unsure ones get their `TYPE` (step 3), then the lanes.
+    fn rows_known(&mut self, unsure: Vec<usize>) -> Result<Step> {
         if !unsure.is_empty() {
             let cmds = rows::type_reads(&self.keys, &self.read.ids, &unsure);
             self.stage = Stage::Types { unsure };
@@ -850,6 +956,11 @@ impl Sweep {
     }
 }
 
+/// A `SORT … GET` refused for what it asks, not for where or when (see `reads_error`).
+fn sort_refusal(reply: &Reply) -> bool {
+    matches!(reply, Reply::Error { code, .. } if code == "ERR" || code == "NOPERM")
+}
+
 impl Conversation for Sweep {
     type Out = Outcome;
 
@@ -861,6 +972,29 @@ impl Conversation for Sweep {
     fn start(&mut self) -> Step {
         let last = self.batch.saturating_sub(1).to_string();
         let mut cmds = vec![Cmd::new("TIME")];
+        if self.sorted {
+            self.stage = Stage::SelectSorted;
+            let probe = |at: &str| Cmd::new("ZRANGE").arg(self.zset()).arg(at).arg(at).arg("WITHSCORES");
+            let field = |f: &[u8]| [&self.keys.prefix[..], b"job:*->", f].concat();
+            cmds.extend([
+                Cmd::new("SORT")
+                    .arg(self.zset())
+                    .args(["BY", "nosort", "LIMIT", "0"])
+                    .arg(self.batch.to_string())
+                    .args(["GET", "#", "GET"])
+                    .arg(field(b"state"))
+                    .arg("GET")
+                    .arg(field(b"lane")),
+                probe("0"),
+                probe(&last),
+                probe("-1"),
+                Cmd::new("GET").arg(self.keys.promotions()),
+                Cmd::new("LLEN").arg(self.keys.pending()),
+                Cmd::new("LLEN").arg(self.keys.ring()),
+                Cmd::new("LLEN").arg(self.keys.wake()),
+            ]);
+            return Step::Read { watch: vec![self.keys.promotions()], cmds };
+        }
         if self.bare {
             self.stage = Stage::SelectBare;
             let probe = |at: &str| Cmd::new("ZRANGE").arg(self.zset()).arg(at).arg(at).arg("WITHSCORES");
@@ -880,6 +1014,7 @@ impl Conversation for Sweep {
         match std::mem::replace(&mut self.stage, Stage::Exec) {
             Stage::Select => self.selected(replies),
             Stage::SelectBare => self.selected_bare(replies),
+            Stage::SelectSorted => self.selected_sorted(replies),
             Stage::Rescored => match replies {
                 [members] => {
                     self.check(members, &self.zset())?;
@@ -964,6 +1099,13 @@ impl Conversation for Sweep {
 
     fn applied_so_far(&mut self) -> Option<Outcome> {
         self.done.take()
+    }
+
+    /// A sorted selection's `SORT` refused for what it asks (`ERR`: its `GET`
+    /// patterns, to a user without every key or in a cluster; `NOPERM`: a user
+    /// without `SORT`): the call reads as a bare one instead.
+    fn reads_error(&self, index: usize, reply: &Reply) -> bool {
+        matches!(self.stage, Stage::SelectSorted) && index == 1 && sort_refusal(reply)
     }
 
     /// Feeds the last `EXEC`'s replies; the outcome covers every group.
