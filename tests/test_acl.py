@@ -50,7 +50,7 @@ PLAN_COMMANDS = [
     "hlen",  # a stalled check in groups that may kill checks P retention's type first
     "del",  # a stalled check that trims `dead` (retention) deletes the trimmed rows
     "set",  # a stalled check sets the lease marks of the seconds its leases ended in
-    "sort",  # a backlog's promote reads its rows by SORT … GET, refused to a user without every key
+    "sort_ro",  # a backlog's promote reads its rows by SORT_RO … GET, refused to a user without every key
 ]
 
 
@@ -308,13 +308,13 @@ def test_a_refused_watch_stops_the_sweep_before_it_writes(server, r, verb):
 
 @pytest.mark.parametrize("may_sort", [True, False])
 def test_a_backlog_promote_refused_its_sort_reads_row_by_row(server, r, may_sort):
-    """A backlog's promote reads its rows by `SORT … GET` (`Sweep::sorted_selection`),
+    """A backlog's promote reads its rows by `SORT_RO … GET` (`Sweep::sorted_selection`),
     which the server refuses to a user without access to every key (`ERR`), or
-    without `SORT` at all (`NOPERM`: a user made from the command list of an
+    without `SORT_RO` at all (`NOPERM`: a user made from the command list of an
     earlier emq). The call then reads as it would have without it, and the
     connection stops asking: the same keyspace as the default user's calls,
     which sort."""
-    make_user(r, PLAN_COMMANDS if may_sort else [c for c in PLAN_COMMANDS if c != "sort"])
+    make_user(r, PLAN_COMMANDS if may_sort else [c for c in PLAN_COMMANDS if c != "sort_ro"])
 
     def backlog() -> None:
         r.flushdb()
@@ -334,7 +334,7 @@ def test_a_backlog_promote_refused_its_sort_reads_row_by_row(server, r, may_sort
         c.close()
         assert taken == [256, 256, 188, 0], (who, taken)
         after[who] = snapshot(r)["keys"]
-        sort = r.info("commandstats").get("cmdstat_sort", {})
+        sort = r.info("commandstats").get("cmdstat_sort_ro", {})
         # The second call sorts (the first took a whole batch); refused, the user's
         # connection asks no more.
         tried = sort.get("calls", 0) + sort.get("rejected_calls", 0)

@@ -60,15 +60,15 @@ def seed(r: redis.Redis) -> list[str]:
 
 
 def attempts(r: redis.Redis) -> tuple[int, int]:
-    """(EXISTS and SORT calls, UNWATCH calls) since the last CONFIG RESETSTAT.
+    """(EXISTS and SORT_RO calls, UNWATCH calls) since the last CONFIG RESETSTAT.
     Only the plan sends them here: in each attempt that selected something, an
     EXISTS per group of its rows under the watch, or, a backlog's promote that
-    reads its rows with its selection, one SORT an attempt. Only a dropped
+    reads its rows with its selection, one SORT_RO an attempt. Only a dropped
     selection sends UNWATCH, and a sorted read that found nothing due (it
     watched before it read: the last call of a backlog)."""
     stats = r.info("commandstats")
-    calls = {c: stats.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("exists", "sort", "unwatch")}
-    return calls["exists"] + calls["sort"], calls["unwatch"]
+    calls = {c: stats.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("exists", "sort_ro", "unwatch")}
+    return calls["exists"] + calls["sort_ro"], calls["unwatch"]
 
 
 def promote_all(c: emq.Client, group: int | None = None) -> tuple[float, int, int]:

@@ -1061,19 +1061,19 @@ def test_promote_of_a_backlog_matches_lua_whichever_way_it_reads(server, r, clie
     if isinstance(server, _servers.Cluster):
         return  # commandstats are per node
     # The plan read bare: four ranges, one more when `now` cuts the selection
-    # (after a call that took a whole batch, a SORT in place of the first).
+    # (after a call that took a whole batch, a SORT_RO in place of the first).
     reset(r, materialise(_state("q", keys), client.time_ms()))
     r.config_resetstat()
     emq.promote(client, "q", batch=batch)
     stats = r.info("commandstats")
-    ranges, sorts = (stats.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("zrange", "sort"))
+    ranges, sorts = (stats.get(f"cmdstat_{c}", {}).get("calls", 0) for c in ("zrange", "sort_ro"))
     assert ranges + sorts == 4 + (0 < due < batch and future > 0), (ranges, sorts)
 
 
 @pytest.mark.parametrize("corrupt", [None, "string", "stateless"])
 def test_promote_of_a_backlog_reads_its_rows_sorted_as_lua_would(server, r, client, corrupt):
     """A backlog's promote (the connection's last one took a whole batch of 256
-    or more) reads its members and their rows in one `SORT … GET` under its watch
+    or more) reads its members and their rows in one `SORT_RO … GET` under its watch
     (`Sweep::sorted_selection`). Calls in a row from one start, plan against
     script, the keyspace compared after each: ghosts, lane rows, ties, rows with
     neither `state` nor `lane`, a third call cut by `now` (read again with
@@ -1112,7 +1112,7 @@ def test_promote_of_a_backlog_reads_its_rows_sorted_as_lua_would(server, r, clie
             steps.append((type(reply) if isinstance(reply, Exception) else reply, dump(r)))
         runs[backend] = steps
         if backend == "plan" and not isinstance(server, _servers.Cluster):
-            sorts = r.info("commandstats").get("cmdstat_sort", {}).get("calls", 0)
+            sorts = r.info("commandstats").get("cmdstat_sort_ro", {}).get("calls", 0)
             # The first call reads bare; each call after one that took a whole batch sorts.
             assert sorts == (3 if corrupt == "string" else 2), sorts
     for k, ((lr, la), (pr, pa)) in enumerate(zip(runs["lua"], runs["plan"])):

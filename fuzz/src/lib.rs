@@ -172,9 +172,9 @@ impl<'a, 'k> Replies<'a, 'k> {
                     self.bulk()
                 }
             }
-            // SORT … GET # GET …->state GET …->lane: members and their two fields, or refused.
-            b"SORT" if self.chance(6) => Reply::Error { code: "ERR".into(), message: "ERR GET option of SORT denied".into() },
-            b"SORT" => Reply::Array(
+            // SORT_RO … GET # GET …->state GET …->lane: members and their two fields, or refused.
+            b"SORT_RO" if self.chance(6) => Reply::Error { code: "ERR".into(), message: "ERR GET option of SORT denied".into() },
+            b"SORT_RO" => Reply::Array(
                 (0..self.below(5))
                     .flat_map(|i| {
                         let m = Reply::Bulk(format!("m{i}").into_bytes());
@@ -237,7 +237,7 @@ fn keys_of(cmd: &Cmd) -> Vec<&[u8]> {
         "LMOVE" => args[1..3].to_vec(),
         "ZRANGE" | "ZREM" | "ZADD" | "ZCARD" | "ZCOUNT" | "ZREMRANGEBYSCORE" | "HGET" | "HMGET" | "HSET" | "HDEL" | "HGETALL"
         | "HINCRBY" | "LLEN" | "LRANGE" | "LPOP" | "RPUSH" | "LTRIM" | "TYPE" | "PEXPIREAT" | "INCR" | "GET" | "ZMSCORE" | "HLEN"
-        | "SET" | "SORT" => args[1..2].to_vec(),
+        | "SET" | "SORT_RO" => args[1..2].to_vec(),
         other => panic!("a command the fuzz targets do not know: {other}; add its keys to keys_of"),
     }
 }

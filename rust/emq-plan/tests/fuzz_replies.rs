@@ -66,8 +66,8 @@ fn shaped(rng: &mut Rng, cmd: Option<&emq_plan::Cmd>, first_range: &mut Option<V
             first_range.get_or_insert_with(|| items.clone());
             Reply::Array(items)
         }
-        b"SORT" if rng.below(6) == 0 => Reply::Error { code: "ERR".into(), message: "ERR GET option of SORT denied".into() },
-        b"SORT" => Reply::Array(
+        b"SORT_RO" if rng.below(6) == 0 => Reply::Error { code: "ERR".into(), message: "ERR GET option of SORT denied".into() },
+        b"SORT_RO" => Reply::Array(
             (0..rng.below(4))
                 .flat_map(|i| {
                     let m = Reply::Bulk(format!("m{i}").into_bytes());

@@ -650,7 +650,7 @@ fn sorted(batch: u64) -> Sweep {
     bare(batch).sorted_selection(true)
 }
 
-/// `SORT … GET # GET …->state GET …->lane` of `(member, state, lane)`.
+/// `SORT_RO … GET # GET …->state GET …->lane` of `(member, state, lane)`.
 fn sorted_rows(items: &[(&str, Option<&str>, Option<&str>)]) -> Reply {
     Reply::Array(items.iter().flat_map(|(m, st, l)| [bulk(m), field(*st), field(*l)]).collect())
 }
@@ -671,7 +671,21 @@ fn a_sorted_selection_reads_members_and_rows_under_the_watch_in_one_step() {
         cmds,
         vec![
             cmd(&["TIME"]),
-            cmd(&["SORT", z, "BY", "nosort", "LIMIT", "0", "3", "GET", "#", "GET", "emq:{q}:job:*->state", "GET", "emq:{q}:job:*->lane"]),
+            cmd(&[
+                "SORT_RO",
+                z,
+                "BY",
+                "nosort",
+                "LIMIT",
+                "0",
+                "3",
+                "GET",
+                "#",
+                "GET",
+                "emq:{q}:job:*->state",
+                "GET",
+                "emq:{q}:job:*->lane"
+            ]),
             cmd(&["ZRANGE", z, "0", "0", "WITHSCORES"]),
             cmd(&["ZRANGE", z, "2", "2", "WITHSCORES"]),
             cmd(&["ZRANGE", z, "-1", "-1", "WITHSCORES"]),

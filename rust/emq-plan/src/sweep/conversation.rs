@@ -5,7 +5,7 @@
 //!    clock is read before the selection; members with a score above it are cut.
 //!    (A promote may read them without scores and probe its first and last
 //!    member instead: `Sweep::bare_selection`; and a backlog's promote may read
-//!    them with their rows under its watch, in one `SORT`, so that steps 2 and
+//!    them with their rows under its watch, in one `SORT_RO`, so that steps 2 and
 //!    3's reads are done: `Sweep::sorted_selection`.)
 //! 2. rows: `WATCH` (a promote: `P promotions`, which every promote bumps; a
 //!    stalled check: its first group's lease marks, and the rows of its members
@@ -211,7 +211,7 @@ impl Sweep {
 
     /// A bare selection (`bare_selection`, called first) that reads every
     /// member's row with it, in one command the server loops over itself:
-    /// `WATCH P promotions`, then `TIME`, `SORT P schedule BY nosort LIMIT 0
+    /// `WATCH P promotions`, then `TIME`, `SORT_RO P schedule BY nosort LIMIT 0
     /// batch GET # GET P job:*->state GET P job:*->lane`, the three probes, `P
     /// promotions` and the lists' types. Everything is read under the watch, so
     /// no second read is needed: a call of two round trips where the bare one
@@ -225,7 +225,8 @@ impl Sweep {
     /// server may refuse the `GET` patterns: a user without access to every key
     /// (Redis 7 and Valkey ask that of `SORT … GET`), or a cluster that cannot
     /// tell the pattern's slot; the call then reads as a bare one
-    /// (`sort_refused` tells the host to stop asking). `SORT` converts a
+    /// (`sort_refused` tells the host to stop asking). The read-only form: `SORT`
+    /// is flagged a write (its `STORE`), which a full server refuses. It converts a
     /// small zset to its skiplist form: the host asks only for a backlog's
     /// promote, whose `schedule` is that large already.
     #[must_use]
@@ -977,7 +978,7 @@ impl Conversation for Sweep {
             let probe = |at: &str| Cmd::new("ZRANGE").arg(self.zset()).arg(at).arg(at).arg("WITHSCORES");
             let field = |f: &[u8]| [&self.keys.prefix[..], b"job:*->", f].concat();
             cmds.extend([
-                Cmd::new("SORT")
+                Cmd::new("SORT_RO")
                     .arg(self.zset())
                     .args(["BY", "nosort", "LIMIT", "0"])
                     .arg(self.batch.to_string())
@@ -1103,7 +1104,7 @@ impl Conversation for Sweep {
 
     /// A sorted selection's `SORT` refused for what it asks (`ERR`: its `GET`
     /// patterns, to a user without every key or in a cluster; `NOPERM`: a user
-    /// without `SORT`): the call reads as a bare one instead.
+    /// without `SORT_RO`): the call reads as a bare one instead.
     fn reads_error(&self, index: usize, reply: &Reply) -> bool {
         matches!(self.stage, Stage::SelectSorted) && index == 1 && sort_refusal(reply)
     }
