@@ -130,6 +130,31 @@ def test_out_of_memory(server, r, verb):
     assert c.ping()
 
 
+def test_out_of_memory_in_a_backlogs_sorted_read(server, r):
+    """A backlog's promote reads its rows with `SORT_RO` under its watch
+    (`Sweep::sorted_selection`): on a full server the read goes through (it is
+    read-only) and the transaction is refused whole, as `OutOfMemoryError`,
+    with nothing written; with room again the backlog drains."""
+    c = emq.connect(server.url)
+    p = r.pipeline(transaction=False)
+    for i in range(600):
+        p.hset(f"{P}job:b{i:03d}", "state", "scheduled")
+        p.zadd(f"{P}schedule", {f"b{i:03d}": 1_000_000 + i})
+    p.execute()
+    assert emq.promote(c, Q, batch=256) == 256  # a whole batch: the next call sorts
+    r.config_resetstat()
+    r.config_set("maxmemory-policy", "noeviction")
+    r.config_set("maxmemory", "1")
+    try:
+        msg = refused(r, lambda: emq.promote(c, Q, batch=256), emq.OutOfMemoryError, "OOM")
+        assert msg.startswith("EMQ.PROMOTE"), msg
+    finally:
+        r.config_set("maxmemory", "0")
+    assert r.info("commandstats")["cmdstat_sort_ro"]["calls"] == 1, "the refused call read sorted"
+    assert [emq.promote(c, Q, batch=256) for _ in range(3)] == [256, 88, 0]
+    assert r.llen(f"{P}pending") == 600
+
+
 @pytest.mark.parametrize("verb", VERBS)
 def test_read_only_replica(replica, verb):
     r = redis.Redis.from_url(replica.primary_url)
