@@ -40,7 +40,7 @@ pub struct Conn {
     /// The last promote on this connection took a whole batch: a backlog, whose
     /// next selection is read bare (`sweeps::run_plan_timed`).
     pub backlog: bool,
-    /// The server refused a sorted selection's `SORT … GET` (an ACL user without
+    /// The server refused a sorted selection's `SORT_RO … GET` (an ACL user without
     /// access to every key, a cluster): this connection reads rows one by one.
     pub sort_refused: bool,
     /// The longest a read waited in the last sweep of each backend and kind

@@ -142,9 +142,9 @@ pub struct Sweep {
     in_server: bool,
     /// A promote reads its selection without scores (`bare_selection`).
     bare: bool,
-    /// ... and its rows by `SORT` under the watch (`sorted_selection`).
+    /// ... and its rows by `SORT_RO` under the watch (`sorted_selection`).
     sorted: bool,
-    /// The server refused the `SORT` (`sort_refused`).
+    /// The server refused the `SORT_RO` (`sort_refused`).
     sort_refused: bool,
 }
 
@@ -235,7 +235,7 @@ impl Sweep {
         self
     }
 
-    /// Whether the server refused this call's `SORT` (`sorted_selection`).
+    /// Whether the server refused this call's `SORT_RO` (`sorted_selection`).
     pub fn sort_refused(&self) -> bool {
         self.sort_refused
     }
@@ -417,12 +417,12 @@ impl Sweep {
             self.check(r, &self.zset())?;
         }
         self.clock(time)?;
-        let items = sorted.as_array().filter(|a| a.len() % 3 == 0).ok_or_else(|| self.host_error("SORT gave no rows"))?;
+        let items = sorted.as_array().filter(|a| a.len() % 3 == 0).ok_or_else(|| self.host_error("SORT_RO gave no rows"))?;
         let mut ids = Vec::with_capacity(items.len() / 3);
         let mut rows = Vec::with_capacity(items.len() / 3);
         let mut unsure = vec![];
         for (i, t) in items.chunks_exact(3).enumerate() {
-            let id = t[0].as_bytes().ok_or_else(|| self.host_error("SORT gave no member"))?;
+            let id = t[0].as_bytes().ok_or_else(|| self.host_error("SORT_RO gave no member"))?;
             ids.push(id.to_vec());
             let (state, lane) = (t[1].as_bytes(), t[2].as_bytes());
             if state.is_none() && lane.is_none() {
@@ -957,7 +957,7 @@ impl Sweep {
     }
 }
 
-/// A `SORT … GET` refused for what it asks, not for where or when (see `reads_error`).
+/// A `SORT_RO … GET` refused for what it asks, not for where or when (see `reads_error`).
 fn sort_refusal(reply: &Reply) -> bool {
     matches!(reply, Reply::Error { code, .. } if code == "ERR" || code == "NOPERM")
 }
@@ -1102,7 +1102,7 @@ impl Conversation for Sweep {
         self.done.take()
     }
 
-    /// A sorted selection's `SORT` refused for what it asks (`ERR`: its `GET`
+    /// A sorted selection's `SORT_RO` refused for what it asks (`ERR`: its `GET`
     /// patterns, to a user without every key or in a cluster; `NOPERM`: a user
     /// without `SORT_RO`): the call reads as a bare one instead.
     fn reads_error(&self, index: usize, reply: &Reply) -> bool {
