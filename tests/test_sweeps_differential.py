@@ -1032,6 +1032,26 @@ def test_promote_hand_picked_state(r, client, form):
     differential(r, client, "promote", _state("q", keys), 8, None, form)
 
 
+def backlog_keys(due: int, future: int, stateless: bool = False) -> dict:
+    """Queue q's `schedule` of `due` members (ties in pairs) and `future` ones,
+    with their rows: every 7th a ghost, every 5th in one of lanes L0 to L2, and
+    with `stateless`, every 11th a hash with neither `state` nor `lane`."""
+    P = b"emq:{q}:"
+    zset = {f"d{k:04d}".encode(): -(10**6) + k // 2 for k in range(due)}
+    zset.update({f"f{k:04d}".encode(): 10**6 + k for k in range(future)})
+    keys: dict = {P + b"schedule": ("zset", zset)}
+    for k, m in enumerate(zset):
+        if k % 7 == 3:
+            continue  # a ghost
+        h = {b"state": b"scheduled"}
+        if k % 5 == 1:
+            h[b"lane"] = b"L%d" % (k % 3)
+        if stateless and k % 11 == 4:
+            h = {b"data": b"x"}  # neither field: live, flat
+        keys[P + b"job:" + m] = ("hash", h)
+    return keys
+
+
 @pytest.mark.parametrize(
     "due, future, batch",
     [
@@ -1046,17 +1066,7 @@ def test_promote_of_a_backlog_matches_lua_whichever_way_it_reads(server, r, clie
     """A promote of a large batch reads its members without scores and probes
     the first and last (`Sweep::bare_selection`): the same call as the script,
     over every shape of selection the probes decide."""
-    P = b"emq:{q}:"
-    zset = {f"d{k:04d}".encode(): -(10**6) + k // 2 for k in range(due)}  # ties in pairs
-    zset.update({f"f{k:04d}".encode(): 10**6 + k for k in range(future)})
-    keys = {P + b"schedule": ("zset", zset)}
-    for k, m in enumerate(zset):
-        if k % 7 == 3:
-            continue  # a ghost
-        h = {b"state": b"scheduled"}
-        if k % 5 == 1:
-            h[b"lane"] = b"L%d" % (k % 3)
-        keys[P + b"job:" + m] = ("hash", h)
+    keys = backlog_keys(due, future)
     differential(r, client, "promote", _state("q", keys), batch, None, "api")
     if isinstance(server, _servers.Cluster):
         return  # commandstats are per node
@@ -1081,18 +1091,8 @@ def test_promote_of_a_backlog_reads_its_rows_sorted_as_lua_would(server, r, clie
     call and the next ones, and write nothing) or a hash with `lane` and no
     `state`."""
     P = b"emq:{q}:"
-    zset = {f"d{k:04d}".encode(): -(10**6) + k // 2 for k in range(700)}
-    zset.update({f"f{k:04d}".encode(): 10**6 + k for k in range(5)})
-    keys: dict = {P + b"schedule": ("zset", zset), P + b"lanectl:L1": ("hash", {b"limit": b"2", b"active": b"1"})}
-    for k, m in enumerate(zset):
-        if k % 7 == 3:
-            continue  # a ghost
-        h = {b"state": b"scheduled"}
-        if k % 5 == 1:
-            h[b"lane"] = b"L%d" % (k % 3)
-        if k % 11 == 4:
-            h = {b"data": b"x"}  # neither field: live, flat
-        keys[P + b"job:" + m] = ("hash", h)
+    keys = backlog_keys(700, 5, stateless=True)
+    keys[P + b"lanectl:L1"] = ("hash", {b"limit": b"2", b"active": b"1"})
     if corrupt == "string":
         keys[P + b"job:d0400"] = ("string", b"not a row")
     elif corrupt == "stateless":
