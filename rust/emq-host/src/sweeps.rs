@@ -100,8 +100,9 @@ pub fn run_plan_timed(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64, gro
     let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let (rows, cap) = (size(g.rows), g.watch_cap.map(size));
     let bare = batch >= BARE_SELECTION_MIN || (kind == Kind::Promote && conn.backlog);
-    // A backlog's promote reads its rows with its selection (`Sweep::sorted_selection`).
-    let sorted = bare && kind == Kind::Promote && conn.backlog && batch >= BARE_SELECTION_MIN && !conn.sort_refused;
+    // A backlog's promote reads its rows with its selection (`Sweep::sorted_selection`,
+    // which applies only over a bare selection: a promote of one transaction).
+    let sorted = conn.backlog && batch >= BARE_SELECTION_MIN && !conn.sort_refused;
     let (mut next, mut refused) = (None, false);
     let make = || Ok(Sweep::grouped(kind, keys.clone(), batch, rows).watch_cap(cap).bare_selection(bare).sorted_selection(sorted));
     let outcome = drive_timed(conn, make, |s, replied| {

@@ -392,6 +392,12 @@ impl Sweep {
         None
     }
 
+    /// A bare selection's probes: the member and score at rank 0, at `last`
+    /// (the batch's last rank) and at -1.
+    fn probes(&self, last: &str) -> [Cmd; 3] {
+        ["0", last, "-1"].map(|at| Cmd::new("ZRANGE").arg(self.zset()).arg(at).arg(at).arg("WITHSCORES"))
+    }
+
     /// The selection again, with scores (a bare one that `now` cut).
     fn rescore(&mut self) -> Step {
         self.stage = Stage::Rescored;
@@ -403,7 +409,7 @@ impl Sweep {
     /// read under the watch on `P promotions`. Where every member is due, steps
     /// 2 and 3 are done; else it goes on as a bare one.
     fn selected_sorted(&mut self, replies: &[Reply]) -> Result<Step> {
-        let [time, sorted, first, last, tail, promotions, pending, ring, wake] = replies else {
+        let [time, sorted, first, last, tail, promotions, _pending, _ring, _wake] = replies else {
             return Err(self.host_error("select: wrong number of replies"));
         };
         if sort_refusal(sorted) {
@@ -437,7 +443,7 @@ impl Sweep {
             None => return Ok(self.rescore()),
         }
         self.read.rows = rows;
-        self.read.types = Types { pending: !pending.is_wrongtype(), ring: !ring.is_wrongtype(), wake: !wake.is_wrongtype(), dead: true };
+        self.read.types = Self::list_types(&replies[6..]);
         self.groups = std::iter::once(0..self.read.ids.len()).collect();
         self.rows_known(unsure)
     }
@@ -548,12 +554,7 @@ impl Sweep {
             rows::parse_rows(self.verb(), &self.keys, &self.read.ids, &replies[re_read..re_read + reads], self.fields().len(), Self::row)?;
         self.read.rows = rows.into_iter().map(|r| r.unwrap_or(Row::Ghost)).collect();
         let t = &replies[re_read + reads..];
-        self.read.types = Types {
-            pending: !t[0].is_wrongtype(),
-            ring: !t[1].is_wrongtype(),
-            wake: !t[2].is_wrongtype(),
-            dead: !t.get(3).is_some_and(Reply::is_wrongtype),
-        };
+        self.read.types = Self::list_types(t);
         if self.checks_retention() && t.get(4).is_some_and(Reply::is_wrongtype) {
             let key = self.keys.retention();
             return Err(Error::layout(self.verb(), format!("{} has the wrong type", String::from_utf8_lossy(&key))));
@@ -569,6 +570,17 @@ impl Sweep {
             return Ok(Step::Read { watch: vec![], cmds });
         }
         self.lanes_step()
+    }
+
+    /// The lists' types from their reads: `pending`, the ring, `wake`, then
+    /// `dead` where read (a stalled check).
+    fn list_types(t: &[Reply]) -> Types {
+        Types {
+            pending: !t[0].is_wrongtype(),
+            ring: !t[1].is_wrongtype(),
+            wake: !t[2].is_wrongtype(),
+            dead: !t.get(3).is_some_and(Reply::is_wrongtype),
+        }
     }
 
     /// A live row from its fields as read (`lane`, then `stalls` for a stalled check).
@@ -975,20 +987,17 @@ impl Conversation for Sweep {
         let mut cmds = vec![Cmd::new("TIME")];
         if self.sorted {
             self.stage = Stage::SelectSorted;
-            let probe = |at: &str| Cmd::new("ZRANGE").arg(self.zset()).arg(at).arg(at).arg("WITHSCORES");
             let field = |f: &[u8]| [&self.keys.prefix[..], b"job:*->", f].concat();
+            cmds.extend([Cmd::new("SORT_RO")
+                .arg(self.zset())
+                .args(["BY", "nosort", "LIMIT", "0"])
+                .arg(self.batch.to_string())
+                .args(["GET", "#", "GET"])
+                .arg(field(b"state"))
+                .arg("GET")
+                .arg(field(b"lane"))]);
+            cmds.extend(self.probes(&last));
             cmds.extend([
-                Cmd::new("SORT_RO")
-                    .arg(self.zset())
-                    .args(["BY", "nosort", "LIMIT", "0"])
-                    .arg(self.batch.to_string())
-                    .args(["GET", "#", "GET"])
-                    .arg(field(b"state"))
-                    .arg("GET")
-                    .arg(field(b"lane")),
-                probe("0"),
-                probe(&last),
-                probe("-1"),
                 Cmd::new("GET").arg(self.keys.promotions()),
                 Cmd::new("LLEN").arg(self.keys.pending()),
                 Cmd::new("LLEN").arg(self.keys.ring()),
@@ -998,8 +1007,8 @@ impl Conversation for Sweep {
         }
         if self.bare {
             self.stage = Stage::SelectBare;
-            let probe = |at: &str| Cmd::new("ZRANGE").arg(self.zset()).arg(at).arg(at).arg("WITHSCORES");
-            cmds.extend([Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(&last), probe("0"), probe(&last), probe("-1")]);
+            cmds.push(Cmd::new("ZRANGE").arg(self.zset()).arg("0").arg(&last));
+            cmds.extend(self.probes(&last));
         } else {
             self.stage = Stage::Select;
             cmds.push(self.range());
