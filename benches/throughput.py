@@ -11,7 +11,11 @@ first add to the moment every job is done:
   adds, claims, completes, sweeps, parks, everything;
 - the worker processes' CPU per job (user + system, from /proc), over the same span;
 - server commands per job (`INFO commandstats` calls, those inside `EXEC`
-  included) and transactions (`EXEC`) per job.
+  included) and transactions (`EXEC`) per job;
+- round trips per job: the reads the server served (`INFO stats`
+  `total_reads_processed`: each read of a client's socket that found bytes, a
+  pipeline's commands most often in one), those of the producer and of the
+  poll for the end included.
 
     python benches/throughput.py                          # 1 process, 30,000 jobs, 3 runs
     python benches/throughput.py --procs 4 --jobs 60000
@@ -117,6 +121,10 @@ def proc_cpu(pids: list[int]) -> float:
     return total
 
 
+def reads(c: emq.Client) -> int:
+    return int(c.info("stats")["total_reads_processed"])
+
+
 def commandstats(c: emq.Client) -> dict[str, tuple[int, float]]:
     """Each command's calls and the µs spent in it (a module command's and
     `EXEC`'s include the commands they run)."""
@@ -141,7 +149,7 @@ def one_run(url: str, args, mode: str = "paired") -> dict:
     q = queue(c, mode)
     c.command("CONFIG", "RESETSTAT")
     pids = [p.pid for p in procs if p.pid is not None]
-    cpu0, t0, wcpu0 = cpu(c), time.perf_counter(), proc_cpu(pids)
+    cpu0, t0, wcpu0, reads0 = cpu(c), time.perf_counter(), proc_cpu(pids), reads(c)
     for i in range(0, args.jobs, 100):
         q.add_many([{"data": b"x", "max_attempts": 1} if args.fail else b"x"] * min(100, args.jobs - i))
     # Done when nothing is pending or held: three small reads every 5 ms (counts()
@@ -149,7 +157,7 @@ def one_run(url: str, args, mode: str = "paired") -> dict:
     keys = [f"emq:{{{Q}}}:{k}" for k in ("pending", "active", "schedule")]
     while c.command("LLEN", keys[0]) or c.command("ZCARD", keys[1]) or c.command("ZCARD", keys[2]):
         time.sleep(0.005)
-    t1, cpu1, wcpu1 = time.perf_counter(), cpu(c), proc_cpu(pids)
+    t1, cpu1, wcpu1, reads1 = time.perf_counter(), cpu(c), proc_cpu(pids), reads(c)
     stats = commandstats(c)
     stop.set()
     for p in procs:
@@ -165,6 +173,7 @@ def one_run(url: str, args, mode: str = "paired") -> dict:
         "worker_us_per_job": (wcpu1 - wcpu0) * 1e6 / args.jobs,
         "commands_per_job": calls / args.jobs,
         "exec_per_job": execs / args.jobs,
+        "reads_per_job": (reads1 - reads0) / args.jobs,
         "calls_per_job": {k: v[0] / args.jobs for k, v in sorted(stats.items(), key=lambda kv: -kv[1][0])},
         "usec_per_job": {k: v[1] / args.jobs for k, v in stats.items()},
     }
@@ -201,7 +210,7 @@ def main(argv=None) -> int:
                 runs[m].append(one_run(s.url, args, m))
     for m in modes:
         rs = runs[m]
-        keys = ("jobs_per_s", "server_us_per_job", "worker_us_per_job", "commands_per_job", "exec_per_job")
+        keys = ("jobs_per_s", "server_us_per_job", "worker_us_per_job", "commands_per_job", "exec_per_job", "reads_per_job")
         med = {k: statistics.median(r[k] for r in rs) for k in keys}
         print(
             f"{args.server}{MODES[m]}{FAILING if args.fail else ''}, "
@@ -210,7 +219,8 @@ def main(argv=None) -> int:
             f"{med['jobs_per_s']:,.0f} jobs/s ({med['jobs_per_s'] / args.procs:,.0f} per process), "
             f"server {med['server_us_per_job']:.1f} us/job, worker processes {med['worker_us_per_job']:.1f} us/job, "
             f"{med['commands_per_job']:.1f} commands/job, "
-            f"{med['exec_per_job']:.2f} EXEC/job"
+            f"{med['exec_per_job']:.2f} EXEC/job, "
+            f"{med['reads_per_job']:.2f} round trips/job"
         )
     if args.stats:
         for m in modes:
