@@ -21,6 +21,9 @@ pub mod spec;
 pub mod tick_id;
 pub mod zone;
 
+#[cfg(test)]
+mod tests;
+
 pub use due::{due_ticks, Due, Missed, MAX_MISSED_LIMIT};
 pub use spec::Spec;
 pub use tick_id::{parse_tick_id, schedule_name_problem, tick_id, SCHEDULE_NAME_MAX};
