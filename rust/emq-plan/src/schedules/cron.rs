@@ -101,11 +101,22 @@ impl Cron {
         };
         // A pattern such as `0 0 31 2 *` parses but would never tick: refuse it
         // now rather than store a schedule that silently never runs.
-        let probe = Date::constant(2000, 1, 1).at(0, 0, 0, 0);
-        if cron.first_at_or_after(probe).is_none() {
+        if !cron.has_a_day() {
             return Err("never matches: no month it allows has a day it allows".to_string());
         }
         Ok(cron)
+    }
+
+    /// Whether some day of the calendar matches. With both day fields
+    /// restricted, any day of an allowed weekday in an allowed month does; else
+    /// an allowed day must exist in an allowed month (February has a 29th), and
+    /// then falls on each weekday within 400 years.
+    fn has_a_day(&self) -> bool {
+        if !(self.days_star || self.weekdays_star) {
+            return true;
+        }
+        let longest: [u8; 12] = [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+        (1..=12u8).any(|m| has(self.months, m) && (1..=longest[usize::from(m - 1)]).any(|d| has(self.days, d)))
     }
 
     /// Whether a wall clock time matches every field (its sub-second part aside).
@@ -444,6 +455,19 @@ mod tests {
         assert!(!c.day_matches(date(2025, 6, 11)), "an odd day that is not a Monday");
         let c = Cron::parse("0 0 13 * *").unwrap();
         assert!(!c.day_matches(date(2025, 5, 16)), "weekday `*` adds no day");
+    }
+
+    #[test]
+    fn never_matching_patterns_are_refused_and_only_those() {
+        for expr in ["0 0 30 2 *", "0 0 31 4,6,9,11 *", "0 0 30,31 FEB */2"] {
+            assert!(Cron::parse(expr).unwrap_err().starts_with("never matches"), "{expr}");
+        }
+        // Each accepted one has a match, found by the search itself.
+        let probe = date(2000, 1, 1).at(0, 0, 0, 0);
+        for expr in ["0 0 29 2 *", "0 0 31 4,5 *", "0 0 31 2 1", "0 0 */31 2 1", "0 0 29 2 */7", "0 0 30 2 MON"] {
+            let c = Cron::parse(expr).unwrap_or_else(|e| panic!("{expr}: {e}"));
+            assert!(c.first_at_or_after(probe).is_some(), "{expr}");
+        }
     }
 
     #[test]
