@@ -13,13 +13,15 @@
 //! - `due`: the missed-tick policies and the ticks a sweep enqueues;
 //! - `tick_id`: `schedule:<name>:<tick ms>` and the schedule name's limits.
 //!
-//! `docs/schedules-arith.md` is the account of the rules.
+//! `cron` and `zone` are this module's own (the public API speaks ms and
+//! strings, not jiff's types); `docs/schedules-arith.md` is the account of the
+//! rules.
 
-pub mod cron;
+mod cron;
 pub mod due;
 pub mod spec;
 pub mod tick_id;
-pub mod zone;
+mod zone;
 
 #[cfg(test)]
 mod tests;

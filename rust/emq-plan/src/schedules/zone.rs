@@ -65,6 +65,7 @@ impl Zone {
     }
 
     /// The wall clock time at an instant.
+    #[cfg(test)]
     pub fn civil(&self, t: Timestamp) -> DateTime {
         self.tz.to_datetime(t)
     }
