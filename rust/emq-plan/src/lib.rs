@@ -45,6 +45,7 @@ pub mod offer;
 pub mod reply;
 pub mod retention;
 pub mod rows;
+pub mod schedules;
 pub mod settle;
 pub mod settle_many;
 pub mod sweep;
