@@ -16,8 +16,8 @@
 //! arrays, extreme integers, error replies, strings of any bytes), and now and
 //! then one too many or one too few.
 
-use emq_plan::conversation::{Conversation, Step};
-use emq_plan::look::glob_escape;
+use emq_plan::protocol::conversation::{Conversation, Step};
+use emq_plan::reads::glob_escape;
 use emq_plan::{Cmd, Keys, Reply};
 pub use libfuzzer_sys::arbitrary::{self, Unstructured};
 

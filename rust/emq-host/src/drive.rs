@@ -1,4 +1,4 @@
-//! Driving a conversation (`emq_plan::conversation`): reads pipelined, `WATCH`
+//! Driving a conversation (`emq_plan::protocol::conversation`): reads pipelined, `WATCH`
 //! before the guarded reads, the plan in one `MULTI`/`EXEC`, and a new call
 //! (`emq_plan::backoff`, jittered) when `EXEC` aborts or the reads changed under
 //! the watch (SPEC §9).
@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use emq_plan::backoff::backoff;
-use emq_plan::conversation::{Conversation, Step};
+use emq_plan::protocol::conversation::{Conversation, Step};
 use emq_plan::{Cmd, Reply};
 
 use crate::conn::{unknown, Conn};

@@ -28,9 +28,9 @@ use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
-use emq_plan::conversation::{Conversation, Step};
 use emq_plan::error::{Error, Result};
 use emq_plan::numbers::{field_int, signed_decimal};
+use emq_plan::protocol::conversation::{Conversation, Step};
 use emq_plan::{Cmd, Reply};
 
 use crate::ffi::{self, Ctx, RString};

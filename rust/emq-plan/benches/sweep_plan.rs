@@ -11,7 +11,7 @@
 
 use std::time::Instant;
 
-use emq_plan::conversation::{Conversation, Step};
+use emq_plan::protocol::conversation::{Conversation, Step};
 use emq_plan::sweep::{Kind, Sweep};
 use emq_plan::{Cmd, Keys, Reply};
 

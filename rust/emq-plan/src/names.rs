@@ -91,11 +91,11 @@ impl Keys {
         self.key(b"ring")
     }
     /// `P promotions`: a counter every promote that takes members increments, in
-    /// the same transaction (or script); promoters watch it (`crate::guard`).
+    /// the same transaction (or script); promoters watch it (`crate::protocol::guard`).
     pub fn promotions(&self) -> Vec<u8> {
         self.key(b"promotions")
     }
-    /// `P leases:B`: the lease mark of second `B` (`crate::guard`): every write
+    /// `P leases:B`: the lease mark of second `B` (`crate::protocol::guard`): every write
     /// to a row in `active` whose lease ends in that second sets it, and a
     /// stalled check watches it instead of the rows.
     pub fn leases(&self, bucket: i64) -> Vec<u8> {

@@ -1,7 +1,7 @@
 //! The claim conversation driven with made-up replies. No server.
 
-use emq_plan::claim::Claim;
-use emq_plan::conversation::{Conversation, Step};
+use emq_plan::jobs::claim::Claim;
+use emq_plan::protocol::conversation::{Conversation, Step};
 use emq_plan::{ErrorKind, Keys, Reply};
 
 fn bulk(s: &str) -> Reply {

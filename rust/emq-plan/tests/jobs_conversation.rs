@@ -1,9 +1,9 @@
 //! ADD (its digest: a retry of an add that landed) and COMPLETE / FAIL under the
 //! retention policy, driven with made-up replies. No server.
 
-use emq_plan::add::{digest, Add, NewJob, When};
-use emq_plan::conversation::{Conversation, Step};
-use emq_plan::settle::{Action, Settle, Settled};
+use emq_plan::jobs::add::{digest, Add, NewJob, When};
+use emq_plan::jobs::settle::{Action, Settle, Settled};
+use emq_plan::protocol::conversation::{Conversation, Step};
 use emq_plan::{Cmd, ErrorKind, Keys, Reply};
 
 const NOW: i64 = 1_700_000_000_123;

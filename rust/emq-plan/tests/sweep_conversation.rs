@@ -1,7 +1,7 @@
 //! The sweep conversation driven with made-up replies: what it asks for, what it
 //! plans, and what it refuses. No server.
 
-use emq_plan::conversation::Conversation;
+use emq_plan::protocol::conversation::Conversation;
 use emq_plan::sweep::{Kind, Outcome, Step, Sweep};
 use emq_plan::{Cmd, ErrorKind, Keys, Reply};
 
@@ -494,7 +494,7 @@ fn a_stalled_check_watches_the_lease_marks_of_past_seconds_and_the_rows_of_the_c
 
 #[test]
 fn lease_buckets() {
-    use emq_plan::guard::lease_bucket;
+    use emq_plan::protocol::guard::lease_bucket;
     assert_eq!(lease_bucket(f64::NEG_INFINITY), 0);
     assert_eq!(lease_bucket(-1.5), 0);
     assert_eq!(lease_bucket(999.9), 0);

@@ -180,7 +180,7 @@ impl<S: Read + Write> Wire<S> {
     pub fn send_parts(&mut self, parts: &[&[Cmd]]) -> WireResult<()> {
         self.out.clear();
         for cmds in parts {
-            emq_plan::cmd::encode_into(cmds, &mut self.out);
+            emq_plan::protocol::cmd::encode_into(cmds, &mut self.out);
         }
         self.stream.write_all(&self.out)?;
         // A buffer grown for one large call is not kept for good.

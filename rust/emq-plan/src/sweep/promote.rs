@@ -1,9 +1,9 @@
 //! PROMOTE's write plan (SPEC §5 steps 5 to 7): a pure function of the read.
 
-use crate::cmd::Cmd;
 use crate::error::{Error, Result};
+use crate::lanes::offer::Offers;
 use crate::names::Keys;
-use crate::offer::Offers;
+use crate::protocol::cmd::Cmd;
 use crate::sweep::types::{Outcome, Plan, Read, Row, PROMOTE};
 
 /// Every due id leaves `schedule`; flat rows join `pending`, lane rows their lane,
@@ -52,7 +52,7 @@ pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
         }
     }
     offers.writes(keys, &mut w);
-    // Every promote that takes members bumps the key promoters watch (`crate::guard`).
+    // Every promote that takes members bumps the key promoters watch (`crate::protocol::guard`).
     w.push(Cmd::new("INCR").arg(keys.promotions()));
     Ok(Plan { writes: w, outcome: Outcome::Promoted(read.ids.len() as i64) })
 }

@@ -1,10 +1,10 @@
 //! STALLED CHECK's write plan (SPEC §6 steps 4 to 7): a pure function of the read.
 
-use crate::cmd::Cmd;
 use crate::error::{Error, Result};
-use crate::guard::{lease_marks, relies_on_empty};
+use crate::lanes::offer::Offers;
 use crate::names::Keys;
-use crate::offer::Offers;
+use crate::protocol::cmd::Cmd;
+use crate::protocol::guard::{lease_marks, relies_on_empty};
 use crate::sweep::types::{Outcome, Plan, Read, Row, STALLED};
 
 /// A lane's share of a plan: (name, recovered ids, rows that left active).
@@ -79,7 +79,7 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
     let mut w = Vec::with_capacity(rows.len() + 2 * by_lane.len() + 16);
     w.push(Cmd::new("ZREM").arg(keys.active()).args(&read.ids));
     // Every member leaves `active`: the marks of the seconds their leases ended
-    // in tell the stalled checks that watch them (`crate::guard`).
+    // in tell the stalled checks that watch them (`crate::protocol::guard`).
     w.extend(lease_marks(keys, &read.scores));
     if !dead.is_empty() {
         let mut add = Cmd::new("ZADD").arg(keys.dead());

@@ -9,7 +9,7 @@
 //!    3's reads are done: `Sweep::sorted_selection`.)
 //! 2. rows: `WATCH` (a promote: `P promotions`, which every promote bumps; a
 //!    stalled check: its first group's lease marks, and the rows of its members
-//!    of the current second; `crate::guard` says why; sent in front of the
+//!    of the current second; `crate::protocol::guard` says why; sent in front of the
 //!    reads);
 //!    then the head of the zset again (a member of the first group gone or scored
 //!    anew is a conflict), every selected row's `lane` (and `stalls`), an `EXISTS`
@@ -48,21 +48,21 @@
 //!
 //! Nothing watches `schedule`, `active`, `pending` or the ring, and a lane list
 //! only in step 4's case, so producers, claims of other ids and ring rotation
-//! never abort a sweep (`crate::guard` says why that is enough, SPEC §9).
+//! never abort a sweep (`crate::protocol::guard` says why that is enough, SPEC §9).
 
 use std::ops::Range;
 
 use crate::clock::parse_clock;
-use crate::cmd::Cmd;
-use crate::conversation::Conversation;
 use crate::error::{Error, Result};
-use crate::guard::{confirm_empty, stalled_watch, still_empty, still_selected, RE_READ_SLACK};
+use crate::jobs::retention;
+use crate::lanes::offer::{LaneCtl, CTL_FIELDS};
 use crate::names::Keys;
 use crate::numbers::field_int;
-use crate::offer::{LaneCtl, CTL_FIELDS};
-use crate::reply::Reply;
-use crate::retention;
-use crate::rows;
+use crate::protocol::cmd::Cmd;
+use crate::protocol::conversation::Conversation;
+use crate::protocol::guard::{confirm_empty, stalled_watch, still_empty, still_selected, RE_READ_SLACK};
+use crate::protocol::reply::Reply;
+use crate::protocol::rows;
 use crate::sweep::types::{Kind, Lane, Outcome, Plan, Read, Row, Step, Types};
 use crate::sweep::{promote, stalled};
 
@@ -487,7 +487,7 @@ impl Sweep {
         self.rows_reads()
     }
 
-    /// What the guard watches for the members in `r` (`crate::guard`), lanes aside.
+    /// What the guard watches for the members in `r` (`crate::protocol::guard`), lanes aside.
     fn watch_of(&self, r: Range<usize>) -> Vec<Vec<u8>> {
         match self.kind {
             Kind::Promote => vec![self.keys.promotions()],

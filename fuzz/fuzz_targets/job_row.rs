@@ -1,9 +1,9 @@
-//! A job's row (`look::Get`) fed any replies: see `emq_fuzz` for the properties.
+//! A job's row (`reads::Get`) fed any replies: see `emq_fuzz` for the properties.
 
 #![no_main]
 
 use emq_fuzz::{drive, name, queue, Replies, Unstructured};
-use emq_plan::look::Get;
+use emq_plan::reads::Get;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,18 +1,11 @@
-//! The wire forms of the module's commands, checked as the module checks them,
-//! built as the client host sends them, and their replies.
-//!
-//! The sweeps: the seed's EVALSHA tails with the script's sha replaced by the
-//! command's name.
-//!
-//! `EMQ.PROMOTE 2 <P>schedule <P>pending <P> <batch>`
-//! `EMQ.STALLED.CHECK 3 <P>active <P>pending <P>dead <P> <max_stalled> <batch>`
-//!
-//! A worker's claim and its completes (issue 17: one round trip each, run by
-//! the plans inside the server), in the same shape: the key that routes the
-//! call, the prefix, the arguments.
+//! A worker's module commands, in the sweeps' shape (the key that routes the
+//! call, the prefix, the arguments): checked as the module checks them
+//! (`parse_job`) and built as the client host sends them (`claim_cmd`, ...).
+//! Each is one round trip, run by the plans inside the server.
 //!
 //! `EMQ.CLAIM 1 <P>pending <P> <n> <lease_ms> <token>…` (exactly `n` tokens,
 //! made by the caller: a lease's proof, 128 random bits)
+//!
 //! `EMQ.COMPLETE 1 <P>active <P> <id> <token> <lane>…` (a triple a job; lane
 //! empty for none)
 //!
@@ -29,85 +22,17 @@
 //! `c` to complete, `r<ms>` to fail with that retry delay, `b<unit>` to fail with
 //! the backoff, `unit` the jitter's draw in millionths; `error` empty for a
 //! complete)
-//!
-//! `EMQ.CLAIM` answers the jobs taken, each `[id, data, lane or nil, attempts,
-//! max_attempts, token, deadline]`; `EMQ.COMPLETE` a 1 or 0 a job (done, or
-//! refused: the lease was lost); `EMQ.EXTEND` a 1 or 0 a job (extended, or
-//! refused); `EMQ.SETTLE` a 0 (refused), 1 (done), 2
-//! (scheduled) or 3 (dead) a job; `EMQ.ADD` the jobs' ids.
 
-use crate::add::{NewJob, When, ADD};
-use crate::claim::{Claimed, CLAIM, MAX_CLAIM};
-use crate::cmd::Cmd;
+use crate::batch::extend_many::{Held, EXTEND_MAX};
+use crate::batch::settle_many::Fate;
 use crate::error::{Error, Result};
-use crate::extend_many::{Held, EXTEND_MAX};
-use crate::names::{queue_of_prefix, Keys};
+use crate::jobs::add::{NewJob, When, ADD};
+use crate::jobs::claim::{CLAIM, MAX_CLAIM};
+use crate::jobs::settle::{COMPLETE, EXTEND, FAIL};
+use crate::names::Keys;
 use crate::numbers::{count_arg, decimal, signed_decimal, MAX_MS};
-use crate::reply::Reply;
-use crate::settle::{Settled, COMPLETE, EXTEND, FAIL};
-use crate::settle_many::Fate;
-use crate::sweep::types::{Kind, PROMOTE, STALLED};
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Request {
-    pub kind: Kind,
-    pub queue: Vec<u8>,
-    pub batch: u64,
-}
-
-/// Checks a whole command (its name first): the layout, then each argument.
-pub fn parse(args: &[&[u8]]) -> Result<Request> {
-    let Some((name, tail)) = args.split_first() else {
-        return Err(Error::argument("emq", "command", "is empty"));
-    };
-    let upper = name.to_ascii_uppercase();
-    let (verb, suffixes): (&str, &[&[u8]]) = match upper.as_slice() {
-        b"EMQ.PROMOTE" => (PROMOTE, &[b"schedule", b"pending"]),
-        b"EMQ.STALLED.CHECK" => (STALLED, &[b"active", b"pending", b"dead"]),
-        _ => {
-            return Err(Error::argument(
-                "emq",
-                "command",
-                format!("{:?} is not EMQ.PROMOTE or EMQ.STALLED.CHECK", String::from_utf8_lossy(name)),
-            ))
-        }
-    };
-    let nkeys = suffixes.len();
-    let nargs = if verb == PROMOTE { 2 } else { 3 };
-    let expected = format!("{nkeys} keys and {nargs} arguments");
-    if tail.len() != 1 + nkeys + nargs || tail[0] != nkeys.to_string().as_bytes() {
-        return Err(Error::layout(verb, format!("expected {expected}")));
-    }
-    let (keys, argv) = tail[1..].split_at(nkeys);
-    let queue = queue_of(verb, argv[0], keys, suffixes)?;
-    let batch = count_arg(argv[nargs - 1], false).ok_or_else(|| Error::argument(verb, "batch", "must be a positive integer"))?;
-    let kind = if verb == PROMOTE {
-        Kind::Promote
-    } else {
-        // Empty: no limit (nothing dies), as the Lua script takes it.
-        let max_stalled = match argv[1] {
-            b"" => None,
-            m => Some(count_arg(m, true).ok_or_else(|| Error::argument(verb, "max_stalled", "must be a non-negative integer or empty"))?),
-        };
-        Kind::Stalled { max_stalled }
-    };
-    Ok(Request { kind, queue: queue.to_vec(), batch })
-}
-
-/// The queue of a command's `prefix`, each of its `keys` checked to be that
-/// queue's key of the same place in `suffixes`.
-fn queue_of<'a>(verb: &str, prefix: &'a [u8], keys: &[&[u8]], suffixes: &[&[u8]]) -> Result<&'a [u8]> {
-    let queue = queue_of_prefix(prefix)
-        .ok_or_else(|| Error::layout(verb, format!("{:?} is not a queue prefix emq:{{q}}:", String::from_utf8_lossy(prefix))))?;
-    let want = Keys::new(queue);
-    for (key, suffix) in keys.iter().zip(suffixes) {
-        let want = want.key(suffix);
-        if *key != want.as_slice() {
-            return Err(Error::layout(verb, format!("key {:?} is not {}", String::from_utf8_lossy(key), String::from_utf8_lossy(&want))));
-        }
-    }
-    Ok(queue)
-}
+use crate::protocol::cmd::Cmd;
+use crate::wire::routing::queue_of;
 
 /// A worker's call in its wire form (`parse_job`).
 #[derive(Clone, Debug, PartialEq)]
@@ -283,18 +208,6 @@ pub fn add_cmd(keys: &Keys, gen: (u32, u64), jobs: &[NewJob]) -> Cmd {
     c
 }
 
-/// `EMQ.ADD`'s reply: the jobs' ids.
-pub fn added_reply(ids: &[Vec<u8>]) -> Reply {
-    Reply::Array(ids.iter().map(|id| Reply::Bulk(id.clone())).collect())
-}
-
-/// The ids of `EMQ.ADD`'s reply (`added_reply`), `n` of them.
-pub fn parse_added(reply: &Reply, n: usize) -> Result<Vec<Vec<u8>>> {
-    let bad = || Error::server(ADD, format!("unexpected reply {reply:?}"));
-    let items = reply.as_array().filter(|a| a.len() == n).ok_or_else(bad)?;
-    items.iter().map(|r| r.as_bytes().map(<[u8]>::to_vec).ok_or_else(bad)).collect()
-}
-
 /// `EMQ.CLAIM`, as the client host sends it. A lease of `MAX_MS` or more ends
 /// at `MAX_MS` whatever its length (`numbers::later` saturates there), so the
 /// form carries at most that: any lease the plan takes, the module takes too,
@@ -345,135 +258,13 @@ pub fn micros(unit: f64) -> u64 {
     (unit * 1e6).round().clamp(0.0, 999_999.0) as u64
 }
 
-/// `EMQ.SETTLE`'s reply: a number a job.
-pub fn settled_reply(answers: &[Settled]) -> Reply {
-    let code = |a: &Settled| match a {
-        Settled::Completed => 1,
-        Settled::Retrying => 2,
-        Settled::Dead => 3,
-        _ => 0,
-    };
-    Reply::Array(answers.iter().map(|a| Reply::Int(code(a))).collect())
-}
-
-/// The answers of `EMQ.SETTLE`'s reply (`settled_reply`), `n` of them.
-pub fn parse_settled(reply: &Reply, n: usize) -> Result<Vec<Settled>> {
-    let bad = || Error::server(SETTLE, format!("unexpected reply {reply:?}"));
-    let items = reply.as_array().filter(|a| a.len() == n).ok_or_else(bad)?;
-    items
-        .iter()
-        .map(|r| match r.as_int() {
-            Some(0) => Ok(Settled::Refused),
-            Some(1) => Ok(Settled::Completed),
-            Some(2) => Ok(Settled::Retrying),
-            Some(3) => Ok(Settled::Dead),
-            _ => Err(bad()),
-        })
-        .collect()
-}
-
-/// `EMQ.CLAIM`'s reply.
-pub fn claimed_reply(jobs: &[Claimed]) -> Reply {
-    let job = |c: &Claimed| {
-        Reply::Array(vec![
-            Reply::Bulk(c.id.clone()),
-            Reply::Bulk(c.data.clone()),
-            c.lane.clone().map_or(Reply::Nil, Reply::Bulk),
-            Reply::Int(c.attempts),
-            Reply::Int(c.max_attempts),
-            Reply::Bulk(c.token.clone()),
-            Reply::Int(c.deadline),
-        ])
-    };
-    Reply::Array(jobs.iter().map(job).collect())
-}
-
-/// The jobs of `EMQ.CLAIM`'s reply (`claimed_reply`).
-pub fn parse_claimed(reply: &Reply) -> Result<Vec<Claimed>> {
-    let bad = || Error::server(CLAIM, format!("unexpected reply {reply:?}"));
-    let jobs = reply.as_array().ok_or_else(bad)?;
-    jobs.iter()
-        .map(|j| match j.as_array() {
-            Some([id, data, lane, attempts, max_attempts, token, deadline]) => Ok(Claimed {
-                id: id.as_bytes().ok_or_else(bad)?.to_vec(),
-                data: data.as_bytes().ok_or_else(bad)?.to_vec(),
-                lane: match lane {
-                    Reply::Nil => None,
-                    l => Some(l.as_bytes().ok_or_else(bad)?.to_vec()),
-                },
-                attempts: attempts.as_int().ok_or_else(bad)?,
-                max_attempts: max_attempts.as_int().ok_or_else(bad)?,
-                token: token.as_bytes().ok_or_else(bad)?.to_vec(),
-                deadline: deadline.as_int().ok_or_else(bad)?,
-            }),
-            _ => Err(bad()),
-        })
-        .collect()
-}
-
-/// `EMQ.COMPLETE`'s and `EMQ.EXTEND`'s reply: 1 for a job done (extended), 0
-/// for one refused.
-pub fn answers_reply(done: &[bool]) -> Reply {
-    Reply::Array(done.iter().map(|&d| Reply::Int(i64::from(d))).collect())
-}
-
-/// The answers of `verb`'s reply (`answers_reply`), `n` of them.
-pub fn parse_answers(verb: &str, reply: &Reply, n: usize) -> Result<Vec<bool>> {
-    let bad = || Error::server(verb, format!("unexpected reply {reply:?}"));
-    let items = reply.as_array().filter(|a| a.len() == n).ok_or_else(bad)?;
-    items.iter().map(|r| r.as_int().map(|i| i == 1).ok_or_else(bad)).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::error::ErrorKind;
-
-    fn p(s: &str) -> Result<Request> {
-        let parts: Vec<&[u8]> = s.split(' ').map(str::as_bytes).collect();
-        parse(&parts)
-    }
-
-    #[test]
-    fn the_seed_tails_parse() {
-        let r = p("EMQ.PROMOTE 2 emq:{orders}:schedule emq:{orders}:pending emq:{orders}: 100").unwrap();
-        assert_eq!((r.kind, r.queue.as_slice(), r.batch), (Kind::Promote, &b"orders"[..], 100));
-        let r = p("EMQ.STALLED.CHECK 3 emq:{orders}:active emq:{orders}:pending emq:{orders}:dead emq:{orders}: 1 100").unwrap();
-        assert_eq!(r.kind, Kind::Stalled { max_stalled: Some(1) });
-        let r = p("EMQ.STALLED.CHECK 3 emq:{orders}:active emq:{orders}:pending emq:{orders}:dead emq:{orders}:  100").unwrap();
-        assert_eq!(r.kind, Kind::Stalled { max_stalled: None });
-    }
-
-    #[test]
-    fn layout_errors() {
-        for bad in [
-            "EMQ.PROMOTE 1 emq:{o}:schedule emq:{o}:pending emq:{o}: 100",
-            "EMQ.PROMOTE 2 emq:{o}:schedule emq:{o}:pending emq:{o}:",
-            "EMQ.PROMOTE 2 emq:{o}:pending emq:{o}:schedule emq:{o}: 100",
-            "EMQ.PROMOTE 2 emq:{o}:schedule emq:{p}:pending emq:{o}: 100",
-            "EMQ.PROMOTE 2 emq:{o}:schedule emq:{o}:pending emq:o: 100",
-            "EMQ.STALLED.CHECK 3 emq:{o}:active emq:{o}:pending emq:{o}:dead emq:{o}: 1",
-            "EMQ.STALLED.CHECK 3 emq:{o}:active emq:{o}:dead emq:{o}:pending emq:{o}: 1 1",
-        ] {
-            let e = p(bad).unwrap_err();
-            assert_eq!(e.kind, ErrorKind::Layout, "{bad}: {e}");
-        }
-    }
-
-    #[test]
-    fn argument_errors_name_the_argument() {
-        for (bad, name) in [
-            ("EMQ.PROMOTE 2 emq:{o}:schedule emq:{o}:pending emq:{o}: 0", "batch"),
-            ("EMQ.PROMOTE 2 emq:{o}:schedule emq:{o}:pending emq:{o}: -1", "batch"),
-            ("EMQ.PROMOTE 2 emq:{o}:schedule emq:{o}:pending emq:{o}: 1.5", "batch"),
-            ("EMQ.STALLED.CHECK 3 emq:{o}:active emq:{o}:pending emq:{o}:dead emq:{o}: x 1", "max_stalled"),
-            ("EMQ.STALLED.CHECK 3 emq:{o}:active emq:{o}:pending emq:{o}:dead emq:{o}: 1 0", "batch"),
-        ] {
-            let e = p(bad).unwrap_err();
-            assert_eq!(e.kind, ErrorKind::Argument);
-            assert!(e.message.contains(name), "{e}");
-        }
-    }
+    use crate::jobs::settle::Settled;
+    use crate::protocol::reply::Reply;
+    use crate::wire::job_replies::{added_reply, parse_added, parse_settled, settled_reply};
 
     #[test]
     fn an_add_parses_as_the_host_builds_it_whatever_its_values() {
@@ -634,35 +425,5 @@ mod tests {
         let e = p_job(s).unwrap_err();
         assert_eq!(e.kind, kind, "{s}: {e}");
         assert!(e.message.contains(name), "{s}: {e}");
-    }
-
-    #[test]
-    fn claimed_jobs_come_back_as_they_went() {
-        let jobs = vec![
-            Claimed {
-                id: b"a".to_vec(),
-                data: b"\x00".to_vec(),
-                lane: None,
-                attempts: 1,
-                max_attempts: 3,
-                token: b"t".to_vec(),
-                deadline: 5,
-            },
-            Claimed {
-                id: b"b".to_vec(),
-                data: vec![],
-                lane: Some(b"l".to_vec()),
-                attempts: 2,
-                max_attempts: 2,
-                token: b"u".to_vec(),
-                deadline: 6,
-            },
-        ];
-        assert_eq!(parse_claimed(&claimed_reply(&jobs)).unwrap(), jobs);
-        assert!(parse_claimed(&Reply::Int(1)).is_err());
-        let done = answers_reply(&[true, false]);
-        assert_eq!(done, Reply::Array(vec![Reply::Int(1), Reply::Int(0)]));
-        assert_eq!(parse_answers(COMPLETE, &done, 2).unwrap(), vec![true, false]);
-        assert!(parse_answers(EXTEND, &done, 3).is_err());
     }
 }

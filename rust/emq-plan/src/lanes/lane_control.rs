@@ -3,13 +3,13 @@
 //! offered is `offer`'s.
 
 use crate::clock::parse_time;
-use crate::cmd::Cmd;
-use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
-use crate::guard::{confirm_empty, relies_on_empty, still_empty};
+use crate::lanes::offer::{LaneCtl, Offers, CTL_FIELDS};
 use crate::names::{id_problem, Keys};
-use crate::offer::{LaneCtl, Offers, CTL_FIELDS};
-use crate::reply::Reply;
+use crate::protocol::cmd::Cmd;
+use crate::protocol::conversation::{Conversation, Step};
+use crate::protocol::guard::{confirm_empty, relies_on_empty, still_empty};
+use crate::protocol::reply::Reply;
 
 pub const LANE: &str = "EMQ.LANE";
 

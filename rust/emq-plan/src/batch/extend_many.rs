@@ -1,17 +1,17 @@
-//! EXTEND for many jobs in one call (SPEC §7, issue 17: a worker extends every
+//! EXTEND for many jobs in one call (SPEC §7: a worker extends every
 //! running job at once). Each job is answered as `settle`'s EXTEND would answer
 //! it alone: extended while its row is `active` with its token, else refused
 //! and left as it is; one clock reading and one transaction for all of them.
 
 use crate::clock::parse_time;
-use crate::cmd::Cmd;
-use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
-use crate::guard::{lease_bucket, lease_mark};
+use crate::jobs::settle::EXTEND;
 use crate::names::Keys;
 use crate::numbers::{field_int, later};
-use crate::reply::Reply;
-use crate::settle::EXTEND;
+use crate::protocol::cmd::Cmd;
+use crate::protocol::conversation::{Conversation, Step};
+use crate::protocol::guard::{lease_bucket, lease_mark};
+use crate::protocol::reply::Reply;
 
 /// The most jobs one call extends (a worker's running jobs: its concurrency).
 pub const EXTEND_MAX: usize = 10_000;
@@ -42,7 +42,7 @@ pub fn row_reads<'a>(keys: &'a Keys, jobs: &'a [Held]) -> impl Iterator<Item = C
 
 /// Each job's row as [`row_reads`] read it: whether the job is still held
 /// (`active` with its token), and the second its lease ends in (whose mark the
-/// call sets, `crate::guard`). As for the single calls, a row of the wrong type
+/// call sets, `crate::protocol::guard`). As for the single calls, a row of the wrong type
 /// is a layout error and a held job naming another lane than its row an
 /// argument error.
 pub fn held_rows(verb: &'static str, keys: &Keys, jobs: &[Held], replies: &[Reply]) -> Result<Vec<(bool, Option<i64>)>> {
@@ -132,7 +132,7 @@ impl Conversation for ExtendMany {
             }
             zadd = zadd.arg(&deadline).arg(&j.id);
             rows.push(Cmd::new("HSET").arg(k.job(&j.id)).arg("lease").arg(&deadline));
-            // The old lease's second: a stalled check that selected it watches it (`crate::guard`).
+            // The old lease's second: a stalled check that selected it watches it (`crate::protocol::guard`).
             seconds.extend(second);
         }
         if rows.is_empty() {

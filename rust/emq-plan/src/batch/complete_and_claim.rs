@@ -1,9 +1,10 @@
-//! Two conversations as one call (issue 17: a worker's group commit that claims
-//! its next jobs in the same transaction). Their reads go out together, each
-//! fed back its own replies; when both have planned, their writes go in one
-//! `MULTI`/`EXEC`, the first's then the second's, all or none. Each keeps its
-//! own guard: the call watches what either watches, so whatever would abort
-//! one aborts both, and a conflict in either starts both again.
+//! COMPLETE and CLAIM as one call: a worker's group commit that claims its next
+//! jobs in the same transaction ([`CompleteAndClaim`]), two conversations paired
+//! by [`Both`] (any two conversations of one queue pair so). Their reads go out
+//! together, each fed back its own replies; when both have planned, their
+//! writes go in one `MULTI`/`EXEC`, the first's then the second's, all or none.
+//! Each keeps its own guard: the call watches what either watches, so whatever
+//! would abort one aborts both, and a conflict in either starts both again.
 //!
 //! The call is then the first followed by the second, provided the second's
 //! plan does not depend on what the first writes (a flat claim, then
@@ -17,10 +18,12 @@
 //! fed its reply: the pair reads the clock once (SPEC §4), and the server
 //! answers two fewer commands.
 
-use crate::cmd::Cmd;
-use crate::conversation::{Conversation, Step};
+use crate::batch::complete_many::CompleteMany;
 use crate::error::{Error, Result};
-use crate::reply::Reply;
+use crate::jobs::claim::Claim;
+use crate::protocol::cmd::Cmd;
+use crate::protocol::conversation::{Conversation, Step};
+use crate::protocol::reply::Reply;
 
 /// One of the pair: its next step (taken once sent), how many replies of the
 /// step in flight are its own, and its answer once it has one.
@@ -89,6 +92,10 @@ impl<C: Conversation> Half<C> {
     }
 }
 
+/// A worker's group commit that claims: a flat claim (optional), then the completes.
+pub type CompleteAndClaim = Both<Claim, CompleteMany>;
+
+/// Two conversations of one queue as one call: as `a`, then `b`.
 pub struct Both<A: Conversation, B: Conversation> {
     a: Option<Half<A>>,
     b: Half<B>,

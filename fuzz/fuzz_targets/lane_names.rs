@@ -1,10 +1,10 @@
-//! The queue's lanes (`look::Lanes`, a `SCAN` of two patterns) fed any replies:
+//! The queue's lanes (`reads::Lanes`, a `SCAN` of two patterns) fed any replies:
 //! see `emq_fuzz` for the properties.
 
 #![no_main]
 
 use emq_fuzz::{drive, queue, Replies, Unstructured};
-use emq_plan::look::Lanes;
+use emq_plan::reads::Lanes;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,10 +6,10 @@
 //! group's `EXISTS` count settles, except when some of each are there: then `TYPE`
 //! each of those.
 
-use crate::cmd::Cmd;
 use crate::error::{Error, Result};
 use crate::names::Keys;
-use crate::reply::Reply;
+use crate::protocol::cmd::Cmd;
+use crate::protocol::reply::Reply;
 
 /// A row's fields in the order asked; `None` for a ghost.
 pub type Fields = Vec<Option<Vec<u8>>>;

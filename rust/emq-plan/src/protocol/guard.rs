@@ -62,13 +62,13 @@
 //!
 //! What each conversation watches:
 //!
-//! - **PROMOTE** (`sweep::conversation`): `P promotions` (in front of the
+//! - **PROMOTE** (`sweep::steps`): `P promotions` (in front of the
 //!   reads) as soon as the selection is known; under it, `P promotions`
 //!   again (read beside the selection: unchanged, no promote ran in between, so
 //!   no selected member was taken or its row written: the selection stands
 //!   without reading `schedule` again) and every row; the control hash of each
 //!   lane its rows go to.
-//! - **STALLED CHECK** (`sweep::conversation`): the lease marks of the seconds
+//! - **STALLED CHECK** (`sweep::steps`): the lease marks of the seconds
 //!   its selection's leases ended in, and the rows of the members of the
 //!   current second ([`stalled_watch`]), in front of the reads as soon as
 //!   the selection is known; under it, the head of `active` again (a member
@@ -95,19 +95,20 @@
 //!   Each sets the lease mark of its row's lease (read with the row).
 //! - **Lane control** (`lane_control`): the lane's control hash; its list when
 //!   it relies on it being empty.
-//! - **Reads** (`look`): none. A row, the lanes and the retention are single
-//!   reads; the counts are read in one `MULTI`/`EXEC`, one instant.
+//! - **Reads** (`reads`, `jobs::retention`): none. A row, the lanes and the
+//!   retention are single reads; the counts are read in one `MULTI`/`EXEC`,
+//!   one instant.
 //!
 //! Type checks (SPEC §5 steps 4 and 5) are all made before `EXEC`, from the reads
 //! (the rows' types are covered by their watch; the queue's own structures never
 //! change type under emq), since Redis runs every queued command even when one
 //! fails.
 
-use crate::cmd::Cmd;
-use crate::conversation::Step;
+use crate::lanes::offer::LaneCtl;
 use crate::names::Keys;
-use crate::offer::LaneCtl;
-use crate::reply::Reply;
+use crate::protocol::cmd::Cmd;
+use crate::protocol::conversation::Step;
+use crate::protocol::reply::Reply;
 
 /// Whether the only thing keeping offer(L) from putting the lane in the ring is
 /// that the lane list is empty (`len` after this plan's pushes). A plan that

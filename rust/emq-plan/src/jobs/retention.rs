@@ -28,12 +28,12 @@
 
 use std::cmp::Ordering;
 
-use crate::cmd::Cmd;
-use crate::conversation::Step;
 use crate::error::{Error, Result};
 use crate::names::Keys;
 use crate::numbers::{field_int, MAX_MS};
-use crate::reply::Reply;
+use crate::protocol::cmd::Cmd;
+use crate::protocol::conversation::{Conversation, Step};
+use crate::protocol::reply::{check_error, Reply};
 
 /// The verb of reading and setting the policy.
 pub const RETENTION: &str = "EMQ.RETENTION";
@@ -262,6 +262,91 @@ pub fn trim_from_replies(verb: &str, keys: &Keys, now: i64, new: &[Vec<u8>], rep
     Ok(w)
 }
 
+// ------------------------------------------------------------------ the policy, as calls
+
+/// The effective policy (`P retention` with the defaults filled in).
+pub struct GetRetention {
+    keys: Keys,
+}
+
+impl GetRetention {
+    pub fn new(keys: Keys) -> Self {
+        GetRetention { keys }
+    }
+}
+
+impl Conversation for GetRetention {
+    type Out = Retention;
+
+    fn verb(&self) -> &'static str {
+        RETENTION
+    }
+
+    fn start(&mut self) -> Step<Retention> {
+        Step::Read { watch: vec![], cmds: vec![read(&self.keys, &FIELDS)] }
+    }
+
+    fn feed(&mut self, replies: &[Reply]) -> Result<Step<Retention>> {
+        let [r] = replies else { return Err(Error::server(RETENTION, "wrong number of replies")) };
+        Ok(Step::Done(Retention::from_reply(RETENTION, &self.keys, &FIELDS, r)?))
+    }
+
+    fn finish(&mut self, _exec: &[Reply]) -> Result<Retention> {
+        Err(Error::server(RETENTION, "a read has no EXEC"))
+    }
+}
+
+/// Sets the fields given (`None`: left as it is); each `-1` (none) or more.
+pub struct SetRetention {
+    keys: Keys,
+    fields: Vec<(&'static str, i64)>,
+}
+
+impl SetRetention {
+    pub fn new(keys: Keys, done_ms: Option<i64>, dead_ms: Option<i64>, dead_max: Option<i64>) -> Result<Self> {
+        let mut fields = vec![];
+        for (name, v) in FIELDS.into_iter().zip([done_ms, dead_ms, dead_max]) {
+            if let Some(v) = v {
+                if !(-1..=MAX_VALUE).contains(&v) {
+                    return Err(Error::argument(RETENTION, name, format!("must be -1 (none) or from 0 to {MAX_VALUE}, not {v}")));
+                }
+                fields.push((name, v));
+            }
+        }
+        Ok(SetRetention { keys, fields })
+    }
+}
+
+impl Conversation for SetRetention {
+    type Out = ();
+
+    fn verb(&self) -> &'static str {
+        RETENTION
+    }
+
+    fn start(&mut self) -> Step<()> {
+        if self.fields.is_empty() {
+            return Step::Done(());
+        }
+        let mut set = Cmd::new("HSET").arg(self.keys.retention());
+        for (name, v) in &self.fields {
+            set = set.arg(name).arg(v.to_string());
+        }
+        Step::Exec(vec![set])
+    }
+
+    fn feed(&mut self, _replies: &[Reply]) -> Result<Step<()>> {
+        Err(Error::server(RETENTION, "setting the retention reads nothing"))
+    }
+
+    fn finish(&mut self, exec: &[Reply]) -> Result<()> {
+        for r in exec {
+            check_error(RETENTION, &self.keys.retention(), r)?;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,5 +443,17 @@ mod tests {
         assert!(parse_scored(&Reply::Array(vec![b("a")])).is_none());
         assert!(parse_scored(&Reply::Array(vec![b("a"), b("x")])).is_none());
         assert!(parse_scored(&Reply::Array(vec![b("a"), b("nan")])).is_none());
+    }
+
+    #[test]
+    fn set_retention_checks_every_value_first() {
+        let k = || Keys::new(b"q");
+        let e = SetRetention::new(k(), Some(5), Some(-2), None).err().unwrap();
+        assert_eq!(e.kind, crate::error::ErrorKind::Argument);
+        assert!(e.message.starts_with("EMQ.RETENTION: dead_ms"), "{e}");
+        assert!(SetRetention::new(k(), None, None, Some(MAX_VALUE + 1)).is_err());
+        let mut s = SetRetention::new(k(), Some(0), None, Some(-1)).unwrap();
+        assert_eq!(s.start(), Step::Exec(vec![Cmd::from_args(["HSET", "emq:{q}:retention", "done_ms", "0", "dead_max", "-1"])]));
+        assert_eq!(SetRetention::new(k(), None, None, None).unwrap().start(), Step::Done(()));
     }
 }

@@ -1,21 +1,21 @@
-//! COMPLETE for many jobs in one call (SPEC §7, issue 17's group commit): each
+//! COMPLETE for many jobs in one call (SPEC §7, a worker's group commit): each
 //! job is answered as `settle`'s COMPLETE would answer it alone (done while its
 //! row is `active` with its token, else refused and left as it is), under one
 //! clock reading, in one transaction. The result is that of the completes one
 //! after another in the order given (a lane is offered when the job that frees
 //! its slot is reached).
 
+use crate::batch::extend_many::{held_rows, lease_marks_of, row_reads, Held, EXTEND_MAX};
 use crate::clock::parse_time;
-use crate::cmd::Cmd;
-use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
-use crate::extend_many::{held_rows, lease_marks_of, row_reads, Held, EXTEND_MAX};
-use crate::guard::{confirm_empty, relies_on_empty, still_empty};
+use crate::jobs::retention::{self, Retention};
+use crate::jobs::settle::COMPLETE;
+use crate::lanes::offer::{LaneCtl, Offers, CTL_FIELDS};
 use crate::names::Keys;
-use crate::offer::{LaneCtl, Offers, CTL_FIELDS};
-use crate::reply::Reply;
-use crate::retention::{self, Retention};
-use crate::settle::COMPLETE;
+use crate::protocol::cmd::Cmd;
+use crate::protocol::conversation::{Conversation, Step};
+use crate::protocol::guard::{confirm_empty, relies_on_empty, still_empty};
+use crate::protocol::reply::Reply;
 
 pub struct CompleteMany {
     keys: Keys,

@@ -2,13 +2,13 @@
 //! wake) when due, else into `schedule`.
 
 use crate::clock::parse_time;
-use crate::cmd::{push_decimal, push_int, Cmd};
-use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
+use crate::lanes::offer::{new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
 use crate::names::{id_problem, Keys};
 use crate::numbers::{later, push_hex, HEX, MAX_MS};
-use crate::offer::{new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
-use crate::reply::Reply;
+use crate::protocol::cmd::{push_decimal, push_int, Cmd};
+use crate::protocol::conversation::{Conversation, Step};
+use crate::protocol::reply::Reply;
 
 pub const ADD: &str = "EMQ.ADD";
 

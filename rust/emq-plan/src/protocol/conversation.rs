@@ -4,9 +4,9 @@
 //! and starts it anew when `EXEC` aborts or what it read changed under its watch
 //! (`guard` says what each one watches).
 
-use crate::cmd::Cmd;
 use crate::error::Result;
-use crate::reply::Reply;
+use crate::protocol::cmd::Cmd;
+use crate::protocol::reply::Reply;
 
 /// What the host does next.
 #[derive(Debug, PartialEq)]

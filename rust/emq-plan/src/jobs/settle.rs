@@ -4,15 +4,15 @@
 
 use crate::backoff::backoff;
 use crate::clock::parse_time;
-use crate::cmd::Cmd;
-use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
-use crate::guard::{confirm_empty, lease_bucket, lease_mark, relies_on_empty, still_empty};
+use crate::jobs::retention::{self, Retention};
+use crate::lanes::offer::{new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
 use crate::names::Keys;
 use crate::numbers::{field_int, later};
-use crate::offer::{new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
-use crate::reply::Reply;
-use crate::retention::{self, Retention};
+use crate::protocol::cmd::Cmd;
+use crate::protocol::conversation::{Conversation, Step};
+use crate::protocol::guard::{confirm_empty, lease_bucket, lease_mark, relies_on_empty, still_empty};
+use crate::protocol::reply::Reply;
 
 pub const EXTEND: &str = "EMQ.EXTEND";
 pub const COMPLETE: &str = "EMQ.COMPLETE";
@@ -281,7 +281,7 @@ impl Conversation for Settle {
 
         let job = k.job(&self.id);
         // The row leaves its lease (or gets a new one): the mark of the second
-        // it ended in tells a stalled check that selected it (`crate::guard`).
+        // it ended in tells a stalled check that selected it (`crate::protocol::guard`).
         let mut w: Vec<Cmd> = field(5).and_then(field_int).map(|lease| lease_mark(&k, lease_bucket(lease as f64))).into_iter().collect();
         let out;
         let mut ready = false;

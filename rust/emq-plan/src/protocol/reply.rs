@@ -1,6 +1,8 @@
 //! The server's replies, as the plans see them: a host converts its client's
 //! values into these, so the plans stay independent of any client crate.
 
+use crate::error::{Error, Result};
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reply {
     Nil,
@@ -58,5 +60,15 @@ impl Reply {
             Reply::Array(items) => Some(items),
             _ => None,
         }
+    }
+}
+
+/// A key's error reply as the plans raise it: a wrong type is a layout error
+/// naming the key, any other error reply a server error; anything else passes.
+pub fn check_error(verb: &str, key: &[u8], r: &Reply) -> Result<()> {
+    match r {
+        r if r.is_wrongtype() => Err(Error::layout(verb, format!("{} has the wrong type", String::from_utf8_lossy(key)))),
+        Reply::Error { message, .. } => Err(Error::server(verb, message)),
+        _ => Ok(()),
     }
 }

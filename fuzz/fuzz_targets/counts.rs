@@ -1,10 +1,10 @@
-//! The counts of every place (`look::CountsRead`) fed any replies: see
+//! The counts of every place (`reads::CountsRead`) fed any replies: see
 //! `emq_fuzz` for the properties.
 
 #![no_main]
 
 use emq_fuzz::{drive, queue, Replies, Unstructured};
-use emq_plan::look::CountsRead;
+use emq_plan::reads::CountsRead;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,5 +1,5 @@
-//! COMPLETE and FAIL for many held jobs in one call (SPEC §7, issue 17's group
-//! commit: a worker settles every job that finished since its last commit,
+//! COMPLETE and FAIL for many held jobs in one call (SPEC §7, a worker's group
+//! commit: it settles every job that finished since its last commit,
 //! whether its handler returned or raised). Each job is answered as `settle`'s
 //! COMPLETE or FAIL would answer it alone (refused, and left as it is, unless
 //! its row is `active` with its token), under one clock reading, in one
@@ -8,19 +8,19 @@
 //! retry that makes its list non-empty) is reached, and a retry due before the
 //! head of `schedule` as it stands by then wakes a parked worker.
 
+use crate::batch::complete_many::{done_reads, lane_reads, lane_states, lane_writes, lanes_of};
+use crate::batch::extend_many::{lease_marks_of, Held, EXTEND_MAX};
 use crate::clock::parse_time;
-use crate::cmd::Cmd;
-use crate::complete_many::{done_reads, lane_reads, lane_states, lane_writes, lanes_of};
-use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
-use crate::extend_many::{lease_marks_of, Held, EXTEND_MAX};
-use crate::guard::{confirm_empty, lease_bucket, still_empty};
+use crate::jobs::retention::{self, Retention};
+use crate::jobs::settle::{fail_writes, Fail, Failed, Settled, COMPLETE, FAIL};
+use crate::lanes::offer::{schedule_head, Offers};
 use crate::names::Keys;
 use crate::numbers::field_int;
-use crate::offer::{schedule_head, Offers};
-use crate::reply::Reply;
-use crate::retention::{self, Retention};
-use crate::settle::{fail_writes, Fail, Failed, Settled, COMPLETE, FAIL};
+use crate::protocol::cmd::Cmd;
+use crate::protocol::conversation::{Conversation, Step};
+use crate::protocol::guard::{confirm_empty, lease_bucket, still_empty};
+use crate::protocol::reply::Reply;
 
 /// What a job's handler came to.
 #[derive(Clone, Debug, PartialEq)]

@@ -4,10 +4,10 @@
 //! `WAKE_MAX` tokens; and the wake for a new head of `schedule` (SPEC §7).
 //! Changing a lane's control is `lane_control`'s.
 
-use crate::cmd::Cmd;
 use crate::names::Keys;
 use crate::numbers::field_int;
-use crate::reply::Reply;
+use crate::protocol::cmd::Cmd;
+use crate::protocol::reply::Reply;
 
 /// Most wake tokens kept in `P wake` (SPEC §2). The Lua scripts get it from the
 /// host, which prepends it to their prelude.

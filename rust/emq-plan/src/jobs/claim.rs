@@ -11,14 +11,14 @@
 //! abort a claim, nor do completes.
 
 use crate::clock::parse_time;
-use crate::cmd::Cmd;
-use crate::conversation::{Conversation, Step};
 use crate::error::{Error, Result};
+use crate::lanes::offer::{trim_wake, LaneCtl, CTL_FIELDS};
 use crate::names::Keys;
 use crate::numbers::{field_int, later};
-use crate::offer::{trim_wake, LaneCtl, CTL_FIELDS};
-use crate::reply::Reply;
-use crate::rows::{self, Fields};
+use crate::protocol::cmd::Cmd;
+use crate::protocol::conversation::{Conversation, Step};
+use crate::protocol::reply::Reply;
+use crate::protocol::rows::{self, Fields};
 
 pub const CLAIM: &str = "EMQ.CLAIM";
 /// Most ids one claim takes: a larger `n` takes this many.
@@ -176,7 +176,7 @@ impl Claim {
     /// claim takes them first, and no lane (it reads the ring's length only, to
     /// leave a wake token when lanes have work; with nothing in `pending` it
     /// writes nothing). It touches nothing a complete writes, so a worker's
-    /// group commit may carry it (`crate::both`); the worker's own claims serve
+    /// group commit may carry it (`crate::batch::complete_and_claim`); the worker's own claims serve
     /// the lanes.
     #[must_use]
     pub fn flat_only(mut self) -> Self {

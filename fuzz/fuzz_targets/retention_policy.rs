@@ -1,11 +1,11 @@
-//! Reading and setting the retention policy (`look::GetRetention`,
-//! `look::SetRetention`) fed any replies and values: see `emq_fuzz` for the
+//! Reading and setting the retention policy (`jobs::retention::GetRetention`,
+//! `SetRetention`) fed any replies and values: see `emq_fuzz` for the
 //! properties.
 
 #![no_main]
 
 use emq_fuzz::{drive, queue, Replies, Unstructured};
-use emq_plan::look::{GetRetention, SetRetention};
+use emq_plan::jobs::retention::{GetRetention, SetRetention};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
