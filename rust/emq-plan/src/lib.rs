@@ -43,3 +43,4 @@ pub use lanes::offer::WAKE_MAX;
 pub use names::Keys;
 pub use protocol::cmd::Cmd;
 pub use protocol::reply::Reply;
+pub use protocol::write::Write;

@@ -174,6 +174,12 @@ where
                 assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed an outcome");
                 return;
             }
+            Step::Snapshot(cmds) => {
+                let replies: Vec<Reply> = (0..cmds.len()).map(|_| reply(rng, 1)).collect();
+                let (got, twin_got) = (c.finish(&replies), twin.finish(&replies));
+                assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed an outcome");
+                return;
+            }
             Step::Group { writes, cmds, .. } => {
                 GROUPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 twin.speculate();

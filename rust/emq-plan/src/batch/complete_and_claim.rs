@@ -21,9 +21,11 @@
 use crate::batch::complete_many::CompleteMany;
 use crate::error::{Error, Result};
 use crate::jobs::claim::Claim;
+use crate::names::Keys;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::reply::Reply;
+use crate::protocol::write::Write;
 
 /// One of the pair: its next step (taken once sent), how many replies of the
 /// step in flight are its own, and its answer once it has one.
@@ -57,7 +59,7 @@ impl<C: Conversation> Half<C> {
     }
 
     /// Adds its writes to the combined transaction.
-    fn send_exec(&mut self, writes: &mut Vec<Cmd>) {
+    fn send_exec(&mut self, writes: &mut Vec<Write>) {
         match self.next.take() {
             Some(Step::Exec(w)) => {
                 self.sent = Some(w.len());
@@ -78,7 +80,9 @@ impl<C: Conversation> Half<C> {
     fn settle(&mut self) -> Result<()> {
         match self.next.take() {
             Some(Step::Done(out)) => self.out = Some(out),
-            Some(Step::Group { .. }) => return Err(Error::server(self.c.verb(), "a call in groups cannot be paired")),
+            Some(Step::Group { .. } | Step::Snapshot(_)) => {
+                return Err(Error::server(self.c.verb(), "a call in groups, or of reads in a transaction, cannot be paired"))
+            }
             other => self.next = other,
         }
         Ok(())
@@ -188,9 +192,18 @@ impl<A: Conversation, B: Conversation> Conversation for Both<A, B> {
         self.b.c.verb()
     }
 
+    /// The second's keys, which the first's are (`start` refuses a pair of two
+    /// queues: the host renders every write of the call with these).
+    fn keys(&self) -> &Keys {
+        self.b.c.keys()
+    }
+
     fn start(&mut self) -> Step<Self::Out> {
-        let mut started = Ok(());
-        if let Some(a) = &mut self.a {
+        let mut started = match &self.a {
+            Some(a) if a.c.keys() != self.b.c.keys() => Err(Error::server(self.verb(), "a paired call of two queues")),
+            _ => Ok(()),
+        };
+        if let (true, Some(a)) = (started.is_ok(), &mut self.a) {
             a.next = Some(a.c.start());
             started = a.settle();
         }
@@ -251,14 +264,20 @@ mod tests {
     /// false; it answers the replies it was fed.
     struct Script {
         name: &'static str,
+        keys: Keys,
         reads: usize,
         writes: bool,
         fed: Vec<Reply>,
     }
 
+    /// The write a script makes, twice: one that names it.
+    fn mark(name: &str) -> Write {
+        Write::TakeLaneHead { lane: name.as_bytes().to_vec() }
+    }
+
     impl Script {
         fn new(name: &'static str, reads: usize, writes: bool) -> Self {
-            Script { name, reads, writes, fed: vec![] }
+            Script { name, keys: Keys::new(b"q"), reads, writes, fed: vec![] }
         }
 
         fn next(&mut self) -> Step<Vec<Reply>> {
@@ -266,7 +285,7 @@ mod tests {
                 return Step::Read { watch: vec![self.name.as_bytes().to_vec()], cmds: vec![Cmd::new(self.name)] };
             }
             if self.writes {
-                Step::Exec(vec![Cmd::new(self.name), Cmd::new(self.name)])
+                Step::Exec(vec![mark(self.name), mark(self.name)])
             } else {
                 Step::Done(std::mem::take(&mut self.fed))
             }
@@ -277,6 +296,9 @@ mod tests {
         type Out = Vec<Reply>;
         fn verb(&self) -> &'static str {
             self.name
+        }
+        fn keys(&self) -> &Keys {
+            &self.keys
         }
         fn start(&mut self) -> Step<Self::Out> {
             self.next()
@@ -307,7 +329,7 @@ mod tests {
         let Ok(Step::Read { cmds, .. }) = both.feed(&[int(1), int(2)]) else { panic!("B's second read") };
         assert_eq!(cmds, vec![Cmd::new("B")]);
         let Ok(Step::Exec(writes)) = both.feed(&[int(3)]) else { panic!("one transaction") };
-        assert_eq!(writes, vec![Cmd::new("A"), Cmd::new("A"), Cmd::new("B"), Cmd::new("B")]);
+        assert_eq!(writes, vec![mark("A"), mark("A"), mark("B"), mark("B")]);
         let (a, b) = both.finish(&[int(10), int(11), int(20), int(21)]).expect("both answer");
         assert_eq!(a, Some(vec![int(1), int(10), int(11)]));
         assert_eq!(b, vec![int(2), int(3), int(20), int(21)]);
@@ -336,6 +358,10 @@ mod tests {
         type Out = Vec<Reply>;
         fn verb(&self) -> &'static str {
             "R"
+        }
+        fn keys(&self) -> &Keys {
+            static KEYS: std::sync::OnceLock<Keys> = std::sync::OnceLock::new();
+            KEYS.get_or_init(|| Keys::new(b"q"))
         }
         fn start(&mut self) -> Step<Self::Out> {
             Step::Read { watch: vec![], cmds: self.0.clone() }
@@ -375,5 +401,16 @@ mod tests {
         let mut both = Both::new(Some(Script::new("A", 1, true)), Script::new("B", 1, true));
         both.start();
         assert!(both.feed(&[int(1)]).is_err());
+    }
+
+    /// The host renders every write of the pair with one queue's keys: a pair
+    /// of two queues would write the first's jobs into the second's keys.
+    #[test]
+    fn a_pair_of_two_queues_is_refused_before_anything_is_sent() {
+        let other = Script { keys: Keys::new(b"other"), ..Script::new("A", 1, true) };
+        let mut both = Both::new(Some(other), Script::new("B", 1, true));
+        assert_eq!(both.start(), Step::Read { watch: vec![], cmds: vec![] });
+        let e = both.feed(&[]).unwrap_err();
+        assert!(e.message.contains("two queues"), "{e}");
     }
 }

@@ -16,6 +16,7 @@ use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::guard::{confirm_empty, relies_on_empty, still_empty};
 use crate::protocol::reply::Reply;
+use crate::protocol::write::{LaneField, Members, Write};
 
 pub struct CompleteMany {
     keys: Keys,
@@ -25,7 +26,7 @@ pub struct CompleteMany {
     answers: Vec<bool>,
     /// The plan, held while the lane lists it relies on being empty (how many)
     /// are read again.
-    held: Option<(Vec<Cmd>, usize)>,
+    held: Option<(Vec<Write>, usize)>,
 }
 
 impl CompleteMany {
@@ -79,13 +80,13 @@ pub fn lane_reads(keys: &Keys, lanes: &[Vec<u8>], cmds: &mut Vec<Cmd>) {
 
 /// The new `active` count of each lane some of whose jobs left `active`; the
 /// lanes whose offer relied on their list being empty (`guard::relies_on_empty`).
-pub fn lane_writes(keys: &Keys, lanes: &[Vec<u8>], states: Vec<(LaneCtl, i64, i64)>, w: &mut Vec<Cmd>) -> Vec<Vec<u8>> {
+pub fn lane_writes(lanes: &[Vec<u8>], states: Vec<(LaneCtl, i64, i64)>, w: &mut Vec<Write>) -> Vec<Vec<u8>> {
     let mut relied = vec![];
     for (l, (ctl, len, left)) in lanes.iter().zip(states) {
         if left == 0 {
             continue;
         }
-        w.push(Cmd::new("HSET").arg(keys.lanectl(l)).arg("active").arg(ctl.active.to_string()));
+        w.push(Write::SetLane { lane: l.clone(), field: LaneField::Active(ctl.active) });
         if relies_on_empty(len, &ctl) {
             relied.push(l.clone());
         }
@@ -113,6 +114,10 @@ impl Conversation for CompleteMany {
 
     fn verb(&self) -> &'static str {
         COMPLETE
+    }
+
+    fn keys(&self) -> &Keys {
+        &self.keys
     }
 
     /// The clock, every row and the control of every lane named (watched, as
@@ -175,15 +180,15 @@ impl Conversation for CompleteMany {
         if done_ms != 0 && t[4].is_wrongtype() {
             return Err(retention::wrong_type(COMPLETE, &k.done()));
         }
-        let mut w = lease_marks_of(&k, seconds);
-        w.push(Cmd::new("ZREM").arg(k.active()).args(&done));
-        retention::many_done_writes(&k, &done, now, done_ms, &mut w);
-        let relied = lane_writes(&k, &self.lanes, lanes, &mut w);
+        let mut w = lease_marks_of(seconds);
+        w.push(Write::LeaveActive(Members::of(&done)));
+        retention::many_done_writes(&done, now, done_ms, &mut w);
+        let relied = lane_writes(&self.lanes, lanes, &mut w);
         if offers.offered_any() {
             if !ring_ok || !wake_ok {
                 return Err(Error::layout(COMPLETE, "ring or wake has the wrong type"));
             }
-            offers.writes(&k, &mut w);
+            offers.writes(&mut w);
         }
         if !relied.is_empty() {
             self.held = Some((w, relied.len()));

@@ -10,8 +10,9 @@ use crate::names::Keys;
 use crate::numbers::{field_int, later};
 use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
-use crate::protocol::guard::{lease_bucket, lease_mark};
+use crate::protocol::guard::lease_bucket;
 use crate::protocol::reply::Reply;
+use crate::protocol::write::{Members, RowFields, Write};
 
 /// The most jobs one call extends (a worker's running jobs: its concurrency).
 pub const EXTEND_MAX: usize = 10_000;
@@ -64,14 +65,14 @@ pub fn held_rows(verb: &'static str, keys: &Keys, jobs: &[Held], replies: &[Repl
 }
 
 /// The lease marks of `seconds`, each once, in order of first appearance.
-pub fn lease_marks_of(keys: &Keys, seconds: impl IntoIterator<Item = i64>) -> Vec<Cmd> {
+pub fn lease_marks_of(seconds: impl IntoIterator<Item = i64>) -> Vec<Write> {
     let mut seen: Vec<i64> = vec![];
     for b in seconds {
         if !seen.contains(&b) {
             seen.push(b);
         }
     }
-    seen.into_iter().map(|b| lease_mark(keys, b)).collect()
+    seen.into_iter().map(|second| Write::MarkLease { second }).collect()
 }
 
 impl ExtendMany {
@@ -99,6 +100,10 @@ impl Conversation for ExtendMany {
         EXTEND
     }
 
+    fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
     /// The clock, every row (watched: a job's row is what its EXTEND decides
     /// on, SPEC §9) and `active`'s type.
     fn start(&mut self) -> Step<Self::Out> {
@@ -120,9 +125,9 @@ impl Conversation for ExtendMany {
             return Err(Error::layout(EXTEND, "active has the wrong type"));
         }
         let k = &self.keys;
-        let deadline = later(now, self.lease_ms).to_string();
-        let mut zadd = Cmd::new("ZADD").arg(k.active()).arg("XX");
-        let (mut rows, mut seconds): (Vec<Cmd>, Vec<i64>) = (vec![], vec![]);
+        let deadline = later(now, self.lease_ms);
+        let mut extended = Members::with_capacity(n, self.jobs.iter().map(|j| j.id.len()).sum());
+        let (mut rows, mut seconds): (Vec<Write>, Vec<i64>) = (vec![], vec![]);
         self.answers = Vec::with_capacity(n);
         for (j, (held, second)) in self.jobs.iter().zip(held_rows(EXTEND, k, &self.jobs, &replies[1..=n])?) {
             let again = held && self.jobs.iter().zip(&self.answers).any(|(o, &ok)| ok && o.id == j.id);
@@ -130,16 +135,16 @@ impl Conversation for ExtendMany {
             if !held || again {
                 continue;
             }
-            zadd = zadd.arg(&deadline).arg(&j.id);
-            rows.push(Cmd::new("HSET").arg(k.job(&j.id)).arg("lease").arg(&deadline));
+            extended.push(&j.id);
+            rows.push(Write::SetRow { id: j.id.clone(), fields: RowFields::Lease(deadline) });
             // The old lease's second: a stalled check that selected it watches it (`crate::protocol::guard`).
             seconds.extend(second);
         }
         if rows.is_empty() {
             return Ok(Step::Done(std::mem::take(&mut self.answers)));
         }
-        let mut w = lease_marks_of(k, seconds);
-        w.push(zadd);
+        let mut w = lease_marks_of(seconds);
+        w.push(Write::ExtendLeases { deadline, ids: extended });
         w.extend(rows);
         Ok(Step::Exec(w))
     }

@@ -21,6 +21,7 @@ use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::guard::{confirm_empty, lease_bucket, still_empty};
 use crate::protocol::reply::Reply;
+use crate::protocol::write::{Members, Write};
 
 /// What a job's handler came to.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,9 +58,9 @@ pub struct SettleMany {
 enum Waiting {
     /// Jobs made dead: the trim of `dead` (`retention::dead_step`), then the
     /// lane lists relied on being empty, if any.
-    Dead { writes: Vec<Cmd>, now: i64, dying: Vec<Vec<u8>>, relied: Vec<Vec<u8>> },
+    Dead { writes: Vec<Write>, now: i64, dying: Vec<Vec<u8>>, relied: Vec<Vec<u8>> },
     /// The lane lists relied on being empty (how many), watched and read again.
-    Confirm(Vec<Cmd>, usize),
+    Confirm(Vec<Write>, usize),
 }
 
 /// The row fields read for each job (FAIL's: the attempts decide retry or dead).
@@ -104,6 +105,10 @@ impl Conversation for SettleMany {
 
     fn verb(&self) -> &'static str {
         verb_of(&self.jobs)
+    }
+
+    fn keys(&self) -> &Keys {
+        &self.keys
     }
 
     /// The clock, every row and the control of every lane named (watched, as the
@@ -159,7 +164,7 @@ impl Conversation for SettleMany {
         // score, moved earlier by the retries before it (`offer::new_head`).
         let mut head: Option<f64> = schedule.as_array().and_then(|a| a.get(1)).and_then(Reply::as_score);
 
-        let mut w: Vec<Cmd> = vec![];
+        let mut w: Vec<Write> = vec![];
         let mut leaving: Vec<&[u8]> = vec![];
         let mut done_ids: Vec<&[u8]> = vec![];
         let mut dying: Vec<Vec<u8>> = vec![];
@@ -192,7 +197,7 @@ impl Conversation for SettleMany {
                 Fate::Fail { error, retry_in_ms, jitter } => {
                     let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: *jitter };
                     let tries = (field(3).and_then(field_int).unwrap_or(0), field(4).and_then(field_int).unwrap_or(0));
-                    match fail_writes(&k, &j.id, j.lane.as_deref(), &fail, tries, now, &mut w) {
+                    match fail_writes(&j.id, j.lane.as_deref(), &fail, tries, now, &mut w) {
                         Failed::Ready => {
                             if (j.lane.is_none() && pending.is_wrongtype()) || wake.is_wrongtype() {
                                 return Err(Error::layout(FAIL, "pending or wake has the wrong type"));
@@ -248,15 +253,15 @@ impl Conversation for SettleMany {
         if (offers.offered_any() || wakes) && wake.is_wrongtype() {
             return Err(Error::layout(verb, "wake has the wrong type"));
         }
-        let mut plan = lease_marks_of(&k, seconds);
-        plan.push(Cmd::new("ZREM").arg(k.active()).args(&leaving));
+        let mut plan = lease_marks_of(seconds);
+        plan.push(Write::LeaveActive(Members::of(&leaving)));
         plan.append(&mut w);
         if !done_ids.is_empty() {
-            retention::many_done_writes(&k, &done_ids, now, done_ms, &mut plan);
+            retention::many_done_writes(&done_ids, now, done_ms, &mut plan);
         }
-        let relied = lane_writes(&k, &self.lanes, lanes, &mut plan);
+        let relied = lane_writes(&self.lanes, lanes, &mut plan);
         if offers.offered_any() || wakes {
-            offers.writes(&k, &mut plan);
+            offers.writes(&mut plan);
         }
         if !dying.is_empty() {
             let d = dying.len();
@@ -300,12 +305,8 @@ mod tests {
         r
     }
 
-    fn wake_tokens(writes: &[Cmd]) -> usize {
-        writes
-            .iter()
-            .filter(|c| c.name() == b"RPUSH" && c.iter_args().nth(1) == Some(b"emq:{q}:wake".as_slice()))
-            .map(|c| c.iter_args().count() - 2)
-            .sum()
+    fn wake_tokens(writes: &[Write]) -> usize {
+        writes.iter().map(|w| if let Write::Wake(tokens) = w { tokens.len() } else { 0 }).sum()
     }
 
     /// A retry that becomes the new head of `schedule` wakes a worker; one due

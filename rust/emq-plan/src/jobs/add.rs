@@ -5,10 +5,11 @@ use crate::clock::parse_time;
 use crate::error::{Error, Result};
 use crate::lanes::offer::{new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
 use crate::names::{id_problem, Keys};
-use crate::numbers::{later, push_hex, HEX, MAX_MS};
-use crate::protocol::cmd::{push_decimal, push_int, Cmd};
+use crate::numbers::{later, push_hex, Decimal, HEX, MAX_MS};
+use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::reply::Reply;
+use crate::protocol::write::{Members, RowFields, Scored, Write};
 
 pub const ADD: &str = "EMQ.ADD";
 
@@ -88,29 +89,29 @@ impl Add {
 pub fn digest(job: &NewJob) -> String {
     let mut buf = Vec::with_capacity(job.data.len() + job.lane.as_ref().map_or(0, Vec::len) + 80);
     buf.extend_from_slice(b"emq.add.v1d");
-    push_decimal(&mut buf, job.data.len());
+    buf.extend_from_slice(Decimal::count(job.data.len()).as_bytes());
     buf.push(b':');
     buf.extend_from_slice(&job.data);
     match &job.lane {
         Some(l) => {
             buf.push(b'l');
-            push_decimal(&mut buf, l.len());
+            buf.extend_from_slice(Decimal::count(l.len()).as_bytes());
             buf.push(b':');
             buf.extend_from_slice(l);
         }
         None => buf.push(b'n'),
     }
     buf.push(b'm');
-    push_decimal(&mut buf, job.max_attempts as usize);
+    buf.extend_from_slice(Decimal::uint(u64::from(job.max_attempts)).as_bytes());
     buf.push(b';');
     match job.when {
         When::Delay(ms) => {
             buf.push(b'D');
-            push_decimal(&mut buf, usize::try_from(ms).unwrap_or(usize::MAX));
+            buf.extend_from_slice(Decimal::uint(ms).as_bytes());
         }
         When::At(t) => {
             buf.push(b'A');
-            push_int(&mut buf, t);
+            buf.extend_from_slice(Decimal::int(t).as_bytes());
         }
     }
     buf.push(b';');
@@ -137,6 +138,10 @@ impl Conversation for Add {
 
     fn verb(&self) -> &'static str {
         ADD
+    }
+
+    fn keys(&self) -> &Keys {
+        &self.keys
     }
 
     fn start(&mut self) -> Step<Self::Out> {
@@ -221,30 +226,26 @@ impl Conversation for Add {
             .collect();
 
         let mut w = vec![];
-        let (mut flat, mut scheduled) = (vec![], vec![]);
-        let mut by_lane: Vec<(Vec<u8>, Vec<Vec<u8>>)> = vec![];
-        for ((j, id), _) in self.jobs.iter().zip(&self.ids).zip(&landed).filter(|(_, &l)| !l) {
+        let (mut flat, mut scheduled): (Vec<&[u8]>, Scored) = (vec![], Scored::new());
+        let mut by_lane: Vec<(&[u8], Vec<&[u8]>)> = vec![];
+        for ((j, id), _) in self.jobs.iter_mut().zip(&self.ids).zip(&landed).filter(|(_, &l)| !l) {
             let due = match j.when {
                 When::Delay(d) => later(now, d),
                 When::At(t) => t.min(MAX_MS),
             };
             let ready = due <= now;
-            let room = id.len() + j.data.len() + j.lane.as_ref().map_or(0, Vec::len) + 200;
-            let mut row =
-                Cmd::with_room("HSET", room).arg_parts(&k.job_parts(id)).arg("state").arg(if ready { "pending" } else { "scheduled" });
-            row = row.arg("data").arg(&j.data).arg("due").arg_int(due).arg("attempts").arg("0");
-            row = row.arg("max_attempts").arg_int(i64::from(j.max_attempts)).arg("created").arg_int(now);
-            row = row.arg("digest").arg(digest(j));
-            if let Some(l) = &j.lane {
-                row = row.arg("lane").arg(l);
-            }
-            w.push(row);
+            // The data goes to the row as it is (the call reads no job again once it has planned).
+            let digest = digest(j);
+            let data = std::mem::take(&mut j.data);
+            let j: &NewJob = j;
+            let fields = RowFields::New { ready, data, due, max_attempts: j.max_attempts, created: now, digest, lane: j.lane.clone() };
+            w.push(Write::SetRow { id: id.clone(), fields });
             match (&j.lane, ready) {
-                (_, false) => scheduled.push((due, id.clone())),
-                (None, true) => flat.push(id.clone()),
+                (_, false) => scheduled.push(due, id),
+                (None, true) => flat.push(id),
                 (Some(l), true) => match by_lane.iter_mut().find(|(name, _)| name == l) {
-                    Some((_, ids)) => ids.push(id.clone()),
-                    None => by_lane.push((l.clone(), vec![id.clone()])),
+                    Some((_, ids)) => ids.push(id),
+                    None => by_lane.push((l, vec![id])),
                 },
             }
         }
@@ -266,20 +267,16 @@ impl Conversation for Add {
         {
             return Err(Error::layout(ADD, "pending, schedule, ring or wake has the wrong type"));
         }
+        let woke = new_head(&t[1], scheduled.iter().map(|(due, _)| due));
         if !scheduled.is_empty() {
-            let mut z = Cmd::new("ZADD").arg(k.schedule());
-            for (due, id) in &scheduled {
-                z = z.arg(due.to_string()).arg(id);
-            }
-            w.push(z);
+            w.push(Write::Schedule(scheduled));
         }
         if !flat.is_empty() {
-            w.push(Cmd::new("RPUSH").arg(k.pending()).args(&flat));
+            w.push(Write::MakeReady { lane: None, ids: Members::of(&flat) });
         }
         for (l, ids) in &by_lane {
-            w.push(Cmd::new("RPUSH").arg(k.lane(l)).args(ids));
+            w.push(Write::MakeReady { lane: Some(l.to_vec()), ids: Members::of(ids) });
         }
-        let woke = new_head(&t[1], scheduled.iter().map(|(due, _)| *due));
         if !flat.is_empty() || woke {
             offers.wake_flat();
         }
@@ -287,7 +284,7 @@ impl Conversation for Add {
             return Err(Error::layout(ADD, "pending, schedule, ring or wake has the wrong type"));
         }
         if ready || woke {
-            offers.writes(k, &mut w);
+            offers.writes(&mut w);
         }
         if w.is_empty() {
             return Ok(Step::Done(std::mem::take(&mut self.ids)));

@@ -12,13 +12,14 @@
 
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
-use crate::lanes::offer::{trim_wake, LaneCtl, CTL_FIELDS};
+use crate::lanes::offer::{LaneCtl, CTL_FIELDS};
 use crate::names::Keys;
 use crate::numbers::{field_int, later};
 use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::reply::Reply;
 use crate::protocol::rows::{self, Fields};
+use crate::protocol::write::{LaneField, Members, RowFields, Write};
 
 pub const CLAIM: &str = "EMQ.CLAIM";
 /// Most ids one claim takes: a larger `n` takes this many.
@@ -473,15 +474,14 @@ impl Claim {
         self.lanes_step()
     }
 
-    fn claimed(&mut self, id: &[u8], f: &Fields, lane: Option<Vec<u8>>, w: &mut Vec<Cmd>) {
-        let k = &self.keys;
+    fn claimed(&mut self, id: &[u8], f: &Fields, lane: Option<Vec<u8>>, w: &mut Vec<Write>) {
         let attempts = f[1].as_deref().and_then(field_int).unwrap_or(0) + 1;
         let max_attempts = f[2].as_deref().and_then(field_int).unwrap_or(0);
-        let token = self.tokens[self.out.len()].clone();
+        // Each token is handed out once: the answer takes it, the row a copy.
+        let token = std::mem::take(&mut self.tokens[self.out.len()]);
         let deadline = later(self.now, self.lease_ms);
-        let mut set = Cmd::new("HSET").arg_parts(&k.job_parts(id)).arg("state").arg("active").arg("attempts").arg(attempts.to_string());
-        set = set.arg("lease").arg(deadline.to_string()).arg("token").arg(&token).arg("claimed").arg(self.now.to_string());
-        w.push(set);
+        let fields = RowFields::Claimed { attempts, lease: deadline, token: token.clone(), claimed: self.now };
+        w.push(Write::SetRow { id: id.to_vec(), fields });
         self.out.push(Claimed { id: id.to_vec(), data: f[3].clone().unwrap_or_default(), lane, attempts, max_attempts, token, deadline });
     }
 
@@ -492,7 +492,7 @@ impl Claim {
         }
         let mut w = vec![];
         if !self.flat.is_empty() {
-            w.push(Cmd::new("LPOP").arg(k.pending()).arg(self.flat.len().to_string()));
+            w.push(Write::TakePending { count: self.flat.len() });
         }
         let flat = std::mem::take(&mut self.flat);
         let flat_rows = std::mem::take(&mut self.flat_rows);
@@ -511,8 +511,8 @@ impl Claim {
             match v {
                 Visit::Serve(i) => {
                     let name = self.lanes[i].name.clone();
-                    w.push(Cmd::new("LPOP").arg(k.lane(&name)));
-                    w.push(Cmd::new("LMOVE").arg(k.ring()).arg(k.ring()).arg("LEFT").arg("RIGHT"));
+                    w.push(Write::TakeLaneHead { lane: name.clone() });
+                    w.push(Write::RotateRing);
                     let ((_, id), row) = served.next().expect("one id per serve");
                     let again = self.out.iter().any(|c| c.id == id);
                     if let (true, false, Some(f)) = (claimable(&row), again, &row) {
@@ -521,7 +521,7 @@ impl Claim {
                     }
                 }
                 Visit::Drop(i, _) => {
-                    w.push(Cmd::new("LPOP").arg(k.ring()));
+                    w.push(Write::DropRingHead);
                     dropped[i] = true;
                 }
             }
@@ -535,25 +535,22 @@ impl Claim {
                         format!("{} holds an active count that is not an integer", String::from_utf8_lossy(&key)),
                     ));
                 }
-                w.push(Cmd::new("HINCRBY").arg(k.lanectl(&l.name)).arg("active").arg(claimed_in[i].to_string()));
+                w.push(Write::TakeSlots { lane: l.name.clone(), by: claimed_in[i] });
             }
             if dropped[i] {
-                w.push(Cmd::new("HSET").arg(k.lanectl(&l.name)).arg("ring").arg("0"));
+                w.push(Write::SetLane { lane: l.name.clone(), field: LaneField::InRing(false) });
             }
         }
         if !self.out.is_empty() {
-            let mut z = Cmd::new("ZADD").arg(k.active());
-            for c in &self.out {
-                z = z.arg(c.deadline.to_string()).arg(&c.id);
-            }
-            w.push(z);
+            let ids: Vec<&[u8]> = self.out.iter().map(|c| c.id.as_slice()).collect();
+            w.push(Write::Lease { deadline: later(self.now, self.lease_ms), ids: Members::of(&ids) });
         }
         let drops = dropped.iter().filter(|d| **d).count() as i64;
         let work_left = self.pending_more || self.ring_len > drops;
         if work_left {
             // Parked workers wake one another in a chain.
-            w.push(Cmd::new("RPUSH").arg(k.wake()).arg(""));
-            w.push(trim_wake(&k));
+            w.push(Write::Wake(Members::one(b"")));
+            w.push(Write::TrimWake);
         }
         self.stage = Stage::Exec;
         Ok(Step::Exec(w))
@@ -565,6 +562,10 @@ impl Conversation for Claim {
 
     fn verb(&self) -> &'static str {
         CLAIM
+    }
+
+    fn keys(&self) -> &Keys {
+        &self.keys
     }
 
     fn start(&mut self) -> Step<Self::Out> {

@@ -34,6 +34,7 @@ use crate::numbers::{field_int, MAX_MS};
 use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::reply::{check_error, Reply};
+use crate::protocol::write::{Members, RowFields, Write};
 
 /// The verb of reading and setting the policy.
 pub const RETENTION: &str = "EMQ.RETENTION";
@@ -120,8 +121,8 @@ pub fn wrong_type(verb: &str, key: &[u8]) -> Error {
 /// COMPLETE's writes for the row of `id`, done at `now` under `done_ms`, after
 /// it has left `active` (see the module doc): deleted at once, or marked done
 /// and listed in `P done` (with its expiry unless kept forever).
-pub fn done_writes(keys: &Keys, id: &[u8], now: i64, done_ms: i64, w: &mut Vec<Cmd>) {
-    many_done_writes(keys, &[id], now, done_ms, w);
+pub fn done_writes(id: &[u8], now: i64, done_ms: i64, w: &mut Vec<Write>) {
+    many_done_writes(&[id], now, done_ms, w);
 }
 
 /// `done_writes` for many rows done at the same `now`: the rows' writes, then
@@ -129,30 +130,21 @@ pub fn done_writes(keys: &Keys, id: &[u8], now: i64, done_ms: i64, w: &mut Vec<C
 /// same keyspace as their completes one after another under that clock: each
 /// would list its row at `now` and trim entries older than `now - done_ms`,
 /// which none of the new ones is.
-pub fn many_done_writes(keys: &Keys, ids: &[&[u8]], now: i64, done_ms: i64, w: &mut Vec<Cmd>) {
+pub fn many_done_writes(ids: &[&[u8]], now: i64, done_ms: i64, w: &mut Vec<Write>) {
     if done_ms == 0 {
-        for id in ids {
-            w.push(Cmd::new("DEL").arg(keys.job(id)));
-        }
+        w.extend(ids.iter().map(|id| Write::DeleteRows(Members::one(id))));
         return;
     }
-    let now_s = now.to_string();
     for id in ids {
-        let job = keys.job(id);
-        w.push(Cmd::new("HSET").arg(&job).arg("state").arg("done").arg("finished").arg(&now_s));
-        w.push(Cmd::new("HDEL").arg(&job).arg("token").arg("lease"));
+        w.push(Write::SetRow { id: id.to_vec(), fields: RowFields::Done { finished: now } });
+        w.push(Write::DropLease { id: id.to_vec() });
         if done_ms > 0 {
-            w.push(Cmd::new("PEXPIREAT").arg(&job).arg(now.saturating_add(done_ms).to_string()));
+            w.push(Write::ExpireRow { id: id.to_vec(), at: now.saturating_add(done_ms) });
         }
     }
-    let mut add = Cmd::new("ZADD").arg(keys.done());
-    for id in ids {
-        add = add.arg(&now_s).arg(id);
-    }
-    w.push(add);
+    w.push(Write::ListDone { at: now, ids: Members::of(ids) });
     if done_ms > 0 {
-        let before = format!("({}", now.saturating_sub(done_ms));
-        w.push(Cmd::new("ZREMRANGEBYSCORE").arg(keys.done()).arg("-inf").arg(before));
+        w.push(Write::TrimDone { before: now.saturating_sub(done_ms) });
     }
 }
 
@@ -242,23 +234,20 @@ pub fn dead_trim(now: i64, new: &[Vec<u8>], policy: &Retention, card: i64, head:
 }
 
 /// The writes of a trim: the ids leave `dead` and their rows are deleted.
-pub fn trim_writes(keys: &Keys, trimmed: &[Vec<u8>], w: &mut Vec<Cmd>) {
+pub fn trim_writes(trimmed: &[Vec<u8>], w: &mut Vec<Write>) {
     if trimmed.is_empty() {
         return;
     }
-    w.push(Cmd::new("ZREM").arg(keys.dead()).args(trimmed));
-    let mut del = Cmd::new("DEL");
-    for id in trimmed {
-        del = del.arg_parts(&keys.job_parts(id));
-    }
-    w.push(del);
+    let ids = Members::of(trimmed);
+    w.push(Write::TrimDead(ids.clone()));
+    w.push(Write::DeleteRows(ids));
 }
 
 /// Parses the dead step's replies and gives the trim's writes.
-pub fn trim_from_replies(verb: &str, keys: &Keys, now: i64, new: &[Vec<u8>], replies: &[Reply]) -> Result<Vec<Cmd>> {
+pub fn trim_from_replies(verb: &str, keys: &Keys, now: i64, new: &[Vec<u8>], replies: &[Reply]) -> Result<Vec<Write>> {
     let (policy, card, head) = parse_dead_step(verb, keys, replies)?;
     let mut w = vec![];
-    trim_writes(keys, &dead_trim(now, new, &policy, card, &head), &mut w);
+    trim_writes(&dead_trim(now, new, &policy, card, &head), &mut w);
     Ok(w)
 }
 
@@ -280,6 +269,10 @@ impl Conversation for GetRetention {
 
     fn verb(&self) -> &'static str {
         RETENTION
+    }
+
+    fn keys(&self) -> &Keys {
+        &self.keys
     }
 
     fn start(&mut self) -> Step<Retention> {
@@ -324,15 +317,15 @@ impl Conversation for SetRetention {
         RETENTION
     }
 
+    fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
     fn start(&mut self) -> Step<()> {
         if self.fields.is_empty() {
             return Step::Done(());
         }
-        let mut set = Cmd::new("HSET").arg(self.keys.retention());
-        for (name, v) in &self.fields {
-            set = set.arg(name).arg(v.to_string());
-        }
-        Step::Exec(vec![set])
+        Step::Exec(vec![Write::SetRetention(self.fields.clone())])
     }
 
     fn feed(&mut self, _replies: &[Reply]) -> Result<Step<()>> {
@@ -418,21 +411,36 @@ mod tests {
 
     #[test]
     fn done_writes_follow_the_policy() {
-        let k = Keys::new(b"q");
-        let args = |w: &[Cmd]| w.iter().map(|c| format!("{c:?}")).collect::<Vec<_>>().join(" ");
+        let id = || b"a".to_vec();
+        let members = |xs: &[&str]| xs.iter().collect::<Members>();
         let mut w = vec![];
-        done_writes(&k, b"a", 1000, 0, &mut w);
-        assert_eq!(args(&w), r#"["DEL", "emq:{q}:job:a"]"#);
+        done_writes(b"a", 1000, 0, &mut w);
+        assert_eq!(w, vec![Write::DeleteRows(members(&["a"]))], "0: deleted at once, not listed");
+        let kept = |w: &mut Vec<Write>| {
+            w.insert(0, Write::SetRow { id: id(), fields: RowFields::Done { finished: 1000 } });
+            w.insert(1, Write::DropLease { id: id() });
+        };
         let mut w = vec![];
-        done_writes(&k, b"a", 1000, 50, &mut w);
+        done_writes(b"a", 1000, 50, &mut w);
+        let mut want = vec![
+            Write::ExpireRow { id: id(), at: 1050 },
+            Write::ListDone { at: 1000, ids: members(&["a"]) },
+            Write::TrimDone { before: 950 },
+        ];
+        kept(&mut want);
+        assert_eq!(w, want, "kept 50 ms: expires then, listed, and the expired entries trimmed");
+        let mut w = vec![];
+        done_writes(b"a", 1000, -1, &mut w);
+        let mut want = vec![Write::ListDone { at: 1000, ids: members(&["a"]) }];
+        kept(&mut want);
+        assert_eq!(w, want, "kept forever: no expiry, nothing trimmed");
+        let mut w = vec![];
+        many_done_writes(&[b"a", b"b"], 7, 0, &mut w);
+        assert_eq!(w, vec![Write::DeleteRows(members(&["a"])), Write::DeleteRows(members(&["b"]))], "one DEL a row");
+        let mut w = vec![];
+        many_done_writes(&[b"a", b"b"], 7, -1, &mut w);
+        assert_eq!(w.last(), Some(&Write::ListDone { at: 7, ids: members(&["a", "b"]) }), "one ZADD for the batch");
         assert_eq!(w.len(), 5);
-        assert_eq!(w[2], Cmd::from_args(["PEXPIREAT", "emq:{q}:job:a", "1050"]));
-        assert_eq!(w[3], Cmd::from_args(["ZADD", "emq:{q}:done", "1000", "a"]));
-        assert_eq!(w[4], Cmd::from_args(["ZREMRANGEBYSCORE", "emq:{q}:done", "-inf", "(950"]));
-        let mut w = vec![];
-        done_writes(&k, b"a", 1000, -1, &mut w);
-        assert_eq!(w.len(), 3);
-        assert_eq!(w[2], Cmd::from_args(["ZADD", "emq:{q}:done", "1000", "a"]));
     }
 
     #[test]
@@ -453,7 +461,7 @@ mod tests {
         assert!(e.message.starts_with("EMQ.RETENTION: dead_ms"), "{e}");
         assert!(SetRetention::new(k(), None, None, Some(MAX_VALUE + 1)).is_err());
         let mut s = SetRetention::new(k(), Some(0), None, Some(-1)).unwrap();
-        assert_eq!(s.start(), Step::Exec(vec![Cmd::from_args(["HSET", "emq:{q}:retention", "done_ms", "0", "dead_max", "-1"])]));
+        assert_eq!(s.start(), Step::Exec(vec![Write::SetRetention(vec![("done_ms", 0), ("dead_max", -1)])]));
         assert_eq!(SetRetention::new(k(), None, None, None).unwrap().start(), Step::Done(()));
     }
 }

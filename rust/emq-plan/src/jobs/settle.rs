@@ -11,8 +11,9 @@ use crate::names::Keys;
 use crate::numbers::{field_int, later};
 use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
-use crate::protocol::guard::{confirm_empty, lease_bucket, lease_mark, relies_on_empty, still_empty};
+use crate::protocol::guard::{confirm_empty, lease_bucket, relies_on_empty, still_empty};
 use crate::protocol::reply::Reply;
+use crate::protocol::write::{LaneField, Members, RowFields, Scored, Write};
 
 pub const EXTEND: &str = "EMQ.EXTEND";
 pub const COMPLETE: &str = "EMQ.COMPLETE";
@@ -81,30 +82,28 @@ pub enum Failed {
 /// which types the caller checks and whom it wakes. Shared by the single
 /// call (`Settle`) and the batch (`settle_many`).
 pub fn fail_writes(
-    k: &Keys,
     id: &[u8],
     lane: Option<&[u8]>,
     fail: &Fail<'_>,
     (attempts, max_attempts): (i64, i64),
     now: i64,
-    w: &mut Vec<Cmd>,
+    w: &mut Vec<Write>,
 ) -> Failed {
-    let job = k.job(id);
-    w.push(Cmd::new("HDEL").arg(&job).arg("token").arg("lease"));
+    w.push(Write::DropLease { id: id.to_vec() });
+    let error = fail.error.to_vec();
     if attempts >= max_attempts {
-        w.push(Cmd::new("ZADD").arg(k.dead()).arg(now.to_string()).arg(id));
-        w.push(Cmd::new("HSET").arg(&job).arg("state").arg("dead").arg("error").arg(fail.error).arg("finished").arg(now.to_string()));
+        w.push(Write::Bury { at: now, ids: Members::one(id) });
+        w.push(Write::SetRow { id: id.to_vec(), fields: RowFields::Dead { error, finished: now } });
         return Failed::Dead;
     }
     let delay = fail.retry_in_ms.unwrap_or_else(|| retry_delay_ms(attempts, fail.jitter));
     let due = later(now, delay);
-    let state = if delay == 0 { "pending" } else { "scheduled" };
-    w.push(Cmd::new("HSET").arg(&job).arg("state").arg(state).arg("error").arg(fail.error).arg("due").arg(due.to_string()));
+    w.push(Write::SetRow { id: id.to_vec(), fields: RowFields::Retry { ready: delay == 0, error, due } });
     if delay == 0 {
-        w.push(Cmd::new("RPUSH").arg(lane.map_or_else(|| k.pending(), |l| k.lane(l))).arg(id));
+        w.push(Write::MakeReady { lane: lane.map(<[u8]>::to_vec), ids: Members::one(id) });
         Failed::Ready
     } else {
-        w.push(Cmd::new("ZADD").arg(k.schedule()).arg(due.to_string()).arg(id));
+        w.push(Write::Schedule(Scored::from_iter([(due, id)])));
         Failed::Later(due)
     }
 }
@@ -126,9 +125,9 @@ pub struct Settle {
 enum Held {
     /// A FAIL that makes the job dead: the trim of `dead` (`retention::dead_step`),
     /// then, with `confirm`, the lane list it relies on being empty.
-    Dead { writes: Vec<Cmd>, now: i64, confirm: Option<Vec<u8>> },
+    Dead { writes: Vec<Write>, now: i64, confirm: Option<Vec<u8>> },
     /// The lane list it relies on being empty, watched and read again.
-    Confirm(Vec<Cmd>),
+    Confirm(Vec<Write>),
 }
 
 const ROW: [&str; 6] = ["state", "token", "lane", "attempts", "max_attempts", "lease"];
@@ -183,6 +182,10 @@ impl Conversation for Settle {
 
     fn verb(&self) -> &'static str {
         verb(&self.action)
+    }
+
+    fn keys(&self) -> &Keys {
+        &self.keys
     }
 
     fn start(&mut self) -> Step<Settled> {
@@ -279,10 +282,10 @@ impl Conversation for Settle {
             return Err(Error::layout(verb, "active has the wrong type"));
         }
 
-        let job = k.job(&self.id);
         // The row leaves its lease (or gets a new one): the mark of the second
         // it ended in tells a stalled check that selected it (`crate::protocol::guard`).
-        let mut w: Vec<Cmd> = field(5).and_then(field_int).map(|lease| lease_mark(&k, lease_bucket(lease as f64))).into_iter().collect();
+        let mut w: Vec<Write> =
+            field(5).and_then(field_int).map(|lease| Write::MarkLease { second: lease_bucket(lease as f64) }).into_iter().collect();
         let out;
         let mut ready = false;
         // A retry that becomes the new head of `schedule` (SPEC §7, `offer::new_head`).
@@ -291,8 +294,8 @@ impl Conversation for Settle {
         match &self.action {
             Action::Extend { lease_ms } => {
                 let deadline = later(now, *lease_ms);
-                w.push(Cmd::new("ZADD").arg(k.active()).arg("XX").arg(deadline.to_string()).arg(&self.id));
-                w.push(Cmd::new("HSET").arg(&job).arg("lease").arg(deadline.to_string()));
+                w.push(Write::ExtendLeases { deadline, ids: Members::one(&self.id) });
+                w.push(Write::SetRow { id: self.id.clone(), fields: RowFields::Lease(deadline) });
                 self.result = Some(Settled::Extended);
                 return Ok(Step::Exec(w));
             }
@@ -304,14 +307,14 @@ impl Conversation for Settle {
                 if done_ms != 0 && done.is_wrongtype() {
                     return Err(retention::wrong_type(verb, &k.done()));
                 }
-                w.push(Cmd::new("ZREM").arg(k.active()).arg(&self.id));
-                retention::done_writes(&k, &self.id, now, done_ms, &mut w);
+                w.push(Write::LeaveActive(Members::one(&self.id)));
+                retention::done_writes(&self.id, now, done_ms, &mut w);
                 out = Settled::Completed;
             }
             Action::Fail { error, retry_in_ms } => {
-                w.push(Cmd::new("ZREM").arg(k.active()).arg(&self.id));
+                w.push(Write::LeaveActive(Members::one(&self.id)));
                 let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: self.jitter };
-                match fail_writes(&k, &self.id, self.lane.as_deref(), &fail, (attempts, max_attempts), now, &mut w) {
+                match fail_writes(&self.id, self.lane.as_deref(), &fail, (attempts, max_attempts), now, &mut w) {
                     Failed::Ready => {
                         if (self.lane.is_none() && !pending_ok) || !wake_ok {
                             return Err(Error::layout(verb, "pending or wake has the wrong type"));
@@ -341,7 +344,7 @@ impl Conversation for Settle {
         let mut relies_on_empty_lane = false;
         if let Some(l) = &self.lane {
             let active = (ctl.active - 1).max(0);
-            w.push(Cmd::new("HSET").arg(k.lanectl(l)).arg("active").arg(active.to_string()));
+            w.push(Write::SetLane { lane: l.clone(), field: LaneField::Active(active) });
             let (len, ctl) = (lane_len.saturating_add(i64::from(ready)), LaneCtl { active, ..ctl });
             offers.offer(l, len, &ctl);
             relies_on_empty_lane = relies_on_empty(len, &ctl);
@@ -358,7 +361,7 @@ impl Conversation for Settle {
             if !wake_ok {
                 return Err(Error::layout(verb, "wake has the wrong type"));
             }
-            offers.writes(&k, &mut w);
+            offers.writes(&mut w);
         }
         self.result = Some(out);
         let confirm = relies_on_empty_lane.then(|| self.lane.clone().expect("a lane job"));

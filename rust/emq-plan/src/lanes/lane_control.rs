@@ -10,6 +10,7 @@ use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::guard::{confirm_empty, relies_on_empty, still_empty};
 use crate::protocol::reply::Reply;
+use crate::protocol::write::{LaneField, Write};
 
 pub const LANE: &str = "EMQ.LANE";
 
@@ -26,7 +27,7 @@ pub struct LaneControl {
     lane: Vec<u8>,
     op: LaneOp,
     /// The plan, held while the empty lane list it relies on is confirmed.
-    held: Option<Vec<Cmd>>,
+    held: Option<Vec<Write>>,
 }
 
 impl LaneControl {
@@ -43,6 +44,10 @@ impl Conversation for LaneControl {
 
     fn verb(&self) -> &'static str {
         LANE
+    }
+
+    fn keys(&self) -> &Keys {
+        &self.keys
     }
 
     fn start(&mut self) -> Step<()> {
@@ -73,18 +78,19 @@ impl Conversation for LaneControl {
             return Err(Error::layout(LANE, format!("{} or its control has the wrong type", String::from_utf8_lossy(&k.lane(l)))));
         }
         let mut ctl = LaneCtl::from_reply(ctl);
+        let set = |field| Write::SetLane { lane: l.clone(), field };
         let mut w = vec![];
         match self.op {
             LaneOp::Pause => {
-                w.push(Cmd::new("HSET").arg(k.lanectl(l)).arg("paused").arg("1"));
+                w.push(set(LaneField::Paused(true)));
                 return Ok(Step::Exec(w));
             }
             LaneOp::Resume => {
-                w.push(Cmd::new("HSET").arg(k.lanectl(l)).arg("paused").arg("0"));
+                w.push(set(LaneField::Paused(false)));
                 ctl.paused = false;
             }
             LaneOp::Limit(n) => {
-                w.push(Cmd::new("HSET").arg(k.lanectl(l)).arg("limit").arg(n.to_string()));
+                w.push(set(LaneField::Limit(n)));
                 ctl.limit = n.min(i64::MAX as u64) as i64;
             }
         }
@@ -94,7 +100,7 @@ impl Conversation for LaneControl {
             if ring.is_wrongtype() || wake.is_wrongtype() {
                 return Err(Error::layout(LANE, "ring or wake has the wrong type"));
             }
-            offers.writes(k, &mut w);
+            offers.writes(&mut w);
         } else if relies_on_empty(len, &ctl) {
             let step = confirm_empty(k, std::slice::from_ref(l));
             self.held = Some(w);

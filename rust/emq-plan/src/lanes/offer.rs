@@ -8,10 +8,8 @@ use crate::names::Keys;
 use crate::numbers::field_int;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::reply::Reply;
-
-/// Most wake tokens kept in `P wake` (SPEC §2). The Lua scripts get it from the
-/// host, which prepends it to their prelude.
-pub const WAKE_MAX: i64 = 64;
+pub use crate::protocol::write::WAKE_MAX;
+use crate::protocol::write::{LaneField, Members, Write};
 
 /// The fields of `P lanectl:L` that decide whether a lane can be served.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -82,23 +80,17 @@ impl Offers {
 
     /// The writes: `ring = 1` for each offered lane, the ring and wake pushes, and
     /// the trim of `P wake` (always: the plans trim whenever they write).
-    pub fn writes(self, keys: &Keys, out: &mut Vec<Cmd>) {
-        for lane in &self.ring {
-            out.push(Cmd::new("HSET").arg(keys.lanectl(lane)).arg("ring").arg("1"));
-        }
-        if !self.ring.is_empty() {
-            out.push(Cmd::new("RPUSH").arg(keys.ring()).args(&self.ring));
+    pub fn writes(self, out: &mut Vec<Write>) {
+        let ring = Members::of(&self.ring);
+        out.extend(self.ring.into_iter().map(|lane| Write::SetLane { lane, field: LaneField::InRing(true) }));
+        if !ring.is_empty() {
+            out.push(Write::JoinRing(ring));
         }
         if !self.tokens.is_empty() {
-            out.push(Cmd::new("RPUSH").arg(keys.wake()).args(&self.tokens));
+            out.push(Write::Wake(Members::of(&self.tokens)));
         }
-        out.push(trim_wake(keys));
+        out.push(Write::TrimWake);
     }
-}
-
-/// `LTRIM P wake -WAKE_MAX -1`: `P wake` keeps only its newest `WAKE_MAX` tokens.
-pub fn trim_wake(keys: &Keys) -> Cmd {
-    Cmd::new("LTRIM").arg(keys.wake()).arg((-WAKE_MAX).to_string()).arg("-1")
 }
 
 /// Reads the head of `schedule` (and checks its type), for [`new_head`].
@@ -144,9 +136,17 @@ mod tests {
         assert!(!o.offer(b"c", 1, &LaneCtl { in_ring: true, ..Default::default() }));
         o.wake_flat();
         let mut out = vec![];
-        o.writes(&Keys::new(b"q"), &mut out);
-        assert_eq!(out.len(), 4);
-        assert_eq!(out[2], Cmd::new("RPUSH").arg("emq:{q}:wake").arg("a").arg(""));
+        o.writes(&mut out);
+        let lanes = |xs: &[&str]| xs.iter().collect::<Members>();
+        assert_eq!(
+            out,
+            vec![
+                Write::SetLane { lane: b"a".to_vec(), field: LaneField::InRing(true) },
+                Write::JoinRing(lanes(&["a"])),
+                Write::Wake(lanes(&["a", ""])),
+                Write::TrimWake,
+            ]
+        );
     }
 
     #[test]

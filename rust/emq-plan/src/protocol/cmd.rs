@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use crate::numbers::Decimal;
+
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct Cmd {
     argc: usize,
@@ -37,27 +39,20 @@ impl Cmd {
 
     /// One argument made of `parts` end to end (a key: prefix, kind, name).
     pub fn arg_parts(mut self, parts: &[&[u8]]) -> Self {
-        let len: usize = parts.iter().map(|p| p.len()).sum();
-        // `$<len>\r\n` made on the stack, and room for the whole argument at once.
-        let mut head = [0u8; 24];
-        head[0] = b'$';
-        let n = 1 + write_decimal(&mut head[1..], len);
-        head[n..n + 2].copy_from_slice(b"\r\n");
-        self.buf.reserve(n + 2 + len + 2);
-        self.buf.extend_from_slice(&head[..n + 2]);
-        for p in parts {
-            self.buf.extend_from_slice(p);
-        }
-        self.buf.extend_from_slice(b"\r\n");
+        push_bulk(&mut self.buf, parts);
         self.argc += 1;
         self
     }
 
     /// An integer argument, written without a string of its own.
     pub fn arg_int(self, n: i64) -> Self {
-        let mut digits = [0u8; 21];
-        let len = write_int(&mut digits, n);
-        self.arg_parts(&[&digits[..len]])
+        self.arg_parts(&[Decimal::int(n).as_bytes()])
+    }
+
+    /// A command of `argc` arguments already encoded in `buf` (as `arg_parts`
+    /// encodes them), name first.
+    pub(crate) fn from_encoded(argc: usize, buf: Vec<u8>) -> Self {
+        Cmd { argc, buf }
     }
 
     /// `head`'s arguments, one argument made of `parts`, then `tail`'s: a row's
@@ -126,9 +121,7 @@ impl Cmd {
 
     /// Appends this command, RESP-encoded, to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        out.push(b'*');
-        push_decimal(out, self.argc);
-        out.extend_from_slice(b"\r\n");
+        push_array_head(out, self.argc);
         out.extend_from_slice(&self.buf);
     }
 
@@ -143,52 +136,34 @@ impl fmt::Debug for Cmd {
     }
 }
 
-/// Appends `n` in decimal to `out`.
-pub(crate) fn push_decimal(out: &mut Vec<u8>, n: usize) {
-    let mut digits = [0u8; 20];
-    let len = write_decimal(&mut digits, n);
-    out.extend_from_slice(&digits[..len]);
+/// Appends the head of a command of `argc` arguments, `*<argc>\r\n`, to `out`.
+#[inline]
+pub(crate) fn push_array_head(out: &mut Vec<u8>, argc: usize) {
+    out.push(b'*');
+    out.extend_from_slice(Decimal::count(argc).as_bytes());
+    out.extend_from_slice(b"\r\n");
 }
 
-/// Appends `n` in decimal to `out`, `-` first where it is negative.
-pub(crate) fn push_int(out: &mut Vec<u8>, n: i64) {
-    let mut digits = [0u8; 21];
-    let len = write_int(&mut digits, n);
-    out.extend_from_slice(&digits[..len]);
-}
-
-/// Writes `n` in decimal, `-` first where it is negative, at the start of `out`; gives its length.
-fn write_int(out: &mut [u8; 21], n: i64) -> usize {
-    let at = usize::from(n < 0);
-    out[0] = b'-'; // a digit's place where `n` is not negative
-    at + write_decimal(&mut out[at..], usize::try_from(n.unsigned_abs()).unwrap_or(usize::MAX))
-}
-
-/// Writes `n` in decimal at the start of `out` (20 bytes hold any `usize`); gives its length.
-fn write_decimal(out: &mut [u8], mut n: usize) -> usize {
-    // An argument's length is most often one or two digits.
-    if n < 10 {
-        out[0] = b'0' + n as u8;
-        return 1;
+/// Appends one argument made of `parts` end to end, `$<len>\r\n<bytes>\r\n`,
+/// to `out`, with room for the whole of it reserved at once.
+#[inline]
+pub(crate) fn push_bulk(out: &mut Vec<u8>, parts: &[&[u8]]) {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    out.reserve(len + 25);
+    // Most arguments (a field, a small value, an id) are shorter than 100 bytes.
+    if len < 10 {
+        out.extend_from_slice(&[b'$', b'0' + len as u8, b'\r', b'\n']);
+    } else if len < 100 {
+        out.extend_from_slice(&[b'$', b'0' + (len / 10) as u8, b'0' + (len % 10) as u8, b'\r', b'\n']);
+    } else {
+        out.push(b'$');
+        out.extend_from_slice(Decimal::count(len).as_bytes());
+        out.extend_from_slice(b"\r\n");
     }
-    if n < 100 {
-        out[0] = b'0' + (n / 10) as u8;
-        out[1] = b'0' + (n % 10) as u8;
-        return 2;
+    for p in parts {
+        out.extend_from_slice(p);
     }
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    let len = digits.len() - i;
-    out[..len].copy_from_slice(&digits[i..]);
-    len
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Appends commands, encoded back to back as one pipeline, to `out` (a buffer kept from call to
@@ -214,11 +189,6 @@ mod tests {
 
     #[test]
     fn lengths_of_every_size_are_written_in_decimal() {
-        for n in [0usize, 1, 9, 10, 11, 42, 99, 100, 101, 999, 1000, 65535, 123_456_789, usize::MAX] {
-            let mut out = [0u8; 20];
-            let len = write_decimal(&mut out, n);
-            assert_eq!(&out[..len], n.to_string().as_bytes());
-        }
         let c = Cmd::new("SET").arg(vec![b'x'; 9]).arg(vec![b'y'; 10]).arg(vec![b'z'; 100]);
         assert_eq!(c.to_args().iter().map(|a| a.len()).collect::<Vec<_>>(), vec![3, 9, 10, 100]);
     }

@@ -2,11 +2,15 @@
 //! ones before any watch, later ones under `WATCH`), then at most one
 //! `MULTI`/`EXEC` (SPEC §4, §9). A host drives any [`Conversation`] the same way
 //! and starts it anew when `EXEC` aborts or what it read changed under its watch
-//! (`guard` says what each one watches).
+//! (`guard` says what each one watches). Reads are commands ([`Cmd`]); the
+//! writes are typed ([`Write`]), and the host renders them with the
+//! conversation's keys ([`Conversation::keys`]).
 
 use crate::error::Result;
+use crate::names::Keys;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::reply::Reply;
+use crate::protocol::write::Write;
 
 /// What the host does next.
 #[derive(Debug, PartialEq)]
@@ -17,16 +21,19 @@ pub enum Step<T> {
         watch: Vec<Vec<u8>>,
         cmds: Vec<Cmd>,
     },
-    /// `MULTI`, `cmds`, `EXEC`: the call's (last) transaction. Feed back
+    /// `MULTI`, the writes, `EXEC`: the call's (last) transaction. Feed back
     /// `EXEC`'s replies to `finish`; an aborted `EXEC` asks `aborted` what next.
-    Exec(Vec<Cmd>),
+    Exec(Vec<Write>),
+    /// `MULTI`, `cmds`, `EXEC`: reads at one instant (the counts), no watch.
+    /// Feed back `EXEC`'s replies to `finish`.
+    Snapshot(Vec<Cmd>),
     /// A call applied in groups (SPEC §9): `MULTI`, `writes`, `EXEC` for one
     /// group, then `WATCH watch` and `cmds` for the next, pipelined, so the
     /// server reads for the next group right after it commits this one. Feed
     /// `EXEC`'s replies to `committed` (`None`: it aborted), then the reads'
     /// replies to `feed` (after an abort: to nothing; `aborted` says what next).
     Group {
-        writes: Vec<Cmd>,
+        writes: Vec<Write>,
         watch: Vec<Vec<u8>>,
         cmds: Vec<Cmd>,
     },
@@ -36,6 +43,8 @@ pub enum Step<T> {
 pub trait Conversation {
     type Out;
     fn verb(&self) -> &'static str;
+    /// The queue's keys: the prefix the host renders the writes with.
+    fn keys(&self) -> &Keys;
     fn start(&mut self) -> Step<Self::Out>;
     fn feed(&mut self, replies: &[Reply]) -> Result<Step<Self::Out>>;
     fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out>;
@@ -53,7 +62,7 @@ pub trait Conversation {
     /// `EXEC` only if `exec_as_expected` says the `Step::Exec` that came is this
     /// one, and `DISCARD` otherwise (which ends the watch too: the call starts
     /// again).
-    fn expected_exec(&self) -> Option<&[Cmd]> {
+    fn expected_exec(&self) -> Option<&[Write]> {
         None
     }
 

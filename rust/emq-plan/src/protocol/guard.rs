@@ -46,7 +46,7 @@
 //! writes nothing; the retention deletes done and dead rows only). Each of
 //! them, in every backend, also sets the **lease mark** of the second its lease
 //! ends in (`P leases:B`, B = lease ms / 1000: [`lease_bucket`],
-//! [`lease_mark`]), in the same transaction. A stalled check selects members
+//! `Write::MarkLease`), in the same transaction. A stalled check selects members
 //! whose leases ended at or before its clock reading; for each second that has
 //! wholly passed by then it watches that second's mark instead of the rows in
 //! it: the mark is set only by a write to a row whose lease ended in that
@@ -109,6 +109,8 @@ use crate::names::Keys;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::Step;
 use crate::protocol::reply::Reply;
+use crate::protocol::write::Write;
+pub use crate::protocol::write::LEASE_MARK_KEEP_MS;
 
 /// Whether the only thing keeping offer(L) from putting the lane in the ring is
 /// that the lane list is empty (`len` after this plan's pushes). A plan that
@@ -134,11 +136,6 @@ pub fn still_empty(replies: &[Reply], lanes: usize) -> bool {
 
 /// The width of a lease mark's second (ms).
 pub const LEASE_MARK_MS: i64 = 1000;
-/// How long a lease mark lives after its last write (ms): correctness never
-/// depends on it (a watch sees the write, and a mark gone or expired is set
-/// again by the next write); it bounds the marks kept to the seconds settled
-/// in the last minute or so.
-pub const LEASE_MARK_KEEP_MS: u64 = 60_000;
 
 /// The second a lease (or an `active` score) ends in: `floor(ms / 1000)`, with
 /// scores below 0 (and `-inf`) in second 0, as the Lua script computes it.
@@ -150,14 +147,9 @@ pub fn lease_bucket(score: f64) -> i64 {
     (score / 1000.0).floor() as i64
 }
 
-/// The write that sets second `bucket`'s lease mark.
-pub fn lease_mark(keys: &Keys, bucket: i64) -> Cmd {
-    Cmd::new("SET").arg(keys.leases(bucket)).arg("1").arg("PX").arg(LEASE_MARK_KEEP_MS.to_string())
-}
-
 /// The lease marks of `scores`' seconds, each once (`scores` ascending, as a
 /// selection is: a second's members are consecutive).
-pub fn lease_marks(keys: &Keys, scores: &[f64]) -> Vec<Cmd> {
+pub fn lease_marks(scores: &[f64]) -> Vec<Write> {
     let mut seen: Vec<i64> = vec![];
     for &s in scores {
         let b = lease_bucket(s);
@@ -165,7 +157,7 @@ pub fn lease_marks(keys: &Keys, scores: &[f64]) -> Vec<Cmd> {
             seen.push(b);
         }
     }
-    seen.into_iter().map(|b| lease_mark(keys, b)).collect()
+    seen.into_iter().map(|second| Write::MarkLease { second }).collect()
 }
 
 /// What a stalled check watches for members `ids` with leases `scores`, under

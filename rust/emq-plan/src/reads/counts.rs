@@ -1,6 +1,6 @@
 //! COUNTS: how many jobs each place of a queue holds (`Counts`), read at one
 //! instant: the lanes found first (`LaneScan`), then every count in one
-//! `MULTI`/`EXEC`.
+//! `MULTI`/`EXEC` (`Step::Snapshot`).
 
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
@@ -61,7 +61,7 @@ impl CountsRead {
             Cmd::new("LLEN").arg(k.ring()),
         ];
         cmds.extend(self.lanes.iter().map(|l| Cmd::new("LLEN").arg(k.lane(l))));
-        Step::Exec(cmds)
+        Step::Snapshot(cmds)
     }
 }
 
@@ -70,6 +70,10 @@ impl Conversation for CountsRead {
 
     fn verb(&self) -> &'static str {
         COUNTS
+    }
+
+    fn keys(&self) -> &Keys {
+        &self.keys
     }
 
     fn start(&mut self) -> Step<Counts> {
@@ -143,7 +147,7 @@ mod tests {
         assert_eq!(cmds.len(), 4);
         let time = Reply::Array(vec![bulk("1700000000"), bulk("123456")]);
         let step = c.feed(&[time, Reply::Array(vec![bulk("1000")]), scan("0", &["emq:{q}:lane:L"]), scan("0", &[])]).unwrap();
-        let Step::Exec(cmds) = step else { panic!("{step:?}") };
+        let Step::Snapshot(cmds) = step else { panic!("{step:?}") };
         assert_eq!(cmds[4], Cmd::from_args(["ZCOUNT", "emq:{q}:done", "(1699999999123", "+inf"]));
         assert_eq!(cmds[6], Cmd::from_args(["LLEN", "emq:{q}:lane:L"]));
         let counts = c.finish(&[1, 2, 3, 4, 5, 6, 7].map(Reply::Int)).unwrap();

@@ -74,6 +74,10 @@ impl Conversation for Get {
         GET
     }
 
+    fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
     fn start(&mut self) -> Step<Self::Out> {
         Step::Read { watch: vec![], cmds: vec![Cmd::new("HGETALL").arg(self.keys.job(&self.id))] }
     }

@@ -105,6 +105,10 @@ impl Conversation for Lanes {
         LANES
     }
 
+    fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
     fn start(&mut self) -> Step<Self::Out> {
         self.scan = LaneScan::new();
         Step::Read { watch: vec![], cmds: self.scan.cmds(&self.keys) }

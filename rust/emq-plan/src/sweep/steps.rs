@@ -63,6 +63,7 @@ use crate::protocol::conversation::Conversation;
 use crate::protocol::guard::{confirm_empty, stalled_watch, still_empty, still_selected, RE_READ_SLACK};
 use crate::protocol::reply::Reply;
 use crate::protocol::rows;
+use crate::protocol::write::Write;
 use crate::sweep::types::{Kind, Lane, Outcome, Plan, Read, Row, Step, Types};
 use crate::sweep::{promote, stalled};
 
@@ -910,8 +911,8 @@ impl Sweep {
     /// The write plan for `read`: a pure function of it.
     fn plan(&self, read: &Read) -> Result<Plan> {
         match self.kind {
-            Kind::Promote => promote::plan(&self.keys, read),
-            Kind::Stalled { max_stalled } => stalled::plan(&self.keys, read, max_stalled),
+            Kind::Promote => promote::plan(read),
+            Kind::Stalled { max_stalled } => stalled::plan(read, max_stalled),
         }
     }
 
@@ -979,6 +980,10 @@ impl Conversation for Sweep {
 
     fn verb(&self) -> &'static str {
         Sweep::verb(self)
+    }
+
+    fn keys(&self) -> &Keys {
+        &self.keys
     }
 
     /// The first step: the clock and the selection.
@@ -1067,7 +1072,7 @@ impl Conversation for Sweep {
 
     /// The guessed plan of a call of one transaction that kills no one (a
     /// death adds the trim's reads before `EXEC`).
-    fn expected_exec(&self) -> Option<&[Cmd]> {
+    fn expected_exec(&self) -> Option<&[Write]> {
         match (&self.stage, &self.guess) {
             (Stage::Rows, Some((_, plan))) if self.groups.len() == 1 => match &plan.outcome {
                 Outcome::Stalled { dead, .. } if !dead.is_empty() => None,

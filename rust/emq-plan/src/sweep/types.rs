@@ -3,7 +3,7 @@
 //! by the plans (`promote`, `stalled`) and the conversation that reads for them.
 
 use crate::lanes::offer::LaneCtl;
-use crate::protocol::cmd::Cmd;
+use crate::protocol::write::Write;
 
 pub const PROMOTE: &str = "EMQ.PROMOTE";
 pub const STALLED: &str = "EMQ.STALLED.CHECK";
@@ -100,6 +100,6 @@ impl Read {
 /// The write plan and the reply it gives once `EXEC` has run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
-    pub writes: Vec<Cmd>,
+    pub writes: Vec<Write>,
     pub outcome: Outcome,
 }
