@@ -443,6 +443,34 @@ mod tests {
         assert_eq!(w.len(), 5);
     }
 
+    /// A death's trim: the ids the policy removes leave `dead` and their rows
+    /// go, in one `ZREM` and one `DEL`; a trim of nothing writes nothing. A
+    /// broken trim that left the rows would leak them for good (nothing else
+    /// lists them).
+    #[test]
+    fn a_trim_removes_the_entries_and_deletes_their_rows() {
+        let k = Keys::new(b"q");
+        // dead_max 1, two kept already, one new death at 100: the two oldest go.
+        let replies = [
+            Reply::Array(vec![Reply::Nil, Reply::Bulk(b"1".to_vec())]),
+            Reply::Int(2),
+            Reply::Array(["o1", "5", "o2", "6"].iter().map(|s| Reply::Bulk(s.as_bytes().to_vec())).collect()),
+        ];
+        let w = trim_from_replies("V", &k, 100, &ids(&["n"]), &replies).unwrap();
+        let gone: Members = ["o1", "o2"].into_iter().collect();
+        assert_eq!(w, vec![Write::TrimDead(gone.clone()), Write::DeleteRows(gone)]);
+        let mut w = vec![];
+        trim_writes(&[], &mut w);
+        assert!(w.is_empty());
+        match dead_step::<()>(&k, 2) {
+            Step::Read { watch, cmds } => {
+                assert_eq!(watch, vec![k.dead()], "a concurrent trim aborts this one");
+                assert_eq!(cmds[2], Cmd::from_args(["ZRANGE", "emq:{q}:dead", "0", "65", "WITHSCORES"]), "d + TRIM_SLACK entries");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
     fn scored_replies() {
         let b = |s: &str| Reply::Bulk(s.as_bytes().to_vec());
