@@ -6,7 +6,7 @@ mod support;
 
 use emq_plan::jobs::add::{digest, generated_id, Add, NewJob, When};
 use emq_plan::protocol::conversation::{Conversation, Step};
-use emq_plan::protocol::write::{LaneField, RowFields, Scored, Write};
+use emq_plan::protocol::write::{LaneField, NewRow, RowFields, Scored, Write};
 use emq_plan::{ErrorKind, Keys, Reply};
 use support::*;
 
@@ -16,15 +16,16 @@ fn new_job(lane: Option<&str>, when: When) -> NewJob {
 
 /// The row ADD writes for `job` under id `i`, due at `due`.
 fn new_row(i: &[u8], job: &NewJob, due: i64) -> Write {
-    let fields = RowFields::New {
+    let digest: [u8; 32] = digest(job).into_bytes().try_into().unwrap();
+    let fields = RowFields::New(Box::new(NewRow {
         ready: due <= NOW,
         data: job.data.clone(),
         due,
         max_attempts: job.max_attempts,
         created: NOW,
-        digest: digest(job),
+        digest,
         lane: job.lane.clone(),
-    };
+    }));
     Write::SetRow { id: i.to_vec(), fields }
 }
 

@@ -5,11 +5,11 @@ use crate::clock::parse_time;
 use crate::error::{Error, Result};
 use crate::lanes::offer::{new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
 use crate::names::{id_problem, Keys};
-use crate::numbers::{later, push_hex, Decimal, HEX, MAX_MS};
+use crate::numbers::{later, Decimal, HEX, MAX_MS};
 use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::reply::Reply;
-use crate::protocol::write::{Members, RowFields, Scored, Write};
+use crate::protocol::write::{Members, NewRow, RowFields, Scored, Write};
 
 pub const ADD: &str = "EMQ.ADD";
 
@@ -87,6 +87,11 @@ impl Add {
 /// (`D<delay ms>;` or `A<due ms>;`). An add that finds a row with its own digest
 /// under the id it names has already landed (a retry after a lost reply).
 pub fn digest(job: &NewJob) -> String {
+    String::from_utf8(digest_hex(job).to_vec()).expect("hex is ASCII")
+}
+
+/// [`digest`]'s 32 hex digits, without a string of their own (a row's field).
+pub fn digest_hex(job: &NewJob) -> [u8; 32] {
     let mut buf = Vec::with_capacity(job.data.len() + job.lane.as_ref().map_or(0, Vec::len) + 80);
     buf.extend_from_slice(b"emq.add.v1d");
     buf.extend_from_slice(Decimal::count(job.data.len()).as_bytes());
@@ -116,9 +121,11 @@ pub fn digest(job: &NewJob) -> String {
     }
     buf.push(b';');
     let full = sha1_smol::Sha1::from(&buf).digest().bytes();
-    let mut hex = Vec::with_capacity(32);
-    push_hex(&mut hex, &full[..16]);
-    String::from_utf8(hex).expect("hex is ASCII")
+    let mut hex = [0u8; 32];
+    for (pair, b) in hex.chunks_exact_mut(2).zip(&full[..16]) {
+        pair.copy_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+    }
+    hex
 }
 
 /// A generated id: the server's clock in ms, this process's tag and a sequence
@@ -235,10 +242,11 @@ impl Conversation for Add {
             };
             let ready = due <= now;
             // The data goes to the row as it is (the call reads no job again once it has planned).
-            let digest = digest(j);
+            let digest = digest_hex(j);
             let data = std::mem::take(&mut j.data);
             let j: &NewJob = j;
-            let fields = RowFields::New { ready, data, due, max_attempts: j.max_attempts, created: now, digest, lane: j.lane.clone() };
+            let new = NewRow { ready, data, due, max_attempts: j.max_attempts, created: now, digest, lane: j.lane.clone() };
+            let fields = RowFields::New(Box::new(new));
             w.push(Write::SetRow { id: id.clone(), fields });
             match (&j.lane, ready) {
                 (_, false) => scheduled.push(due, id),

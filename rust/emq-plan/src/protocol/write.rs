@@ -103,9 +103,9 @@ pub enum Write {
 /// (SPEC §2's row fields), in the order they are written.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RowFields {
-    /// ADD: the whole row of a new job, `pending` when `ready`, else `scheduled`:
-    /// `state data due attempts(0) max_attempts created digest [lane]`.
-    New { ready: bool, data: Vec<u8>, due: i64, max_attempts: u32, created: i64, digest: String, lane: Option<Vec<u8>> },
+    /// ADD: the whole row of a new job (boxed: the other changes of a row, a
+    /// sweep's thousand, stay small).
+    New(Box<NewRow>),
     /// CLAIM: `state active attempts lease token claimed`.
     Claimed { attempts: i64, lease: i64, token: Vec<u8>, claimed: i64 },
     /// PROMOTE: `state pending`, the row is due.
@@ -121,6 +121,20 @@ pub enum RowFields {
     Dead { error: Vec<u8>, finished: i64 },
     /// COMPLETE of a row that is kept: `state done finished`.
     Done { finished: i64 },
+}
+
+/// The whole row of a new job, `pending` when `ready`, else `scheduled`:
+/// `state data due attempts(0) max_attempts created digest [lane]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewRow {
+    pub ready: bool,
+    pub data: Vec<u8>,
+    pub due: i64,
+    pub max_attempts: u32,
+    pub created: i64,
+    /// The request's digest, in hex (`jobs::add::digest`).
+    pub digest: [u8; 32],
+    pub lane: Option<Vec<u8>>,
 }
 
 /// The field a [`Write::SetLane`] sets in `P lanectl:L`.
@@ -239,6 +253,68 @@ impl fmt::Debug for Word {
     }
 }
 
+/// Words end to end, RESP-encoded when the crate is built: a command's head
+/// (`*<argc>` and its name) or the fixed arguments after a key. The writes a
+/// sweep makes a thousand of are rendered from these, one copy for each run
+/// of fixed words (`Write::encode_into`).
+struct Frag {
+    buf: [u8; 64],
+    len: u8,
+}
+
+impl Frag {
+    /// `*<argc>\r\n` (with `argc`, below 100) and each of `words`, encoded.
+    const fn new(argc: Option<usize>, words: &[&str]) -> Frag {
+        let mut buf = [0u8; 64];
+        let mut at = 0;
+        if let Some(n) = argc {
+            assert!(n < 100, "a head of fewer than 100 arguments");
+            buf[0] = b'*';
+            at = 1;
+            if n >= 10 {
+                buf[at] = b'0' + (n / 10) as u8;
+                at += 1;
+            }
+            buf[at] = b'0' + (n % 10) as u8;
+            buf[at + 1] = b'\r';
+            buf[at + 2] = b'\n';
+            at += 3;
+        }
+        let mut i = 0;
+        while i < words.len() {
+            let w = Word::new(words[i]);
+            let len = w.at as usize + w.len as usize + 2;
+            let mut j = 0;
+            while j < len {
+                buf[at + j] = w.resp[j];
+                j += 1;
+            }
+            at += len;
+            i += 1;
+        }
+        Frag { buf, len: at as u8 }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..usize::from(self.len)]
+    }
+}
+
+/// The runs of fixed words of a sweep's row writes.
+mod frag {
+    use super::Frag;
+
+    pub const HSET_4: Frag = Frag::new(Some(4), &["HSET"]);
+    pub const HSET_6: Frag = Frag::new(Some(6), &["HSET"]);
+    pub const HSET_8: Frag = Frag::new(Some(8), &["HSET"]);
+    pub const HDEL_4: Frag = Frag::new(Some(4), &["HDEL"]);
+    pub const STATE_PENDING: Frag = Frag::new(None, &["state", "pending"]);
+    pub const STATE_PENDING_STALLS: Frag = Frag::new(None, &["state", "pending", "stalls"]);
+    pub const STATE_DEAD_STALLS: Frag = Frag::new(None, &["state", "dead", "stalls"]);
+    pub const ERROR_STALLED: Frag = Frag::new(None, &["error", "stalled"]);
+    pub const TOKEN_LEASE: Frag = Frag::new(None, &["token", "lease"]);
+}
+
 /// The words of the writes.
 mod word {
     use super::Word;
@@ -296,7 +372,7 @@ impl RowFields {
     /// How many fields it sets.
     pub fn count(&self) -> usize {
         match self {
-            RowFields::New { lane, .. } => 7 + usize::from(lane.is_some()),
+            RowFields::New(new) => 7 + usize::from(new.lane.is_some()),
             RowFields::Claimed { .. } => 5,
             RowFields::Ready | RowFields::Lease(_) => 1,
             RowFields::Stalled { dead, .. } => 2 + usize::from(*dead),
@@ -309,14 +385,15 @@ impl RowFields {
     pub fn pairs(&self, f: &mut impl FnMut(&'static Word, Arg<'_>)) {
         let state = |ready: bool| Arg::Word(if ready { &word::PENDING } else { &word::SCHEDULED });
         match self {
-            RowFields::New { ready, data, due, max_attempts, created, digest, lane } => {
+            RowFields::New(new) => {
+                let NewRow { ready, data, due, max_attempts, created, digest, lane } = &**new;
                 f(&word::STATE, state(*ready));
                 f(&word::DATA, Arg::Bytes(data));
                 f(&word::DUE, Arg::Int(*due));
                 f(&word::ATTEMPTS, Arg::Word(&word::ZERO));
                 f(&word::MAX_ATTEMPTS, Arg::Uint(u64::from(*max_attempts)));
                 f(&word::CREATED, Arg::Int(*created));
-                f(&word::DIGEST, Arg::Bytes(digest.as_bytes()));
+                f(&word::DIGEST, Arg::Bytes(digest));
                 if let Some(l) = lane {
                     f(&word::LANE, Arg::Bytes(l));
                 }
@@ -517,11 +594,33 @@ impl Write {
         }
     }
 
-    /// Appends the command, RESP-encoded, to `out`.
+    /// Appends the command, RESP-encoded, to `out`: the writes a sweep makes
+    /// one or two of a row from their runs of fixed words (`Frag`), the others
+    /// argument by argument ([`Write::args`]); a test holds both to the command.
     pub fn encode_into(&self, keys: &Keys, out: &mut Vec<u8>) {
-        push_array_head(out, self.argc());
-        out.extend_from_slice(self.command().encoded());
-        self.args(keys, &mut |a| a.push_bulk(out));
+        let row = |out: &mut Vec<u8>, head: &Frag, id: &[u8], tail: &Frag| {
+            out.extend_from_slice(head.bytes());
+            push_bulk(out, &keys.parts(kind::JOB, id));
+            out.extend_from_slice(tail.bytes());
+        };
+        match self {
+            Write::SetRow { id, fields: RowFields::Ready } => row(out, &frag::HSET_4, id, &frag::STATE_PENDING),
+            Write::SetRow { id, fields: RowFields::Stalled { stalls, dead: false } } => {
+                row(out, &frag::HSET_6, id, &frag::STATE_PENDING_STALLS);
+                Arg::Int(*stalls).push_bulk(out);
+            }
+            Write::SetRow { id, fields: RowFields::Stalled { stalls, dead: true } } => {
+                row(out, &frag::HSET_8, id, &frag::STATE_DEAD_STALLS);
+                Arg::Int(*stalls).push_bulk(out);
+                out.extend_from_slice(frag::ERROR_STALLED.bytes());
+            }
+            Write::DropLease { id } => row(out, &frag::HDEL_4, id, &frag::TOKEN_LEASE),
+            _ => {
+                push_array_head(out, self.argc());
+                out.extend_from_slice(self.command().encoded());
+                self.args(keys, &mut |a| a.push_bulk(out));
+            }
+        }
     }
 
     /// The command as a [`Cmd`] (what tests and the fuzz targets compare).
@@ -767,15 +866,15 @@ mod tests {
         let lane = |field| Write::SetLane { lane: b"L".to_vec(), field };
         vec![
             (
-                row(RowFields::New {
+                row(RowFields::New(Box::new(NewRow {
                     ready: true,
                     data: b"d\r\n\xff".to_vec(),
                     due: 5,
                     max_attempts: u32::MAX,
                     created: -3,
-                    digest: "ab".into(),
+                    digest: *b"0123456789abcdef0123456789abcdef",
                     lane: Some(b"L".to_vec()),
-                }),
+                }))),
                 Cmd::from_args([
                     &b"HSET"[..],
                     b"emq:{q}:job:a",
@@ -792,13 +891,21 @@ mod tests {
                     b"created",
                     b"-3",
                     b"digest",
-                    b"ab",
+                    b"0123456789abcdef0123456789abcdef",
                     b"lane",
                     b"L",
                 ]),
             ),
             (
-                row(RowFields::New { ready: false, data: vec![], due: 9, max_attempts: 1, created: 1, digest: "x".into(), lane: None }),
+                row(RowFields::New(Box::new(NewRow {
+                    ready: false,
+                    data: vec![],
+                    due: 9,
+                    max_attempts: 1,
+                    created: 1,
+                    digest: [b'f'; 32],
+                    lane: None,
+                }))),
                 cmd(&[
                     "HSET",
                     "emq:{q}:job:a",
@@ -815,7 +922,7 @@ mod tests {
                     "created",
                     "1",
                     "digest",
-                    "x",
+                    "ffffffffffffffffffffffffffffffff",
                 ]),
             ),
             (
