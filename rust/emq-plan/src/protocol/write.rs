@@ -302,7 +302,7 @@ impl Frag {
 
 /// The runs of fixed words of a sweep's row writes.
 mod frag {
-    use super::Frag;
+    use crate::protocol::write::Frag;
 
     pub const HSET_4: Frag = Frag::new(Some(4), &["HSET"]);
     pub const HSET_6: Frag = Frag::new(Some(6), &["HSET"]);
@@ -317,7 +317,7 @@ mod frag {
 
 /// The words of the writes.
 mod word {
-    use super::Word;
+    use crate::protocol::write::Word;
 
     pub const HSET: Word = Word::new("HSET");
     pub const HDEL: Word = Word::new("HDEL");
