@@ -124,6 +124,7 @@ impl Conversation for CountsRead {
         })
     }
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;

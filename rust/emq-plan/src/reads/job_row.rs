@@ -93,6 +93,7 @@ impl Conversation for Get {
         Err(Error::server(GET, "a read has no EXEC"))
     }
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -125,6 +125,7 @@ impl Conversation for Lanes {
         Err(Error::server(LANES, "a read has no EXEC"))
     }
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
