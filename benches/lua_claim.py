@@ -1,6 +1,6 @@
 """CLAIM and COMPLETE as Lua scripts: the comparison for benches/claims.py.
 
-The same semantics as emq's in-process plans (rust/emq-plan/src/claim.rs and
+The same semantics as emq's in-process plans (rust/emq-plan/src/jobs/claim.rs and
 settle.rs, SPEC §7), run server-side in one EVALSHA each:
 
 - claim: flat ids first from the head of `P pending`; then lanes round-robin from

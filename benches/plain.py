@@ -41,10 +41,10 @@ from emq import _core
 
 WAKE_MAX = _core.WAKE_MAX
 MAX_ATTEMPTS = _core.MAX_ATTEMPTS
-GROUP = _core.ROW_GROUP  # rows per EXISTS (rust/emq-plan/src/rows.rs)
-SLACK = _core.RE_READ_SLACK  # members past the selection that its re-read reads (rust/emq-plan/src/guard.rs)
+GROUP = _core.ROW_GROUP  # rows per EXISTS (rust/emq-plan/src/protocol/rows.rs)
+SLACK = _core.RE_READ_SLACK  # members past the selection that its re-read reads (rust/emq-plan/src/protocol/guard.rs)
 CTL_FIELDS = ("paused", "limit", "active", "ring")
-LEASE_MARK_KEEP_MS = _core.LEASE_MARK_KEEP_MS  # how long a lease mark lives (rust/emq-plan/src/guard.rs)
+LEASE_MARK_KEEP_MS = _core.LEASE_MARK_KEEP_MS  # how long a lease mark lives (rust/emq-plan/src/protocol/guard.rs)
 
 
 class LayoutError(Exception):

@@ -21,7 +21,7 @@ FAR = 4_000_000_000_000
 OLD_WAKE = 70  # more than WAKE_MAX: every sweep trims
 
 # Everything the plan backend sends (rust/emq-host/src/{conn,sweeps}.rs,
-# rust/emq-plan/src/{sweep,promote,stalled,lanes}.rs): PING when connecting,
+# rust/emq-plan/src/{sweep,lanes}/): PING when connecting,
 # the reads, the guard, the writes.
 PLAN_COMMANDS = [
     "ping",

@@ -78,7 +78,7 @@ def _glob(text: str) -> str:
 
 
 def digest(data: bytes, lane: str | None, max_attempts: int, when: tuple[str, int]) -> str:
-    """ADD's digest of a request (rust/emq-plan/src/add.rs), computed apart:
+    """ADD's digest of a request (rust/emq-plan/src/jobs/add.rs), computed apart:
     `when` is ("D", delay_ms) or ("A", at_ms), as given."""
     buf = b"emq.add.v1" + b"d%d:" % len(data) + data
     if lane is None:

@@ -14,7 +14,7 @@ Large selections (hundreds of rows in one transaction) and stored integers at
 the 15-digit bound both backends read have tests of their own below.
 
 Retention: a stalled check that makes jobs dead also trims `P dead` by the
-policy in `P retention` (rust/emq-plan/src/retention.rs). States come with a
+policy in `P retention` (rust/emq-plan/src/jobs/retention.rs). States come with a
 random policy (absent, 0, -1, small counts, times between the dead scores,
 unreadable values) and a random `dead` (ids that are also selected, ties in
 score), and the model trims as the plan and the script must.

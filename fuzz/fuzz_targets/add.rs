@@ -6,7 +6,7 @@
 #![no_main]
 
 use emq_fuzz::{drive, name, queue, Replies, Unstructured};
-use emq_plan::add::{digest, Add, NewJob, When};
+use emq_plan::jobs::add::{digest, Add, NewJob, When};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

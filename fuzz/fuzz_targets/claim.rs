@@ -5,7 +5,7 @@
 #![no_main]
 
 use emq_fuzz::{drive, queue, Replies, Unstructured};
-use emq_plan::claim::Claim;
+use emq_plan::jobs::claim::Claim;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -4,7 +4,7 @@
 #![no_main]
 
 use emq_fuzz::{drive, name, queue, Replies, Unstructured};
-use emq_plan::lane_control::{LaneControl, LaneOp};
+use emq_plan::lanes::lane_control::{LaneControl, LaneOp};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,7 +6,7 @@
 #![no_main]
 
 use emq_fuzz::{drive, name, queue, Replies, Unstructured};
-use emq_plan::settle::{Action, Settle};
+use emq_plan::jobs::settle::{Action, Settle};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,17 +1,17 @@
 //! EXTEND and COMPLETE of many jobs in one call (SPEC §7), COMPLETE paired with
-//! a flat claim (`emq_plan::both`), and completes and fails together
-//! (`emq_plan::settle_many`), fed any replies: see `emq_fuzz` for
+//! a flat claim (`emq_plan::batch::complete_and_claim`), and completes and fails together
+//! (`emq_plan::batch::settle_many`), fed any replies: see `emq_fuzz` for
 //! the properties. The rows' `token` fields sometimes match the workers', so
 //! the plans are reached.
 
 #![no_main]
 
 use emq_fuzz::{drive, name, queue, Replies, Unstructured};
-use emq_plan::both::Both;
-use emq_plan::claim::Claim;
-use emq_plan::complete_many::CompleteMany;
-use emq_plan::extend_many::{ExtendMany, Held};
-use emq_plan::settle_many::{Fate, SettleMany};
+use emq_plan::batch::complete_and_claim::Both;
+use emq_plan::batch::complete_many::CompleteMany;
+use emq_plan::batch::extend_many::{ExtendMany, Held};
+use emq_plan::batch::settle_many::{Fate, SettleMany};
+use emq_plan::jobs::claim::Claim;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

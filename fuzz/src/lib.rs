@@ -5,9 +5,9 @@
 //! ours to trust):
 //! - no panic (arithmetic overflow included: the targets build with debug
 //!   assertions);
-//! - every key a step names (its `WATCH`, its reads, its writes) lies under the
-//!   queue's prefix `emq:{q}:`, so no plan touches another queue or a key that
-//!   is not emq's;
+//! - every key a step names (its `WATCH`, its reads, its writes as the host
+//!   renders them) lies under the queue's prefix `emq:{q}:`, so no plan touches
+//!   another queue or a key that is not emq's;
 //! - `speculate` changes nothing: a twin told to speculate before every read
 //!   answers every step alike.
 //!
@@ -16,8 +16,9 @@
 //! arrays, extreme integers, error replies, strings of any bytes), and now and
 //! then one too many or one too few.
 
-use emq_plan::conversation::{Conversation, Step};
-use emq_plan::look::glob_escape;
+use emq_plan::protocol::conversation::{Conversation, Step};
+use emq_plan::protocol::write::to_cmds;
+use emq_plan::reads::glob_escape;
 use emq_plan::{Cmd, Keys, Reply};
 pub use libfuzzer_sys::arbitrary::{self, Unstructured};
 
@@ -219,9 +220,9 @@ impl<'a, 'k> Replies<'a, 'k> {
         (0..n).map(|i| if let Some(c) = cmds.get(i) { self.shaped(c) } else { self.any(0) }).collect()
     }
 
-    /// `EXEC`'s replies: one a write, each anything.
-    pub fn for_exec(&mut self, writes: &[Cmd]) -> Vec<Reply> {
-        let n = if self.chance(16) { self.below(writes.len() + 2) } else { writes.len() };
+    /// `EXEC`'s replies: one a command queued (`writes` of them), each anything.
+    pub fn for_exec(&mut self, writes: usize) -> Vec<Reply> {
+        let n = if self.chance(16) { self.below(writes + 2) } else { writes };
         (0..n).map(|_| self.any(1)).collect()
     }
 }
@@ -291,7 +292,7 @@ where
                 }
             }
             Step::Exec(writes) => {
-                check_keys(keys, &[], &writes);
+                check_keys(keys, &[], &to_cmds(keys, &writes));
                 if r.chance(8) {
                     // The guard aborted it: the call starts again, or takes up its group.
                     let (next, twin_next) = (c.aborted(), twin.aborted());
@@ -302,13 +303,20 @@ where
                     }
                     continue;
                 }
-                let replies = r.for_exec(&writes);
+                let replies = r.for_exec(writes.len());
+                let (got, twin_got) = (c.finish(&replies), twin.finish(&replies));
+                assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed an outcome");
+                return;
+            }
+            Step::Snapshot(cmds) => {
+                check_keys(keys, &[], &cmds);
+                let replies = r.for_exec(cmds.len());
                 let (got, twin_got) = (c.finish(&replies), twin.finish(&replies));
                 assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed an outcome");
                 return;
             }
             Step::Group { writes, watch, cmds } => {
-                check_keys(keys, &watch, &writes);
+                check_keys(keys, &watch, &to_cmds(keys, &writes));
                 check_keys(keys, &[], &cmds);
                 twin.speculate();
                 if r.chance(6) {
@@ -322,7 +330,7 @@ where
                     }
                     continue;
                 }
-                let exec = r.for_exec(&writes);
+                let exec = r.for_exec(writes.len());
                 let (got, twin_got) = (c.committed(Some(&exec)), twin.committed(Some(&exec)));
                 assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed a group's outcome");
                 if got.is_err() {

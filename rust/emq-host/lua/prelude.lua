@@ -10,7 +10,7 @@ local function int(v)
   if v and string.match(v, '^%-?%d+$') and #string.gsub(v, '^%-', '') <= 15 then return tonumber(v) end
   return 0
 end
--- A retention field (rust/emq-plan/src/retention.rs): an integer as int() reads
+-- A retention field (rust/emq-plan/src/jobs/retention.rs): an integer as int() reads
 -- it, -1 or more; else the default.
 local function policy(v, default)
   if v and string.match(v, '^%-?%d+$') and #string.gsub(v, '^%-', '') <= 15 and tonumber(v) >= -1 then

@@ -14,7 +14,7 @@ local now = now_ms()
 local pairs_ = redis.call('ZRANGEBYSCORE', active, '-inf', now, 'WITHSCORES', 'LIMIT', 0, batch)
 if #pairs_ == 0 then return {{}, {}} end
 -- The expired ids, and the seconds their leases ended in, each once (ascending):
--- the lease marks this check sets (SPEC §9; rust/emq-plan/src/guard.rs).
+-- the lease marks this check sets (SPEC §9; rust/emq-plan/src/protocol/guard.rs).
 local expired, marks = {}, {}
 for i = 1, #pairs_, 2 do
   expired[#expired + 1] = pairs_[i]

@@ -254,9 +254,10 @@ impl Conn {
         self.on_wire(|w| w.send(cmds))
     }
 
-    /// Sends `parts` one after the other as one pipeline (see `send`).
-    pub fn send_parts(&mut self, parts: &[&[Cmd]]) -> HostResult<()> {
-        self.on_wire(|w| w.send_parts(parts))
+    /// Sends what `encode` renders into the send buffer as one pipeline (see
+    /// `send`): a plan's writes, rendered where they are sent.
+    pub fn send_with(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> HostResult<()> {
+        self.on_wire(|w| w.send_with(encode))
     }
 
     pub fn replies(&mut self, n: usize) -> HostResult<Vec<Reply>> {

@@ -1,13 +1,15 @@
-//! Driving a conversation (`emq_plan::conversation`): reads pipelined, `WATCH`
+//! Driving a conversation (`emq_plan::protocol::conversation`): reads pipelined, `WATCH`
 //! before the guarded reads, the plan in one `MULTI`/`EXEC`, and a new call
 //! (`emq_plan::backoff`, jittered) when `EXEC` aborts or the reads changed under
-//! the watch (SPEC §9).
+//! the watch (SPEC §9). The plan's typed writes are rendered straight into the
+//! connection's send buffer (`emq_plan::protocol::write`).
 
 use std::time::{Duration, Instant};
 
 use emq_plan::backoff::backoff;
-use emq_plan::conversation::{Conversation, Step};
-use emq_plan::{Cmd, Reply};
+use emq_plan::protocol::conversation::{Conversation, Step};
+use emq_plan::protocol::write;
+use emq_plan::{Cmd, Keys, Reply, Write};
 
 use crate::conn::{unknown, Conn};
 use crate::error::{HostError, HostResult};
@@ -123,7 +125,10 @@ impl Call {
                     let expected = c.expected_exec();
                     let ahead = match expected {
                         Some(writes) if conn.queue_ahead => {
-                            conn.send_parts(&[&[Cmd::new("MULTI")], writes])?;
+                            conn.send_with(|out| {
+                                Cmd::new("MULTI").encode_into(out);
+                                write::encode_into(c.keys(), writes, out);
+                            })?;
                             Some(writes.len())
                         }
                         _ => None,
@@ -160,16 +165,18 @@ impl Call {
                 }
                 Step::Exec(writes) => {
                     // Queued ahead: its writes are the server's already, and its `EXEC` may be too.
-                    let tx = match (std::mem::take(&mut self.queued), std::mem::take(&mut self.exec_sent)) {
-                        (true, true) => vec![],
-                        (true, false) => vec![Cmd::new("EXEC")],
-                        (false, _) => transaction(writes),
+                    let n = match (std::mem::take(&mut self.queued), std::mem::take(&mut self.exec_sent)) {
+                        (true, true) => 1,
+                        (true, false) => {
+                            conn.send(&[Cmd::new("EXEC")])?;
+                            1
+                        }
+                        (false, _) => {
+                            conn.send_with(|out| transaction(c.keys(), &writes, out))?;
+                            writes.len() + 2
+                        }
                     };
-                    if !tx.is_empty() {
-                        conn.send(&tx)?;
-                    }
-                    let n = tx.len().max(1);
-                    drop(tx);
+                    drop(writes);
                     drop(std::mem::take(&mut spent));
                     self.watching = false; // EXEC ends every watch, run or not
                     match Self::exec_reply(conn, c.verb(), n)? {
@@ -180,17 +187,37 @@ impl Call {
                         },
                     }
                 }
-                Step::Group { writes, watch, cmds } => {
-                    let mut all = transaction(writes);
-                    let n_tx = all.len();
-                    if !watch.is_empty() {
-                        all.push(Cmd::new("WATCH").args(&watch));
-                    }
-                    let skip = all.len() - n_tx;
+                Step::Snapshot(cmds) => {
+                    // Reads in one transaction: no watch, so nothing aborts it.
+                    let mut all = Vec::with_capacity(cmds.len() + 2);
+                    all.push(Cmd::new("MULTI"));
                     all.extend(cmds);
+                    all.push(Cmd::new("EXEC"));
                     conn.send(&all)?;
-                    let n_reads = all.len() - n_tx;
-                    drop(std::mem::replace(&mut spent, (all, vec![])));
+                    let n = all.len();
+                    drop(all);
+                    drop(std::mem::take(&mut spent));
+                    self.watching = false;
+                    match Self::exec_reply(conn, c.verb(), n)? {
+                        Some(exec) => return Ok(Some(c.finish(&exec)?)),
+                        None => return Ok(None),
+                    }
+                }
+                Step::Group { writes, watch, cmds } => {
+                    let n_tx = writes.len() + 2;
+                    let mut reads = Vec::with_capacity(cmds.len() + 1);
+                    if !watch.is_empty() {
+                        reads.push(Cmd::new("WATCH").args(&watch));
+                    }
+                    let skip = reads.len();
+                    reads.extend(cmds);
+                    conn.send_with(|out| {
+                        transaction(c.keys(), &writes, out);
+                        emq_plan::protocol::cmd::encode_into(&reads, out);
+                    })?;
+                    let n_reads = reads.len();
+                    drop(writes);
+                    drop(std::mem::replace(&mut spent, (reads, vec![])));
                     self.watching = skip > 0;
                     c.speculate();
                     let exec = Self::exec_reply(conn, c.verb(), n_tx);
@@ -314,13 +341,11 @@ impl Call {
     }
 }
 
-/// `MULTI`, `writes`, `EXEC`.
-fn transaction(writes: Vec<Cmd>) -> Vec<Cmd> {
-    let mut all = Vec::with_capacity(writes.len() + 2);
-    all.push(Cmd::new("MULTI"));
-    all.extend(writes);
-    all.push(Cmd::new("EXEC"));
-    all
+/// `MULTI`, `writes`, `EXEC`, rendered into `out` (`writes.len() + 2` replies).
+fn transaction(keys: &Keys, writes: &[Write], out: &mut Vec<u8>) {
+    Cmd::new("MULTI").encode_into(out);
+    write::encode_into(keys, writes, out);
+    Cmd::new("EXEC").encode_into(out);
 }
 
 /// Feeds a read's replies (after `skip` replies to watches): an error reply

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use emq_plan::claim::Claimed;
-use emq_plan::look::JobRow;
+use emq_plan::jobs::claim::Claimed;
+use emq_plan::reads::JobRow;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyString};
 

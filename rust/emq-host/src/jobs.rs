@@ -4,14 +4,14 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use emq_plan::add::{Add, NewJob};
-use emq_plan::both::Both;
-use emq_plan::claim::{Claim, Claimed, CLAIM, MAX_CLAIM};
-use emq_plan::complete_many::CompleteMany;
-use emq_plan::extend_many::{ExtendMany, Held};
-use emq_plan::lane_control::{LaneControl, LaneOp};
-use emq_plan::settle::{Action, Settle, Settled};
-use emq_plan::settle_many::{Fate, SettleMany};
+use emq_plan::batch::complete_and_claim::Both;
+use emq_plan::batch::complete_many::CompleteMany;
+use emq_plan::batch::extend_many::{ExtendMany, Held};
+use emq_plan::batch::settle_many::{Fate, SettleMany};
+use emq_plan::jobs::add::{Add, NewJob};
+use emq_plan::jobs::claim::{Claim, Claimed, CLAIM, MAX_CLAIM};
+use emq_plan::jobs::settle::{Action, Settle, Settled};
+use emq_plan::lanes::lane_control::{LaneControl, LaneOp};
 use emq_plan::Keys;
 
 use crate::conn::Conn;
@@ -98,7 +98,7 @@ pub fn fates(jobs: &[(Held, Option<Failure>)], rng: &mut Jitter) -> Vec<(Held, F
 }
 
 /// COMPLETE of many held jobs and a claim of up to `n` flat jobs in one call
-/// (`emq_plan::both`): whether each job was completed, and the jobs taken. A
+/// (`emq_plan::batch::complete_and_claim`): whether each job was completed, and the jobs taken. A
 /// call the guard aborts starts again without the claim (a claim meets other
 /// claimers; the completes should not wait on them): then the jobs taken are
 /// `None`.

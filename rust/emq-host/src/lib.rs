@@ -23,10 +23,10 @@ use std::cell::RefCell;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
-use emq_plan::add::{NewJob, When};
-use emq_plan::extend_many::Held;
-use emq_plan::lane_control::LaneOp;
-use emq_plan::settle::{Action, Settled};
+use emq_plan::batch::extend_many::Held;
+use emq_plan::jobs::add::{NewJob, When};
+use emq_plan::jobs::settle::{Action, Settled};
+use emq_plan::lanes::lane_control::LaneOp;
 use emq_plan::sweep::{Kind, Outcome, PROMOTE, STALLED};
 use emq_plan::{names, wire, Cmd, Keys, Reply};
 use pyo3::prelude::*;
@@ -125,17 +125,17 @@ impl Client {
     }
 
     fn settle(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, job: &Job, action: Action) -> PyResult<Settled> {
-        let q = queue_arg(emq_plan::settle::verb(&action), queue)?;
+        let q = queue_arg(emq_plan::jobs::settle::verb(&action), queue)?;
         let token = job.token.as_deref().unwrap_or_default().as_bytes();
         let lane = job.lane.as_deref().map(str::as_bytes);
-        let verb = emq_plan::settle::verb(&action);
+        let verb = emq_plan::jobs::settle::verb(&action);
         self.wrote(py, verb, &q, |c| jobs::settle(c, &q, job.id.as_bytes(), token, lane, action.clone()))
     }
 
     fn lane(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, lane: &str, op: LaneOp) -> PyResult<()> {
-        let q = queue_arg(emq_plan::lane_control::LANE, queue)?;
+        let q = queue_arg(emq_plan::lanes::lane_control::LANE, queue)?;
         let lane = lane.as_bytes().to_vec();
-        self.wrote(py, emq_plan::lane_control::LANE, &q, |c| jobs::lane(c, &q, &lane, op))
+        self.wrote(py, emq_plan::lanes::lane_control::LANE, &q, |c| jobs::lane(c, &q, &lane, op))
     }
 
     /// A `CLIENT` command on the seed, or with `queue` on the connection to the
@@ -383,7 +383,7 @@ impl Client {
     /// `module`: by emq's server module (`EMQ.ADD`, one round trip).
     #[pyo3(signature = (queue, jobs, module=false))]
     fn _add(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, jobs: Vec<NewJobArgs>, module: bool) -> PyResult<Vec<String>> {
-        let q = queue_arg(emq_plan::add::ADD, queue)?;
+        let q = queue_arg(emq_plan::jobs::add::ADD, queue)?;
         let jobs: Vec<NewJob> = jobs
             .into_iter()
             .map(|(id, data, delay, at, lane, max_attempts)| NewJob {
@@ -397,7 +397,8 @@ impl Client {
                 max_attempts,
             })
             .collect();
-        let ids = self.wrote(py, emq_plan::add::ADD, &q, |c| if module { module::add(c, &q, &jobs) } else { jobs::add(c, &q, &jobs) })?;
+        let ids =
+            self.wrote(py, emq_plan::jobs::add::ADD, &q, |c| if module { module::add(c, &q, &jobs) } else { jobs::add(c, &q, &jobs) })?;
         Ok(ids.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect())
     }
 
@@ -405,8 +406,8 @@ impl Client {
     /// by emq's server module (`EMQ.CLAIM`, one round trip).
     #[pyo3(signature = (queue, n, lease_ms, module=false))]
     fn _claim(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, n: u64, lease_ms: u64, module: bool) -> PyResult<Vec<Job>> {
-        let q = queue_arg(emq_plan::claim::CLAIM, queue)?;
-        let claimed = self.wrote(py, emq_plan::claim::CLAIM, &q, |c| {
+        let q = queue_arg(emq_plan::jobs::claim::CLAIM, queue)?;
+        let claimed = self.wrote(py, emq_plan::jobs::claim::CLAIM, &q, |c| {
             if module {
                 module::claim(c, &q, n, lease_ms)
             } else {
@@ -434,7 +435,7 @@ impl Client {
         lease_ms: u64,
         module: bool,
     ) -> PyResult<Vec<bool>> {
-        self.held_answers(py, emq_plan::settle::EXTEND, queue, &jobs, |c, q, held| {
+        self.held_answers(py, emq_plan::jobs::settle::EXTEND, queue, &jobs, |c, q, held| {
             if module {
                 module::extend_many(c, q, held, lease_ms)
             } else {
@@ -449,7 +450,7 @@ impl Client {
     #[pyo3(signature = (queue, jobs, module=false))]
     fn _complete_many(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, jobs: Vec<PyRef<'_, Job>>, module: bool) -> PyResult<Vec<bool>> {
         let complete_many = if module { module::complete_many } else { jobs::complete_many };
-        self.held_answers(py, emq_plan::settle::COMPLETE, queue, &jobs, complete_many)
+        self.held_answers(py, emq_plan::jobs::settle::COMPLETE, queue, &jobs, complete_many)
     }
 
     /// COMPLETE or FAIL of many held jobs of the queue in one call (one clock
@@ -466,7 +467,7 @@ impl Client {
         fails: Vec<Option<jobs::Failure>>,
         module: bool,
     ) -> PyResult<Vec<&'static str>> {
-        let verb = if fails.iter().all(Option::is_none) { emq_plan::settle::COMPLETE } else { emq_plan::settle::FAIL };
+        let verb = if fails.iter().all(Option::is_none) { emq_plan::jobs::settle::COMPLETE } else { emq_plan::jobs::settle::FAIL };
         let q = queue_arg(verb, queue)?;
         if jobs.len() != fails.len() {
             return Err(HostError::Argument(format!("{verb}: jobs and fails differ in length")).into());
@@ -502,9 +503,9 @@ impl Client {
         lease_ms: u64,
         module: bool,
     ) -> PyResult<(Vec<bool>, Option<Vec<Job>>)> {
-        let q = queue_arg(emq_plan::settle::COMPLETE, queue)?;
+        let q = queue_arg(emq_plan::jobs::settle::COMPLETE, queue)?;
         let held = held_jobs(&jobs);
-        let (done, claimed) = self.wrote(py, emq_plan::settle::COMPLETE, &q, |c| {
+        let (done, claimed) = self.wrote(py, emq_plan::jobs::settle::COMPLETE, &q, |c| {
             if module {
                 module::complete_many_claim(c, &q, &held, n, lease_ms).map(|(done, taken)| (done, Some(taken)))
             } else {
@@ -626,24 +627,24 @@ impl Client {
 
     /// The job under `id` for `Queue.get`, or `None` (never added, or no longer kept).
     fn _get(&self, py: Python<'_>, queue: &Bound<'_, PyAny>, id: &str) -> PyResult<Option<Job>> {
-        let q = queue_arg(emq_plan::look::GET, queue)?;
+        let q = queue_arg(emq_plan::reads::GET, queue)?;
         let key = id.as_bytes().to_vec();
-        let row = self.on(py, emq_plan::look::GET, &q, |c| look::get(c, &q, &key))?;
+        let row = self.on(py, emq_plan::reads::GET, &q, |c| look::get(c, &q, &key))?;
         Ok(row.map(|r| Job::row(id.to_string(), r)))
     }
 
     /// The lanes that have a list or a control hash, sorted.
     fn _lanes(&self, py: Python<'_>, queue: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
-        let q = queue_arg(emq_plan::look::LANES, queue)?;
-        let names = self.on(py, emq_plan::look::LANES, &q, |c| look::lanes(c, &q))?;
+        let q = queue_arg(emq_plan::reads::LANES, queue)?;
+        let names = self.on(py, emq_plan::reads::LANES, &q, |c| look::lanes(c, &q))?;
         Ok(names.into_iter().map(|b| String::from_utf8_lossy(&b).into_owned()).collect())
     }
 
     /// `{"schedule", "pending", "lanes": {lane: n}, "active", "dead", "done", "ring"}`,
     /// read at one instant; `done` counts the done rows still kept.
     fn _counts<'py>(&self, py: Python<'py>, queue: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>> {
-        let q = queue_arg(emq_plan::look::COUNTS, queue)?;
-        let n = self.on(py, emq_plan::look::COUNTS, &q, |c| look::counts(c, &q))?;
+        let q = queue_arg(emq_plan::reads::COUNTS, queue)?;
+        let n = self.on(py, emq_plan::reads::COUNTS, &q, |c| look::counts(c, &q))?;
         let d = PyDict::new(py);
         let lanes = PyDict::new(py);
         for (name, len) in n.lanes {
@@ -661,8 +662,8 @@ impl Client {
 
     /// The effective retention policy: `(done_ms, dead_ms, dead_max)`, `-1` for none.
     fn _retention(&self, py: Python<'_>, queue: &Bound<'_, PyAny>) -> PyResult<(i64, i64, i64)> {
-        let q = queue_arg(emq_plan::retention::RETENTION, queue)?;
-        let r = self.on(py, emq_plan::retention::RETENTION, &q, |c| look::retention(c, &q))?;
+        let q = queue_arg(emq_plan::jobs::retention::RETENTION, queue)?;
+        let r = self.on(py, emq_plan::jobs::retention::RETENTION, &q, |c| look::retention(c, &q))?;
         Ok((r.done_ms, r.dead_ms, r.dead_max))
     }
 
@@ -676,7 +677,7 @@ impl Client {
         dead_ms: Option<&Bound<'_, PyAny>>,
         dead_max: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        let verb = emq_plan::retention::RETENTION;
+        let verb = emq_plan::jobs::retention::RETENTION;
         let q = queue_arg(verb, queue)?;
         let int = |name: &str, v: Option<&Bound<'_, PyAny>>| -> HostResult<Option<i64>> {
             let Some(v) = v.filter(|v| !v.is_none()) else { return Ok(None) };
@@ -833,17 +834,17 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("STALLED_LUA", sweeps::STALLED_LUA.as_str())?;
     // The caps, for the tests and benches: one place each, here.
     m.add("WAKE_MAX", emq_plan::WAKE_MAX)?;
-    m.add("MAX_CLAIM", emq_plan::claim::MAX_CLAIM)?;
-    m.add("TRIM_SLACK", emq_plan::retention::TRIM_SLACK)?;
-    m.add("RE_READ_SLACK", emq_plan::guard::RE_READ_SLACK)?;
-    m.add("LEASE_MARK_MS", emq_plan::guard::LEASE_MARK_MS)?;
-    m.add("LEASE_MARK_KEEP_MS", emq_plan::guard::LEASE_MARK_KEEP_MS)?;
-    m.add("ROW_GROUP", emq_plan::rows::GROUP)?;
+    m.add("MAX_CLAIM", emq_plan::jobs::claim::MAX_CLAIM)?;
+    m.add("TRIM_SLACK", emq_plan::jobs::retention::TRIM_SLACK)?;
+    m.add("RE_READ_SLACK", emq_plan::protocol::guard::RE_READ_SLACK)?;
+    m.add("LEASE_MARK_MS", emq_plan::protocol::guard::LEASE_MARK_MS)?;
+    m.add("LEASE_MARK_KEEP_MS", emq_plan::protocol::guard::LEASE_MARK_KEEP_MS)?;
+    m.add("ROW_GROUP", emq_plan::protocol::rows::GROUP)?;
     m.add("MAX_ATTEMPTS", drive::MAX_ATTEMPTS)?;
     let defaults = PyDict::new(m.py());
-    defaults.set_item("done_ms", emq_plan::retention::DONE_MS)?;
-    defaults.set_item("dead_ms", emq_plan::retention::DEAD_MS)?;
-    defaults.set_item("dead_max", emq_plan::retention::DEAD_MAX)?;
+    defaults.set_item("done_ms", emq_plan::jobs::retention::DONE_MS)?;
+    defaults.set_item("dead_ms", emq_plan::jobs::retention::DEAD_MS)?;
+    defaults.set_item("dead_max", emq_plan::jobs::retention::DEAD_MAX)?;
     m.add("RETENTION_DEFAULTS", defaults)?;
     Ok(())
 }

@@ -1,8 +1,9 @@
 //! The facade's reads, driven on the host: a job's row, the lanes, the counts,
-//! and the retention policy (`emq_plan::look`). The facade never spells a key.
+//! and the retention policy (`emq_plan::reads`, `emq_plan::jobs::retention`). The facade never spells a key.
 
-use emq_plan::look::{Counts, CountsRead, Get, GetRetention, JobRow, Lanes, SetRetention};
-use emq_plan::retention::Retention;
+use emq_plan::jobs::retention::Retention;
+use emq_plan::jobs::retention::{GetRetention, SetRetention};
+use emq_plan::reads::{Counts, CountsRead, Get, JobRow, Lanes};
 use emq_plan::Keys;
 
 use crate::conn::Conn;

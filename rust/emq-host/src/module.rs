@@ -2,10 +2,10 @@
 //! inside the server, one command a call (`emq_plan::wire`): the sweeps
 //! (`sweeps::run`), and a queue's adds, claims, extends, completes and fails, here.
 
-use emq_plan::add::{NewJob, ADD};
-use emq_plan::claim::{Claimed, CLAIM, MAX_CLAIM};
-use emq_plan::extend_many::Held;
-use emq_plan::settle::{Settled, COMPLETE, EXTEND};
+use emq_plan::batch::extend_many::Held;
+use emq_plan::jobs::add::{NewJob, ADD};
+use emq_plan::jobs::claim::{Claimed, CLAIM, MAX_CLAIM};
+use emq_plan::jobs::settle::{Settled, COMPLETE, EXTEND};
 use emq_plan::wire::SETTLE;
 use emq_plan::{wire, Keys, Reply};
 

@@ -4,8 +4,8 @@
 
 use std::sync::{LazyLock, OnceLock};
 
-use emq_plan::guard::{LEASE_MARK_KEEP_MS, LEASE_MARK_MS};
-use emq_plan::retention::{DEAD_MAX, DEAD_MS, TRIM_SLACK};
+use emq_plan::jobs::retention::{DEAD_MAX, DEAD_MS, TRIM_SLACK};
+use emq_plan::protocol::guard::{LEASE_MARK_KEEP_MS, LEASE_MARK_MS};
 use emq_plan::sweep::{Kind, Outcome, Sweep};
 use emq_plan::{Cmd, Keys, Reply, WAKE_MAX};
 
@@ -41,7 +41,7 @@ pub enum Backend {
 /// keys the connection watches, about 0.35 µs at 32 keys, 0.5 at 64 and 0.9 at
 /// 128 on Redis 7.0 (4.2 at 1,000), against a round trip per group
 /// (benches/README.md). A check watches lease marks, a few keys for a thousand
-/// rows whose leases ran out over a few seconds (`emq_plan::guard`); past this
+/// rows whose leases ran out over a few seconds (`emq_plan::protocol::guard`); past this
 /// many keys it applies groups of this many rows.
 pub const GROUP_ON_LISTED_WATCH: u64 = 64;
 

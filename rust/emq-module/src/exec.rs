@@ -1,22 +1,25 @@
 //! Driving a plan's conversation inside the server. A module command runs alone
 //! (nothing else runs between its reads and its writes), so the host needs no
 //! `WATCH`: a read's watch is skipped, the re-reads under it find what the
-//! first reads found, and the transaction's writes run one after another, each
-//! propagated to replicas and the AOF as itself (the server wraps them in one
-//! `MULTI`/`EXEC`), so a replica without the module applies exactly them.
+//! first reads found, and the plan's writes run one after another, each
+//! propagated to replicas and the AOF as the command it is
+//! (`emq_plan::protocol::write`; the server wraps them in one `MULTI`/`EXEC`),
+//! so a replica without the module applies exactly them.
 //!
+//! The writes are typed (`Write`): `apply` takes each variant to the key API
+//! with one `match` over them all. The reads are commands, decoded by name.
 //! Some commands go through `RedisModule_Call`, which parses and runs them as a
-//! client's. The ones sent per row (`HGET`, `HMGET`, `EXISTS`, `HSET`, `HDEL`, and
-//! a complete's `PEXPIREAT` of its done row), a sweep's selection (`ZRANGE key 0
+//! client's. The ones sent per row (`HGET`, `HMGET`, `EXISTS`, a row's writes,
+//! and a complete's expiry of its done row), a sweep's selection (`ZRANGE key 0
 //! N WITHSCORES`), the lengths of lists and sorted sets (`LLEN`, `ZCARD`: three
-//! or more a call), the clock (`TIME`), the lists' reads and writes (`LRANGE key 0
-//! N`, `RPUSH`, `LPOP`, `LTRIM`, the ring's `LMOVE`) and the writes of a claim and
-//! a complete (`ZADD`, `ZREM`, a lane's `HINCRBY`, a lease mark's `SET … PX`, a
-//! retention trim that finds nothing to trim) are done with the key API instead,
-//! with the same replies, errors,
-//! keyspace events and propagation: a call re-parses a command and builds its
-//! reply (a thousand scores printed and parsed again), which costs more than
-//! the work itself, and even a trivial one costs 1.5 to 2 µs.
+//! or more a call), the clock (`TIME`), the lists' reads and writes (`LRANGE key
+//! 0 N`, pushes, pops, the trim of `wake`, the ring's rotation) and the writes of
+//! a claim and a complete (the sorted sets' adds and removals, a lane's slots,
+//! a lease mark, a retention trim that finds nothing to trim) are done with the
+//! key API instead, with the same replies, errors, keyspace events and
+//! propagation: a call re-parses a command and builds its reply (a thousand
+//! scores printed and parsed again), which costs more than the work itself, and
+//! even a trivial one costs 1.5 to 2 µs.
 //!
 //! What nothing else can change between a read and a write is kept for the
 //! write (`Host`): the hashes a read opened stay open (a row is looked up once,
@@ -28,10 +31,11 @@ use std::collections::hash_map::RandomState;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
-use emq_plan::conversation::{Conversation, Step};
 use emq_plan::error::{Error, Result};
-use emq_plan::numbers::{field_int, signed_decimal};
-use emq_plan::{Cmd, Reply};
+use emq_plan::numbers::{signed_decimal, Decimal, MAX_MS};
+use emq_plan::protocol::conversation::{Conversation, Step};
+use emq_plan::protocol::write::{Members, Write, LEASE_MARK_KEEP_MS, LEASE_MARK_VALUE, WAKE_MAX};
+use emq_plan::{Cmd, Keys, Reply};
 
 use crate::ffi::{self, Ctx, RString};
 
@@ -47,11 +51,15 @@ pub fn run<C: Conversation>(ctx: *mut Ctx, c: &mut C) -> Result<C::Out> {
                 c.feed(&replies)?
             }
             Step::Exec(writes) => {
-                let replies = host.apply(c.verb(), &writes)?;
+                let replies = host.apply(c.verb(), c.keys(), &writes)?;
+                return c.finish(&replies);
+            }
+            Step::Snapshot(cmds) => {
+                let replies = host.reads(&cmds);
                 return c.finish(&replies);
             }
             Step::Group { writes, cmds, .. } => {
-                let replies = host.apply(c.verb(), &writes)?;
+                let replies = host.apply(c.verb(), c.keys(), &writes)?;
                 c.committed(Some(&replies))?;
                 let replies = host.reads(&cmds);
                 c.feed(&replies)?
@@ -88,6 +96,8 @@ struct Host {
     /// `hash_write`'s vectors, kept for the next row.
     argv: Vec<*mut RString>,
     pairs: Vec<(*mut RString, *mut RString)>,
+    /// An argument's bytes, rendered for the write at hand (`hash_write`).
+    arg: Vec<u8>,
 }
 
 struct Open {
@@ -145,6 +155,7 @@ impl Host {
             propagates: None,
             argv: vec![],
             pairs: vec![],
+            arg: vec![],
         }
     }
 
@@ -187,65 +198,57 @@ impl Host {
         replies
     }
 
-    /// The writes in order. Every input check was made before the first one (SPEC
-    /// §5, §6), so an error here is the server's (out of memory): the writes stop
+    /// The writes in order, each variant on the key API or, where the key API
+    /// would not do exactly what the command does, by `RedisModule_Call` of the
+    /// command it is. Every input check was made before the first one (SPEC §5,
+    /// §6), so an error here is the server's (out of memory): the writes stop
     /// there, as a script's do.
-    fn apply(&mut self, verb: &str, writes: &[Cmd]) -> Result<Vec<Reply>> {
+    fn apply(&mut self, verb: &str, keys: &Keys, writes: &[Write]) -> Result<Vec<Reply>> {
         let mut replies = Vec::with_capacity(writes.len());
-        let mut args: Vec<&[u8]> = vec![];
+        // The key each write names first, made here for each (no key built on its own).
+        let mut key = Vec::with_capacity(keys.prefix.len() + 64);
         for w in writes {
-            args.clear();
-            args.extend(w.iter_args());
-            let reply = match args.as_slice() {
-                [name, rest @ ..] if name.eq_ignore_ascii_case(b"HSET") && rest.len() >= 3 && rest.len() % 2 == 1 => {
-                    self.hash_write(rest, HashOp::Set)
-                }
-                [name, rest @ ..] if name.eq_ignore_ascii_case(b"HDEL") && rest.len() >= 2 => self.hash_write(rest, HashOp::Del),
-                [name, key, when] if name.eq_ignore_ascii_case(b"PEXPIREAT") => match self.expire_at(key, when) {
+            key.clear();
+            w.key_into(keys, &mut key);
+            let reply = match w {
+                Write::SetRow { .. } | Write::SetLane { .. } | Write::SetRetention(_) => self.hash_write(keys, w, &key, HashOp::Set),
+                Write::DropLease { .. } => self.hash_write(keys, w, &key, HashOp::Del),
+                Write::ExpireRow { at, .. } => match self.expire_at(&key, *at) {
                     Some(r) => r,
-                    None => self.call(name, &args[1..], true),
+                    None => self.call_write(keys, w),
                 },
-                [name, key, members @ ..] if name.eq_ignore_ascii_case(b"ZREM") && self.is_head(key, members) => {
+                Write::DeleteRows(_) | Write::CountPromotion | Write::ExtendLeases { .. } => self.call_write(keys, w),
+                Write::TakeSlots { by, .. } => self.hash_incr(&key, b"active", *by),
+                Write::Schedule(due) if due.iter().all(|(s, _)| plain_score(s)) && !due.is_empty() => self.zset_add(&key, due.iter()),
+                Write::Lease { deadline: at, ids } | Write::Bury { at, ids } | Write::ListDone { at, ids }
+                    if plain_score(*at) && !ids.is_empty() =>
+                {
+                    self.zset_add(&key, ids.iter().map(|id| (*at, id)))
+                }
+                Write::Schedule(_) | Write::Lease { .. } | Write::Bury { .. } | Write::ListDone { .. } => self.call_write(keys, w),
+                Write::Unschedule(ids) | Write::LeaveActive(ids) | Write::TrimDead(ids) if self.is_head(&key, ids) => {
                     // The members are the set's first ones, in order: the same removal,
                     // without a lookup and a search for each member.
-                    let last = (members.len() - 1).to_string();
-                    self.call(b"ZREMRANGEBYRANK", &[key, b"0", last.as_bytes()], true)
+                    let last = Decimal::count(ids.len() - 1);
+                    self.call(b"ZREMRANGEBYRANK", &[&key, b"0", last.as_bytes()], true)
                 }
-                [name, key, members @ ..] if name.eq_ignore_ascii_case(b"ZREM") && !members.is_empty() => self.zset_rem(key, members),
-                [name, key, pairs @ ..] if name.eq_ignore_ascii_case(b"ZADD") && plain_pairs(pairs) => self.zset_add(key, pairs),
-                [name, key, min, max] if name.eq_ignore_ascii_case(b"ZREMRANGEBYSCORE") => match self.none_in_range(key, min, max) {
+                Write::Unschedule(ids) | Write::LeaveActive(ids) | Write::TrimDead(ids) if !ids.is_empty() => self.zset_rem(&key, ids),
+                Write::Unschedule(_) | Write::LeaveActive(_) | Write::TrimDead(_) => self.call_write(keys, w),
+                Write::TrimDone { before } => match self.none_in_range(&key, (f64::NEG_INFINITY, false), *before) {
                     Some(r) => r,
-                    None => self.call(name, &args[1..], true),
+                    None => self.call_write(keys, w),
                 },
-                [name, key, elements @ ..] if name.eq_ignore_ascii_case(b"RPUSH") && !elements.is_empty() => self.list_push(key, elements),
-                [name, src, dst, from, to]
-                    if name.eq_ignore_ascii_case(b"LMOVE")
-                        && src == dst
-                        && from.eq_ignore_ascii_case(b"LEFT")
-                        && to.eq_ignore_ascii_case(b"RIGHT") =>
-                {
-                    self.list_rotate(src)
-                }
-                [name, key, field, by] if name.eq_ignore_ascii_case(b"HINCRBY") && strict_integer(by).is_some() => {
-                    self.hash_incr(key, field, by)
-                }
-                [name, key, start, stop] if name.eq_ignore_ascii_case(b"LTRIM") => match (signed_decimal(start), signed_decimal(stop)) {
-                    (Some(start), Some(stop)) => self.list_trim(key, (start, stop), &args[2..]),
-                    _ => self.call(name, &args[1..], true),
+                Write::MakeReady { ids, .. } | Write::JoinRing(ids) | Write::Wake(ids) if !ids.is_empty() => self.list_push(&key, ids),
+                Write::MakeReady { .. } | Write::JoinRing(_) | Write::Wake(_) => self.call_write(keys, w),
+                Write::RotateRing => self.list_rotate(&key),
+                Write::TrimWake => self.list_trim(&key, (-WAKE_MAX, -1)),
+                Write::TakePending { count: 0 } => self.call_write(keys, w),
+                Write::TakePending { count } => self.list_pop(&key, Some(*count)),
+                Write::TakeLaneHead { .. } | Write::DropRingHead => self.list_pop(&key, None),
+                Write::MarkLease { .. } => match self.set_px(&key, LEASE_MARK_VALUE, LEASE_MARK_KEEP_MS) {
+                    Some(r) => r,
+                    None => self.call_write(keys, w),
                 },
-                [name, key] if name.eq_ignore_ascii_case(b"LPOP") => self.list_pop(key, None, &args[2..]),
-                [name, key, count] if name.eq_ignore_ascii_case(b"LPOP") => match signed_decimal(count).filter(|&n| n > 0) {
-                    Some(n) => self.list_pop(key, Some(usize::try_from(n).unwrap_or(usize::MAX)), &args[2..]),
-                    None => self.call(name, &args[1..], true),
-                },
-                [name, key, value, px, ms] if name.eq_ignore_ascii_case(b"SET") && px.eq_ignore_ascii_case(b"PX") => {
-                    match self.set_px(key, value, ms) {
-                        Some(r) => r,
-                        None => self.call(name, &args[1..], true),
-                    }
-                }
-                [name, rest @ ..] => self.call(name, rest, true),
-                [] => error("ERR empty command"),
             };
             match reply {
                 Reply::Error { message, .. } => return Err(Error::server(verb, message)),
@@ -253,6 +256,13 @@ impl Host {
             }
         }
         Ok(replies)
+    }
+
+    /// `w` by `RedisModule_Call`, as the command it is (propagated as itself).
+    fn call_write(&mut self, keys: &Keys, w: &Write) -> Reply {
+        let args = rendered(keys, w);
+        let args: Vec<&[u8]> = args.iter().collect();
+        self.call(w.name().as_bytes(), &args, true)
     }
 
     /// `open`'s entry for `key`, opening it (for reading and writing) if it is not.
@@ -386,12 +396,12 @@ impl Host {
     }
 
     /// Whether `members` are the first members of `key`, in order, as the head read them.
-    fn is_head(&self, key: &[u8], members: &[&[u8]]) -> bool {
+    fn is_head(&self, key: &[u8], members: &Members) -> bool {
         let head = &self.head;
         head.key.as_deref() == Some(key)
             && !members.is_empty()
             && members.len() <= head.members.items.len()
-            && members.iter().zip(&head.members.items).all(|(m, &s)| *m == ffi::bytes(s))
+            && members.iter().zip(&head.members.items).all(|(m, &s)| m == ffi::bytes(s))
     }
 
     /// `EXISTS key…`: how many of the keys exist.
@@ -431,10 +441,10 @@ impl Host {
         }
     }
 
-    /// `HSET` or `HDEL` with the key API, propagated as itself, with its keyspace
-    /// event. Its reply (a count of fields, which no plan reads) is given as 0.
-    fn hash_write(&mut self, args: &[&[u8]], op: HashOp) -> Reply {
-        let key = args[0];
+    /// A hash write (`HSET`, `HDEL`: `w`'s fields after its key) with the key
+    /// API, propagated as the command, with its keyspace event. Its reply (a
+    /// count of fields, which no plan reads) is given as 0.
+    fn hash_write(&mut self, keys: &Keys, w: &Write, key: &[u8], op: HashOp) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
         let t = self.hash_target(key, &mut owned);
         let (name, k) = (t.name, t.key(&self.open));
@@ -450,7 +460,16 @@ impl Host {
         s.clear();
         pairs.clear();
         s.push(name);
-        self.words.strings(&args[1..], &mut owned, &mut s);
+        let (words, arg) = (&mut self.words, &mut self.arg);
+        let mut at_key = true;
+        w.args(keys, &mut |a| {
+            if std::mem::take(&mut at_key) {
+                return; // the key: `name`
+            }
+            arg.clear();
+            a.append_to(arg);
+            s.push(words.word(arg, &mut owned));
+        });
         match op {
             HashOp::Set => pairs.extend(s[1..].chunks_exact(2).map(|p| (p[0], p[1]))),
             HashOp::Del => pairs.extend(s[1..].iter().map(|&field| (field, ffi::DELETE))),
@@ -477,8 +496,7 @@ impl Host {
     /// keyspace event; None (for `call`) where the command would do more than
     /// set the expiry: no such open key, or a time not well ahead of the clock
     /// (`PEXPIREAT` deletes a key whose time has come).
-    fn expire_at(&mut self, key: &[u8], when: &[u8]) -> Option<Reply> {
-        let ms: i64 = std::str::from_utf8(when).ok()?.parse().ok()?;
+    fn expire_at(&mut self, key: &[u8], ms: i64) -> Option<Reply> {
         if ms <= (ffi::time_us() / 1000).saturating_add(1000) {
             return None;
         }
@@ -492,7 +510,7 @@ impl Host {
         ffi::notify(self.ctx, ffi::NOTIFY_GENERIC, c"expire", name);
         if self.propagates() {
             let mut owned = ffi::Strings::empty(self.ctx);
-            let mut s = vec![name, owned.push(when)];
+            let mut s = vec![name, owned.push(Decimal::int(ms).as_bytes())];
             ffi::replicate(self.ctx, c"PEXPIREAT", &mut s);
         }
         Some(Reply::Int(1))
@@ -531,27 +549,45 @@ impl Host {
 
     /// Propagates `command name args…` where the writes are propagated.
     fn replicate(&mut self, command: &std::ffi::CStr, name: *mut RString, args: &[&[u8]], owned: &mut ffi::Strings) {
+        self.replicate_with(command, name, owned, args.len(), |push| args.iter().for_each(|a| push(a)));
+    }
+
+    /// Propagates `command name` and the `n` arguments `args` gives to its
+    /// `push`, where the writes are propagated (and makes none where not).
+    fn replicate_with(
+        &mut self,
+        command: &std::ffi::CStr,
+        name: *mut RString,
+        owned: &mut ffi::Strings,
+        n: usize,
+        args: impl FnOnce(&mut dyn FnMut(&[u8])),
+    ) {
         if self.propagates() {
-            let mut s = Vec::with_capacity(args.len() + 1);
+            let mut s = Vec::with_capacity(n + 1);
             s.push(name);
-            s.extend(args.iter().map(|a| owned.push(a)));
+            args(&mut |a| s.push(owned.push(a)));
             ffi::replicate(self.ctx, command, &mut s);
         }
     }
 
-    /// `ZADD key score member…` (integer scores, no options: `plain_pairs`) with
-    /// the key API: the members added, and where anything changed the command's
-    /// keyspace event and propagation, as `ZADD` has them.
-    fn zset_add(&mut self, key: &[u8], pairs: &[&[u8]]) -> Reply {
+    /// Propagates `command name member…`.
+    fn replicate_members(&mut self, command: &std::ffi::CStr, name: *mut RString, members: &Members, owned: &mut ffi::Strings) {
+        self.replicate_with(command, name, owned, members.len(), |push| members.iter().for_each(push));
+    }
+
+    /// `ZADD key score member…` (scores the server reads exactly as the plans
+    /// write them: `plain_score`; no options) with the key API: the members
+    /// added, and where anything changed the command's keyspace event and
+    /// propagation, as `ZADD` has them.
+    fn zset_add<'a>(&mut self, key: &[u8], pairs: impl Iterator<Item = (i64, &'a [u8])> + Clone) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
         let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_ZSET, None, &mut owned) {
             Ok(open) => open,
             Err(answer) => return answer,
         };
         let (mut added, mut changed) = (0i64, false);
-        for p in pairs.chunks_exact(2) {
-            let score = integer_score(p[0]).expect("plain_pairs checked the scores");
-            match k.zset_add(score, owned.push(p[1])) {
+        for (score, member) in pairs.clone() {
+            match k.zset_add(score as f64, owned.push(member)) {
                 Some((a, u)) => {
                     added += i64::from(a);
                     changed |= a || u;
@@ -563,7 +599,13 @@ impl Host {
         if changed {
             ffi::signal_modified(self.ctx, name);
             ffi::notify(self.ctx, ffi::NOTIFY_ZSET, c"zadd", name);
-            self.replicate(c"ZADD", name, pairs, &mut owned);
+            let n = 2 * pairs.clone().count();
+            self.replicate_with(c"ZADD", name, &mut owned, n, |push| {
+                for (score, member) in pairs {
+                    push(Decimal::int(score).as_bytes());
+                    push(member);
+                }
+            });
         }
         Reply::Int(added)
     }
@@ -571,14 +613,14 @@ impl Host {
     /// `ZREM key member…` with the key API: the members removed, and where any
     /// was the command's keyspace events (`zrem`, and `del` when the set is left
     /// empty and deleted) and propagation, as `ZREM` has them.
-    fn zset_rem(&mut self, key: &[u8], members: &[&[u8]]) -> Reply {
+    fn zset_rem(&mut self, key: &[u8], members: &Members) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
         let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_ZSET, Some(Reply::Int(0)), &mut owned) {
             Ok(open) => open,
             Err(answer) => return answer,
         };
         let mut removed = 0i64;
-        for m in members {
+        for m in members.iter() {
             match k.zset_rem(owned.push(m)) {
                 Some(r) => removed += i64::from(r),
                 None => return error("ERR the server refused ZREM from the module"),
@@ -586,7 +628,7 @@ impl Host {
         }
         if removed > 0 {
             self.removed(k, name, (ffi::NOTIFY_ZSET, c"zrem"));
-            self.replicate(c"ZREM", name, members, &mut owned);
+            self.replicate_members(c"ZREM", name, members, &mut owned);
         }
         Reply::Int(removed)
     }
@@ -604,13 +646,13 @@ impl Host {
 
     /// `RPUSH key element…` with the key API: the list's new length, with the
     /// command's keyspace event and propagation.
-    fn list_push(&mut self, key: &[u8], elements: &[&[u8]]) -> Reply {
+    fn list_push(&mut self, key: &[u8], elements: &Members) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
         let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_LIST, None, &mut owned) {
             Ok(open) => open,
             Err(answer) => return answer,
         };
-        for e in elements {
+        for e in elements.iter() {
             // A member of the head read is pushed as the string read.
             let s = self.head.member(e).unwrap_or_else(|| owned.push(e));
             if !k.list_push_tail(s) {
@@ -621,7 +663,7 @@ impl Host {
         drop(k);
         ffi::signal_modified(self.ctx, name);
         ffi::notify(self.ctx, ffi::NOTIFY_LIST, c"rpush", name);
-        self.replicate(c"RPUSH", name, elements, &mut owned);
+        self.replicate_members(c"RPUSH", name, elements, &mut owned);
         Reply::Int(len)
     }
 
@@ -653,8 +695,7 @@ impl Host {
     /// value, the command's errors (a value that is not an integer as the server
     /// reads one, an overflow), event and propagation. The key may be one a read
     /// opened.
-    fn hash_incr(&mut self, key: &[u8], field: &[u8], by: &[u8]) -> Reply {
-        let by_n = strict_integer(by).expect("checked by the caller");
+    fn hash_incr(&mut self, key: &[u8], field: &[u8], by_n: i64) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
         let t = self.hash_target(key, &mut owned);
         let (name, k) = (t.name, t.key(&self.open));
@@ -674,7 +715,7 @@ impl Host {
         k.hash_set(&[(f, v)]);
         self.hash_written(t);
         ffi::notify(self.ctx, ffi::NOTIFY_HASH, c"hincrby", name);
-        self.replicate(c"HINCRBY", name, &[field, by], &mut owned);
+        self.replicate(c"HINCRBY", name, &[field, Decimal::int(by_n).as_bytes()], &mut owned);
         Reply::Int(new)
     }
 
@@ -691,10 +732,11 @@ impl Host {
         ffi::signal_modified(self.ctx, name);
     }
 
-    /// `LTRIM key start stop` with the key API, as the command does it: the
-    /// elements outside the range removed (the key deleted if none is left),
-    /// its keyspace events, and propagated where it removed any.
-    fn list_trim(&mut self, key: &[u8], (start, stop): (i64, i64), args: &[&[u8]]) -> Reply {
+    /// `LTRIM key start stop` (the trim of `wake`) with the key API, as the
+    /// command does it: the elements outside the range removed (the key
+    /// deleted if none is left), its keyspace events, and propagated where it
+    /// removed any.
+    fn list_trim(&mut self, key: &[u8], (start, stop): (i64, i64)) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
         let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_LIST, Some(Reply::Status("OK".to_string())), &mut owned) {
             Ok(open) => open,
@@ -717,15 +759,15 @@ impl Host {
         }
         self.removed(k, name, (ffi::NOTIFY_LIST, c"ltrim"));
         if head + tail > 0 {
-            self.replicate(c"LTRIM", name, args, &mut owned);
+            self.replicate(c"LTRIM", name, &[Decimal::int(start).as_bytes(), Decimal::int(stop).as_bytes()], &mut owned);
         }
         Reply::Status("OK".to_string())
     }
 
     /// `LPOP key [count]` with the key API: the element (or, with a count, the
     /// elements) removed from the head, nil for no key; the command's keyspace
-    /// events and propagation (`args`: what followed the key).
-    fn list_pop(&mut self, key: &[u8], count: Option<usize>, args: &[&[u8]]) -> Reply {
+    /// events and propagation.
+    fn list_pop(&mut self, key: &[u8], count: Option<usize>) -> Reply {
         let mut owned = ffi::Strings::empty(self.ctx);
         let (name, k) = match self.write_key_of(key, ffi::KEYTYPE_LIST, Some(Reply::Nil), &mut owned) {
             Ok(open) => open,
@@ -739,19 +781,21 @@ impl Host {
             }
         }
         self.removed(k, name, (ffi::NOTIFY_LIST, c"lpop"));
-        self.replicate(c"LPOP", name, args, &mut owned);
+        let n = count.map(Decimal::count);
+        self.replicate(c"LPOP", name, n.as_ref().map(Decimal::as_bytes).as_slice(), &mut owned);
         match count {
             Some(_) => Reply::Array(popped),
             None => popped.pop().unwrap_or(Reply::Nil),
         }
     }
 
-    /// `ZREMRANGEBYSCORE key min max` where the range holds no member (the
-    /// retention's trim, most calls): 0, nothing written, nothing propagated, as
-    /// the command does. None (for `call`) where there is something to remove,
-    /// the key is of another type, or a bound is not of the forms the plans write.
-    fn none_in_range(&mut self, key: &[u8], min: &[u8], max: &[u8]) -> Option<Reply> {
-        let ((min, min_ex), (max, max_ex)) = (score_bound(min)?, score_bound(max)?);
+    /// `ZREMRANGEBYSCORE key min (before` where the range holds no member (the
+    /// retention's trim of `done`, most calls): 0, nothing written, nothing
+    /// propagated, as the command does. None (for `call`) where there is
+    /// something to remove, the key is of another type, or `before` is not a
+    /// score the server reads exactly (`plain_score`).
+    fn none_in_range(&mut self, key: &[u8], (min, min_ex): (f64, bool), before: i64) -> Option<Reply> {
+        let (max, max_ex) = (plain_score(before).then_some(before as f64)?, true);
         let (_name, k) = open_read(self.ctx, key);
         match k.kind() {
             ffi::KEYTYPE_EMPTY => Some(Reply::Int(0)),
@@ -764,8 +808,8 @@ impl Host {
     /// keyspace events (`set`, `expire`) and propagated as the server propagates
     /// it (`PXAT` the deadline). None (for `call`) for a time that is not a
     /// positive integer.
-    fn set_px(&mut self, key: &[u8], value: &[u8], ms: &[u8]) -> Option<Reply> {
-        let ms: i64 = std::str::from_utf8(ms).ok()?.parse().ok().filter(|&ms| ms > 0)?;
+    fn set_px(&mut self, key: &[u8], value: &[u8], ms: u64) -> Option<Reply> {
+        let ms = i64::try_from(ms).ok().filter(|&ms| ms > 0)?;
         let at = (ffi::time_us() / 1000).checked_add(ms)?;
         let mut owned = ffi::Strings::empty(self.ctx);
         let (name, k) = self.write_key(key, &mut owned);
@@ -864,11 +908,23 @@ fn length(ctx: *mut Ctx, key: &[u8], kind: std::ffi::c_int) -> Reply {
     }
 }
 
-/// An integer score as the plans write them (`numbers::field_int`: 15 digits at
-/// most, a double exactly), as `ZADD` reads it.
-#[allow(clippy::cast_precision_loss, reason = "at most 15 digits: exact")]
-fn integer_score(b: &[u8]) -> Option<f64> {
-    field_int(b).map(|n| n as f64)
+/// A score the server reads as exactly the integer the plans write
+/// (`numbers::field_int`'s 15 digits at most: a double holds it exactly), so
+/// the key API adds or compares the very score the command would.
+fn plain_score(score: i64) -> bool {
+    score.unsigned_abs() <= MAX_MS.unsigned_abs()
+}
+
+/// The arguments of `w`'s command after its name, rendered (what a write by
+/// `RedisModule_Call` sends).
+fn rendered(keys: &Keys, w: &Write) -> Members {
+    let (mut out, mut arg) = (Members::new(), vec![]);
+    w.args(keys, &mut |a| {
+        arg.clear();
+        a.append_to(&mut arg);
+        out.push(&arg);
+    });
+    out
 }
 
 /// An integer as the server reads a stored or given one (`string2ll`): an
@@ -879,22 +935,6 @@ fn strict_integer(b: &[u8]) -> Option<i64> {
         return None;
     }
     signed_decimal(b)
-}
-
-/// `score member` pairs with integer scores, no option before them.
-fn plain_pairs(pairs: &[&[u8]]) -> bool {
-    !pairs.is_empty() && pairs.len().is_multiple_of(2) && pairs.chunks_exact(2).all(|p| integer_score(p[0]).is_some())
-}
-
-/// A bound of a score range as the plans write them: `-inf`, `+inf`, or an
-/// integer score, `(` before it to exclude it.
-fn score_bound(b: &[u8]) -> Option<(f64, bool)> {
-    match b {
-        b"-inf" => Some((f64::NEG_INFINITY, false)),
-        b"+inf" => Some((f64::INFINITY, false)),
-        [b'(', rest @ ..] => integer_score(rest).map(|s| (s, true)),
-        _ => integer_score(b).map(|s| (s, false)),
-    }
 }
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -931,13 +971,6 @@ const WORDS: usize = 16;
 impl Words {
     fn new(ctx: *mut Ctx) -> Self {
         Words { ctx, known: vec![] }
-    }
-
-    /// Appends the strings of `words` to `out` (`word`).
-    fn strings(&mut self, words: &[&[u8]], owned: &mut ffi::Strings, out: &mut Vec<*mut RString>) {
-        for &w in words {
-            out.push(self.word(w, owned));
-        }
     }
 
     /// The string of `w`: a kept word's, or one made anew into `owned`.
@@ -985,15 +1018,14 @@ mod tests {
 
     #[test]
     fn numbers_are_read_as_the_server_reads_them() {
-        // ZADD's scores as the plans write them.
-        assert_eq!(integer_score(b"1700000000000"), Some(1_700_000_000_000.0));
-        assert_eq!(integer_score(b"-5"), Some(-5.0));
-        for bad in [&b""[..], b"-", b"1.5", b"+1", b"1e3", b"inf", b"1234567890123456"] {
-            assert_eq!(integer_score(bad), None, "{bad:?}");
+        // Scores the key API takes as the command would: 15 digits at most, exact
+        // in a double (a due time `At` far in the past or future goes by `ZADD`).
+        for good in [0, 1_700_000_000_000, -5, MAX_MS, -MAX_MS] {
+            assert!(plain_score(good) && (good as f64) as i64 == good, "{good}");
         }
-        assert_eq!(score_bound(b"-inf"), Some((f64::NEG_INFINITY, false)));
-        assert_eq!(score_bound(b"(950"), Some((950.0, true)));
-        assert_eq!(score_bound(b"(x"), None);
+        for bad in [MAX_MS + 1, -MAX_MS - 1, i64::MIN, i64::MAX] {
+            assert!(!plain_score(bad), "{bad}");
+        }
         // HINCRBY's, as string2ll: no leading zero, no -0, 64 bits.
         assert_eq!(strict_integer(b"0"), Some(0));
         assert_eq!(strict_integer(b"-12"), Some(-12));

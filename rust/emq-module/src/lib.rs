@@ -19,12 +19,12 @@ mod heap;
 
 use std::ffi::{c_int, CStr};
 
-use emq_plan::add::Add;
-use emq_plan::claim::Claim;
-use emq_plan::complete_many::CompleteMany;
+use emq_plan::batch::complete_many::CompleteMany;
+use emq_plan::batch::extend_many::ExtendMany;
+use emq_plan::batch::settle_many::SettleMany;
 use emq_plan::error::{Error, ErrorKind};
-use emq_plan::extend_many::ExtendMany;
-use emq_plan::settle_many::SettleMany;
+use emq_plan::jobs::add::Add;
+use emq_plan::jobs::claim::Claim;
 use emq_plan::sweep::{Outcome, Sweep};
 use emq_plan::wire::JobRequest;
 use emq_plan::{wire, Keys, Reply};

@@ -1,8 +1,9 @@
 //! The sweeps' plan work, without a server: the time `emq-plan` itself takes to
-//! read a thousand rows' worth of replies and build their commands, for a
-//! promote and a stalled check of all-flat rows, per step of the conversation
-//! (what a host pays on top of the server's work; the module runs exactly this
-//! in the server).
+//! read a thousand rows' worth of replies and plan their writes, for a promote
+//! and a stalled check of all-flat rows, per step of the conversation, then to
+//! render the writes as the client host sends them (into a buffer kept from
+//! call to call) and to drop them (what a host pays on top of the server's
+//! work; the module runs the plan in the server and applies the writes itself).
 //!
 //!     cargo bench -p emq-plan --bench sweep_plan
 //!
@@ -11,7 +12,8 @@
 
 use std::time::Instant;
 
-use emq_plan::conversation::{Conversation, Step};
+use emq_plan::protocol::conversation::{Conversation, Step};
+use emq_plan::protocol::write::encode_into;
 use emq_plan::sweep::{Kind, Sweep};
 use emq_plan::{Cmd, Keys, Reply};
 
@@ -38,8 +40,8 @@ fn answer(c: &Cmd, ids: &[Vec<u8>]) -> Reply {
 }
 
 /// One call: its two reads answered (the time of each `feed` into `t[0]` and
-/// `t[1]`), then its writes dropped (`t[2]`).
-fn call(kind: Kind, keys: &Keys, ids: &[Vec<u8>], t: &mut [f64; 3]) {
+/// `t[1]`), then its writes rendered into `out` (`t[2]`) and dropped (`t[3]`).
+fn call(kind: Kind, keys: &Keys, ids: &[Vec<u8>], out: &mut Vec<u8>, t: &mut [f64; 4]) {
     let mut s = Sweep::in_server(kind, keys.clone(), ROWS as u64);
     let mut step = s.start();
     for slot in &mut t[..2] {
@@ -50,21 +52,27 @@ fn call(kind: Kind, keys: &Keys, ids: &[Vec<u8>], t: &mut [f64; 3]) {
         *slot += t0.elapsed().as_secs_f64();
     }
     let Step::Exec(writes) = step else { panic!("no transaction after two reads") };
+    out.clear();
+    let t0 = Instant::now();
+    encode_into(keys, &writes, out);
+    std::hint::black_box(&out);
+    t[2] += t0.elapsed().as_secs_f64();
     let t0 = Instant::now();
     drop(std::hint::black_box(writes));
-    t[2] += t0.elapsed().as_secs_f64();
+    t[3] += t0.elapsed().as_secs_f64();
 }
 
 fn main() {
     let keys = Keys::new(b"bench");
     let ids: Vec<Vec<u8>> = (0..ROWS).map(|i| format!("job-{i:08}").into_bytes()).collect();
     println!("the plan's work for {ROWS} all-flat rows, us a call (medians of {ROUNDS} x {REPS} calls):");
+    let mut out = vec![];
     for (name, kind) in [("promote", Kind::Promote), ("stalled", Kind::Stalled { max_stalled: None })] {
         let mut rounds = vec![];
         for _ in 0..ROUNDS {
-            let mut t = [0f64; 3];
+            let mut t = [0f64; 4];
             for _ in 0..REPS {
-                call(kind, &keys, &ids, &mut t);
+                call(kind, &keys, &ids, &mut out, &mut t);
             }
             rounds.push(t.map(|x| x / REPS as f64 * 1e6));
         }
@@ -73,10 +81,10 @@ fn main() {
             v.sort_by(f64::total_cmp);
             v[v.len() / 2]
         };
-        let (sel, rows, drop) = (median(0), median(1), median(2));
+        let (sel, rows, render, drop) = (median(0), median(1), median(2), median(3));
         println!(
-            "  {name:8} selection read -> row reads {sel:7.1}   rows read -> writes {rows:7.1}   writes dropped {drop:6.1}   total {:7.1}",
-            sel + rows + drop
+            "  {name:8} selection read -> row reads {sel:7.1}   rows read -> writes {rows:7.1}   rendered {render:6.1}   dropped {drop:6.1}   total {:7.1}",
+            sel + rows + render + drop
         );
     }
 }

@@ -3,7 +3,7 @@
 //! writes. Never the client's clock.
 
 use crate::numbers::MAX_MS;
-use crate::reply::Reply;
+use crate::protocol::reply::Reply;
 
 /// `TIME` as milliseconds: `sec * 1000 + floor(usec / 1000)` (SPEC §4). `None`
 /// (the call fails, writing nothing) when the reply is not two integers, when

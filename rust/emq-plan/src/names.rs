@@ -36,6 +36,25 @@ pub fn queue_of_prefix(prefix: &[u8]) -> Option<&[u8]> {
     queue_name_problem(q).is_none().then_some(q)
 }
 
+/// The kinds of key under a queue's prefix `P` (SPEC §2): the queue's own keys
+/// (`P pending`), and the kinds a row, a lane or a second names (`P job:ID`).
+/// Every key a plan reads or writes is spelled from these.
+pub mod kind {
+    pub const SCHEDULE: &[u8] = b"schedule";
+    pub const PENDING: &[u8] = b"pending";
+    pub const ACTIVE: &[u8] = b"active";
+    pub const DEAD: &[u8] = b"dead";
+    pub const DONE: &[u8] = b"done";
+    pub const RETENTION: &[u8] = b"retention";
+    pub const RING: &[u8] = b"ring";
+    pub const PROMOTIONS: &[u8] = b"promotions";
+    pub const WAKE: &[u8] = b"wake";
+    pub const JOB: &[u8] = b"job:";
+    pub const LANE: &[u8] = b"lane:";
+    pub const LANECTL: &[u8] = b"lanectl:";
+    pub const LEASES: &[u8] = b"leases:";
+}
+
 /// The keys of one queue. `P` is `emq:{q}:`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Keys {
@@ -53,10 +72,7 @@ impl Keys {
     }
 
     pub fn key(&self, suffix: &[u8]) -> Vec<u8> {
-        let mut k = Vec::with_capacity(self.prefix.len() + suffix.len());
-        k.extend_from_slice(&self.prefix);
-        k.extend_from_slice(suffix);
-        k
+        self.key2(suffix, b"")
     }
 
     fn key2(&self, kind: &[u8], name: &[u8]) -> Vec<u8> {
@@ -67,55 +83,61 @@ impl Keys {
         k
     }
 
+    /// A key in parts, prefix, kind and name (`name` empty for the queue's own
+    /// keys), for a command to write end to end: no key built on its own.
+    pub fn parts<'a>(&'a self, kind: &'static [u8], name: &'a [u8]) -> [&'a [u8]; 3] {
+        [&self.prefix, kind, name]
+    }
+
     pub fn schedule(&self) -> Vec<u8> {
-        self.key(b"schedule")
+        self.key(kind::SCHEDULE)
     }
     pub fn pending(&self) -> Vec<u8> {
-        self.key(b"pending")
+        self.key(kind::PENDING)
     }
     pub fn active(&self) -> Vec<u8> {
-        self.key(b"active")
+        self.key(kind::ACTIVE)
     }
     pub fn dead(&self) -> Vec<u8> {
-        self.key(b"dead")
+        self.key(kind::DEAD)
     }
     /// The done rows that are kept (zset: id -> finished time).
     pub fn done(&self) -> Vec<u8> {
-        self.key(b"done")
+        self.key(kind::DONE)
     }
-    /// The retention policy (hash, see `retention`).
+    /// The retention policy (hash, see `jobs::retention`).
     pub fn retention(&self) -> Vec<u8> {
-        self.key(b"retention")
+        self.key(kind::RETENTION)
     }
     pub fn ring(&self) -> Vec<u8> {
-        self.key(b"ring")
+        self.key(kind::RING)
     }
     /// `P promotions`: a counter every promote that takes members increments, in
-    /// the same transaction (or script); promoters watch it (`crate::guard`).
+    /// the same transaction (or script); promoters watch it (`crate::protocol::guard`).
     pub fn promotions(&self) -> Vec<u8> {
-        self.key(b"promotions")
+        self.key(kind::PROMOTIONS)
     }
-    /// `P leases:B`: the lease mark of second `B` (`crate::guard`): every write
+    /// `P leases:B`: the lease mark of second `B` (`crate::protocol::guard`): every write
     /// to a row in `active` whose lease ends in that second sets it, and a
     /// stalled check watches it instead of the rows.
     pub fn leases(&self, bucket: i64) -> Vec<u8> {
-        self.key2(b"leases:", bucket.to_string().as_bytes())
+        self.key2(kind::LEASES, bucket.to_string().as_bytes())
     }
     pub fn wake(&self) -> Vec<u8> {
-        self.key(b"wake")
+        self.key(kind::WAKE)
     }
     pub fn job(&self, id: &[u8]) -> Vec<u8> {
-        self.key2(b"job:", id)
+        self.key2(kind::JOB, id)
     }
     /// The row's key in parts, for `Cmd::arg_parts` (no key built on its own).
     pub fn job_parts<'a>(&'a self, id: &'a [u8]) -> [&'a [u8]; 3] {
-        [&self.prefix, b"job:", id]
+        self.parts(kind::JOB, id)
     }
     pub fn lane(&self, lane: &[u8]) -> Vec<u8> {
-        self.key2(b"lane:", lane)
+        self.key2(kind::LANE, lane)
     }
     pub fn lanectl(&self, lane: &[u8]) -> Vec<u8> {
-        self.key2(b"lanectl:", lane)
+        self.key2(kind::LANECTL, lane)
     }
 }
 

@@ -61,6 +61,49 @@ pub fn count_arg(v: &[u8], zero_ok: bool) -> Option<u64> {
     (n > 0 || zero_ok).then_some(n)
 }
 
+/// An integer's decimal digits, made on the stack (`-` first where it is
+/// negative): a command's integer argument or length without a string of its own.
+#[derive(Clone, Copy)]
+pub struct Decimal {
+    buf: [u8; 20],
+    /// Where the digits (and the sign) start in `buf`.
+    at: u8,
+}
+
+impl Decimal {
+    pub fn uint(mut n: u64) -> Self {
+        let mut buf = [0u8; 20];
+        let mut at = buf.len();
+        loop {
+            at -= 1;
+            buf[at] = b'0' + (n % 10) as u8;
+            n /= 10;
+            if n == 0 {
+                break;
+            }
+        }
+        Decimal { buf, at: at as u8 }
+    }
+
+    pub fn int(n: i64) -> Self {
+        let mut d = Decimal::uint(n.unsigned_abs());
+        if n < 0 {
+            // 19 digits at most for an i64: there is room for the sign.
+            d.at -= 1;
+            d.buf[usize::from(d.at)] = b'-';
+        }
+        d
+    }
+
+    pub fn count(n: usize) -> Self {
+        Decimal::uint(n as u64)
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.buf[usize::from(self.at)..]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,6 +133,17 @@ mod tests {
         let mut hex = vec![];
         push_hex(&mut hex, &[0x00, 0x9f, 0xff]);
         assert_eq!(hex, b"009fff");
+    }
+
+    #[test]
+    fn decimals_are_the_integers_strings() {
+        for n in [0i64, 1, 7, -7, 9, 10, 42, 99, 100, -100, 1000, 65535, 123_456_789, i64::MAX, i64::MIN] {
+            assert_eq!(Decimal::int(n).as_bytes(), n.to_string().as_bytes(), "{n}");
+        }
+        for n in [0u64, 9, 10, 11, 99, 100, 101, 999, 1000, u64::MAX] {
+            assert_eq!(Decimal::uint(n).as_bytes(), n.to_string().as_bytes(), "{n}");
+        }
+        assert_eq!(Decimal::count(usize::MAX).as_bytes(), usize::MAX.to_string().as_bytes());
     }
 
     #[test]

@@ -4,15 +4,16 @@
 //! biased towards what the reads really return. Each conversation runs twice,
 //! once told to `speculate` before every feed: the two must not differ.
 
-use emq_plan::add::{Add, NewJob, When};
-use emq_plan::claim::Claim;
-use emq_plan::complete_many::CompleteMany;
-use emq_plan::conversation::{Conversation, Step};
-use emq_plan::extend_many::{ExtendMany, Held};
-use emq_plan::lane_control::{LaneControl, LaneOp};
-use emq_plan::look::{CountsRead, Get, GetRetention, Lanes, SetRetention};
-use emq_plan::settle::{Action, Settle};
-use emq_plan::settle_many::{Fate, SettleMany};
+use emq_plan::batch::complete_many::CompleteMany;
+use emq_plan::batch::extend_many::{ExtendMany, Held};
+use emq_plan::batch::settle_many::{Fate, SettleMany};
+use emq_plan::jobs::add::{Add, NewJob, When};
+use emq_plan::jobs::claim::Claim;
+use emq_plan::jobs::retention::{GetRetention, SetRetention};
+use emq_plan::jobs::settle::{Action, Settle};
+use emq_plan::lanes::lane_control::{LaneControl, LaneOp};
+use emq_plan::protocol::conversation::{Conversation, Step};
+use emq_plan::reads::{CountsRead, Get, Lanes};
 use emq_plan::sweep::{Kind, Sweep};
 use emq_plan::{Keys, Reply};
 
@@ -173,6 +174,12 @@ where
                 assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed an outcome");
                 return;
             }
+            Step::Snapshot(cmds) => {
+                let replies: Vec<Reply> = (0..cmds.len()).map(|_| reply(rng, 1)).collect();
+                let (got, twin_got) = (c.finish(&replies), twin.finish(&replies));
+                assert_eq!(format!("{got:?}"), format!("{twin_got:?}"), "speculating changed an outcome");
+                return;
+            }
             Step::Group { writes, cmds, .. } => {
                 GROUPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 twin.speculate();
@@ -238,7 +245,7 @@ fn no_conversation_panics_on_any_reply() {
                         max_attempts: 1,
                     })
                     .collect();
-                let digests: Vec<Vec<u8>> = jobs.iter().map(|j| emq_plan::add::digest(j).into_bytes()).collect();
+                let digests: Vec<Vec<u8>> = jobs.iter().map(|j| emq_plan::jobs::add::digest(j).into_bytes()).collect();
                 drive_with(&mut rng, || Add::new(keys(), jobs.clone(), (1, 0)).unwrap(), &digests);
             }
             3 => {

@@ -1,9 +1,10 @@
 //! ADD (its digest: a retry of an add that landed) and COMPLETE / FAIL under the
 //! retention policy, driven with made-up replies. No server.
 
-use emq_plan::add::{digest, Add, NewJob, When};
-use emq_plan::conversation::{Conversation, Step};
-use emq_plan::settle::{Action, Settle, Settled};
+use emq_plan::jobs::add::{digest, Add, NewJob, When};
+use emq_plan::jobs::settle::{Action, Settle, Settled};
+use emq_plan::protocol::conversation::{Conversation, Step};
+use emq_plan::protocol::write::to_cmds;
 use emq_plan::{Cmd, ErrorKind, Keys, Reply};
 
 const NOW: i64 = 1_700_000_000_123;
@@ -98,6 +99,7 @@ fn add_reads_each_given_id_and_its_digest_under_the_watch() {
     assert_eq!(watch, vec![b"emq:{q}:job:a".to_vec()]);
     assert_eq!(cmds[1..3], [cmd(&["EXISTS", "emq:{q}:job:a"]), cmd(&["HGET", "emq:{q}:job:a", "digest"])]);
     let Step::Exec(w) = a.feed(&add_replies(&[(0, Reply::Nil)])).unwrap() else { panic!() };
+    let w = to_cmds(&Keys::new(b"q"), &w);
     let d = digest(&job(None, "x", None, 3, When::Delay(0)));
     let row = &w[0];
     let args = row.to_args();
@@ -125,6 +127,7 @@ fn an_add_that_landed_is_skipped_and_its_id_returned() {
     replies.extend([fields(&[None, None, None, None]), Reply::Int(0)]);
     replies.extend([Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]);
     let Step::Exec(w) = a.feed(&replies).unwrap() else { panic!() };
+    let w = to_cmds(&Keys::new(b"q"), &w);
     assert!(w.iter().all(|c| !c.to_args().iter().any(|a| *a == b"emq:{q}:job:a" || *a == b"emq:{q}:lane:L")), "{w:?}");
     assert!(w.contains(&cmd(&["RPUSH", "emq:{q}:pending", "b"])));
     assert!(!w.iter().any(|c| c.to_args().contains(&&b"emq:{q}:ring"[..])), "the landed lane job is not offered again");
@@ -182,6 +185,7 @@ fn complete_reads_done_ms_in_its_first_read_and_follows_it() {
     let now = NOW.to_string();
     // The default: kept 10 minutes.
     let Step::Exec(w) = s.feed(&settle_replies(Some("absent"), Reply::Int(0), "1")).unwrap() else { panic!() };
+    let w = to_cmds(&Keys::new(b"q"), &w);
     assert_eq!(
         w,
         vec![
@@ -198,11 +202,13 @@ fn complete_reads_done_ms_in_its_first_read_and_follows_it() {
     let mut s = complete();
     s.start();
     let Step::Exec(w) = s.feed(&settle_replies(Some("0"), wrongtype(), "1")).unwrap() else { panic!() };
+    let w = to_cmds(&Keys::new(b"q"), &w);
     assert_eq!(w, vec![cmd(&["ZREM", "emq:{q}:active", "a"]), cmd(&["DEL", "emq:{q}:job:a"])]);
     // -1: kept forever, listed, no expiry.
     let mut s = complete();
     s.start();
     let Step::Exec(w) = s.feed(&settle_replies(Some("-1"), Reply::Int(0), "1")).unwrap() else { panic!() };
+    let w = to_cmds(&Keys::new(b"q"), &w);
     assert_eq!(w.len(), 4);
     assert_eq!(w[3], cmd(&["ZADD", "emq:{q}:done", &now, "a"]));
 }
@@ -244,6 +250,7 @@ fn a_fail_that_kills_reads_the_dead_head_under_a_watch_and_trims() {
     );
     let head = Reply::Array(vec![bulk("old"), bulk("5"), bulk("older"), bulk("6")]);
     let Step::Exec(w) = s.feed(&[fields(&[None, Some("1")]), Reply::Int(2), head]).unwrap() else { panic!() };
+    let w = to_cmds(&Keys::new(b"q"), &w);
     assert_eq!(w[w.len() - 2..], [cmd(&["ZREM", "emq:{q}:dead", "old", "older"]), cmd(&["DEL", "emq:{q}:job:old", "emq:{q}:job:older"])]);
     assert!(w.contains(&cmd(&["ZADD", "emq:{q}:dead", &NOW.to_string(), "a"])));
     assert_eq!(s.finish(&vec![Reply::Int(1); w.len()]).unwrap(), Settled::Dead);
@@ -263,6 +270,7 @@ fn a_lane_job_that_dies_trims_then_confirms_its_empty_lane() {
     let Step::Read { watch, .. } = s.feed(&[fields(&[None, None]), Reply::Int(0), Reply::Array(vec![])]).unwrap() else { panic!() };
     assert_eq!(watch, vec![b"emq:{q}:lane:L".to_vec()]);
     let Step::Exec(w) = s.feed(&[Reply::Int(0)]).unwrap() else { panic!() };
+    let w = to_cmds(&Keys::new(b"q"), &w);
     assert!(w.contains(&cmd(&["HSET", "emq:{q}:lanectl:L", "active", "0"])));
 }
 

@@ -1,7 +1,8 @@
 //! The sweep conversation driven with made-up replies: what it asks for, what it
 //! plans, and what it refuses. No server.
 
-use emq_plan::conversation::Conversation;
+use emq_plan::protocol::conversation::Conversation;
+use emq_plan::protocol::write::to_cmds;
 use emq_plan::sweep::{Kind, Outcome, Step, Sweep};
 use emq_plan::{Cmd, ErrorKind, Keys, Reply};
 
@@ -67,9 +68,14 @@ fn select(s: &mut Sweep, replies: &[Reply]) -> (Vec<Vec<u8>>, Vec<Cmd>) {
     read(s.feed(replies).unwrap())
 }
 
+/// The plan's commands, as a host renders its writes (the queue is `q`).
+fn commands(writes: &[emq_plan::Write]) -> Vec<Cmd> {
+    to_cmds(&Keys::new(b"q"), writes)
+}
+
 fn writes(step: Step) -> Vec<Cmd> {
     match step {
-        Step::Exec(w) => w,
+        Step::Exec(w) => commands(&w),
         other => panic!("expected the plan, got {other:?}"),
     }
 }
@@ -334,7 +340,7 @@ fn stalled_plan(speculate: bool, x_fields: Reply, y_fields: Reply) -> Vec<Cmd> {
     let mut step = s.feed(&replies).unwrap();
     loop {
         step = match step {
-            Step::Exec(w) => return w,
+            Step::Exec(w) => return commands(&w),
             // The trim of `dead`: two old entries, at most 2 kept.
             Step::Read { watch, .. } if watch == vec![b"emq:{q}:dead".to_vec()] => {
                 s.feed(&[fields(&[None, Some("2")]), Reply::Int(2), members(&[("old1", NOW - 9), ("old2", NOW - 8)])]).unwrap()
@@ -451,11 +457,11 @@ fn stalled_in_groups_with_c_taken(speculate: bool) -> Vec<Vec<Cmd>> {
     loop {
         step = match step {
             Step::Exec(w) => {
-                execs.push(w);
+                execs.push(commands(&w));
                 return execs;
             }
             Step::Group { writes, cmds, .. } => {
-                execs.push(writes);
+                execs.push(commands(&writes));
                 if speculate {
                     s.speculate();
                 }
@@ -463,7 +469,7 @@ fn stalled_in_groups_with_c_taken(speculate: bool) -> Vec<Vec<Cmd>> {
                 s.feed(&answer(&cmds, &selection, &c_taken)).unwrap()
             }
             Step::Read { cmds, .. } => s.feed(&answer(&cmds, &selection, &c_taken)).unwrap(),
-            other @ Step::Done(_) => panic!("expected a plan, got {other:?}"),
+            other @ (Step::Done(_) | Step::Snapshot(_)) => panic!("expected a plan, got {other:?}"),
         }
     }
 }
@@ -494,7 +500,7 @@ fn a_stalled_check_watches_the_lease_marks_of_past_seconds_and_the_rows_of_the_c
 
 #[test]
 fn lease_buckets() {
-    use emq_plan::guard::lease_bucket;
+    use emq_plan::protocol::guard::lease_bucket;
     assert_eq!(lease_bucket(f64::NEG_INFINITY), 0);
     assert_eq!(lease_bucket(-1.5), 0);
     assert_eq!(lease_bucket(999.9), 0);

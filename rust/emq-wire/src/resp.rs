@@ -178,10 +178,19 @@ impl<S: Read + Write> Wire<S> {
 
     /// Sends the commands of every part, in order, as one pipeline.
     pub fn send_parts(&mut self, parts: &[&[Cmd]]) -> WireResult<()> {
+        self.send_with(|out| {
+            for cmds in parts {
+                emq_plan::protocol::cmd::encode_into(cmds, out);
+            }
+        })
+    }
+
+    /// Sends what `encode` appends to the (empty) send buffer as one pipeline,
+    /// without reading: commands a caller renders itself, straight into the
+    /// buffer (a plan's typed writes).
+    pub fn send_with(&mut self, encode: impl FnOnce(&mut Vec<u8>)) -> WireResult<()> {
         self.out.clear();
-        for cmds in parts {
-            emq_plan::cmd::encode_into(cmds, &mut self.out);
-        }
+        encode(&mut self.out);
         self.stream.write_all(&self.out)?;
         // A buffer grown for one large call is not kept for good.
         if self.out.capacity() > MAX_KEPT {

@@ -1,15 +1,14 @@
 //! PROMOTE's write plan (SPEC §5 steps 5 to 7): a pure function of the read.
 
-use crate::cmd::Cmd;
 use crate::error::{Error, Result};
-use crate::names::Keys;
-use crate::offer::Offers;
+use crate::lanes::offer::Offers;
+use crate::protocol::write::{Members, RowFields, Write};
 use crate::sweep::types::{Outcome, Plan, Read, Row, PROMOTE};
 
 /// Every due id leaves `schedule`; flat rows join `pending`, lane rows their lane,
 /// in due order; live rows become `pending`; then offers, the flat wake, the trim,
 /// and `P promotions` counts the call.
-pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
+pub fn plan(read: &Read) -> Result<Plan> {
     let mut flat: Vec<&[u8]> = vec![];
     let mut by_lane: Vec<(&[u8], Vec<&[u8]>)> = vec![];
     for (id, row) in read.ids.iter().zip(&read.rows) {
@@ -34,25 +33,23 @@ pub fn plan(keys: &Keys, read: &Read) -> Result<Plan> {
         return Err(Error::layout(PROMOTE, "pending, ring or wake has the wrong type"));
     }
 
-    // Room for every write: a thousand commands moved once, not at each doubling.
+    // Room for every write: a thousand of them moved once, not at each doubling.
     let mut w = Vec::with_capacity(read.ids.len() + by_lane.len() + 8);
-    w.push(Cmd::new("ZREM").arg(keys.schedule()).args(&read.ids));
+    w.push(Write::Unschedule(Members::of(&read.ids)));
     if !flat.is_empty() {
-        w.push(Cmd::new("RPUSH").arg(keys.pending()).args(&flat));
+        w.push(Write::MakeReady { lane: None, ids: Members::of(&flat) });
         offers.wake_flat();
     }
-    for (name, ids) in &by_lane {
-        w.push(Cmd::new("RPUSH").arg(keys.lane(name)).args(ids));
+    for (name, ids) in by_lane {
+        w.push(Write::MakeReady { lane: Some(name.to_vec()), ids: Members::of(&ids) });
     }
-    // `HSET <row> state pending`: the name and the tail encoded once.
-    let (hset, tail) = (Cmd::new("HSET"), Cmd::from_args(["state", "pending"]));
     for (id, row) in read.ids.iter().zip(&read.rows) {
         if let Row::Live { .. } = row {
-            w.push(Cmd::around(&hset, &keys.job_parts(id), &tail));
+            w.push(Write::SetRow { id: id.clone(), fields: RowFields::Ready });
         }
     }
-    offers.writes(keys, &mut w);
-    // Every promote that takes members bumps the key promoters watch (`crate::guard`).
-    w.push(Cmd::new("INCR").arg(keys.promotions()));
+    offers.writes(&mut w);
+    // Every promote that takes members bumps the key promoters watch (`crate::protocol::guard`).
+    w.push(Write::CountPromotion);
     Ok(Plan { writes: w, outcome: Outcome::Promoted(read.ids.len() as i64) })
 }

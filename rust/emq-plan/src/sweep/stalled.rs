@@ -1,10 +1,9 @@
 //! STALLED CHECK's write plan (SPEC §6 steps 4 to 7): a pure function of the read.
 
-use crate::cmd::Cmd;
 use crate::error::{Error, Result};
-use crate::guard::{lease_marks, relies_on_empty};
-use crate::names::Keys;
-use crate::offer::Offers;
+use crate::lanes::offer::Offers;
+use crate::protocol::guard::{lease_marks, relies_on_empty};
+use crate::protocol::write::{LaneField, Members, RowFields, Write};
 use crate::sweep::types::{Outcome, Plan, Read, Row, STALLED};
 
 /// A lane's share of a plan: (name, recovered ids, rows that left active).
@@ -13,33 +12,25 @@ type LaneTally<'a> = (&'a [u8], Vec<&'a [u8]>, i64);
 /// Every expired id leaves `active`. A live row counts a stall; past
 /// `max_stalled` it dies, else it goes back to `pending` or its lane. Lane rows
 /// give back their lane's slot; then offers, the flat wake, the trim.
-pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> {
-    let now = read.now.to_string();
+pub fn plan(read: &Read, max_stalled: Option<u64>) -> Result<Plan> {
     let mut recovered: Vec<Vec<u8>> = vec![];
     let mut dead: Vec<Vec<u8>> = vec![];
     let mut flat: Vec<&[u8]> = vec![];
     // Per lane, in the order of its first live row.
     let mut by_lane: Vec<LaneTally<'_>> = vec![];
     let mut rows = Vec::with_capacity(2 * read.ids.len());
-    // `HDEL <row> token lease`: the name and the tail encoded once.
-    let (hdel, hdel_tail) = (Cmd::new("HDEL"), Cmd::from_args(["token", "lease"]));
-    // `HSET <row> state pending|dead stalls <n>`: all but the count encoded once.
-    let hset = Cmd::new("HSET");
-    let (to_pending, to_dead) = (Cmd::from_args(["state", "pending", "stalls"]), Cmd::from_args(["state", "dead", "stalls"]));
 
     for (id, row) in read.ids.iter().zip(&read.rows) {
         let Row::Live { lane, stalls } = row else { continue };
         let stalls = stalls.saturating_add(1);
         let dies = dies(stalls, max_stalled);
-        let mut set = Cmd::around(&hset, &keys.job_parts(id), if dies { &to_dead } else { &to_pending }).arg_int(stalls);
         if dies {
-            set = set.arg("error").arg("stalled");
             dead.push(id.clone());
         } else {
             recovered.push(id.clone());
         }
-        rows.push(set);
-        rows.push(Cmd::around(&hdel, &keys.job_parts(id), &hdel_tail));
+        rows.push(Write::SetRow { id: id.clone(), fields: RowFields::Stalled { stalls, dead: dies } });
+        rows.push(Write::DropLease { id: id.clone() });
         match lane {
             None if !dies => flat.push(id),
             None => {}
@@ -75,31 +66,27 @@ pub fn plan(keys: &Keys, read: &Read, max_stalled: Option<u64>) -> Result<Plan> 
         return Err(Error::layout(STALLED, "pending, dead, ring or wake has the wrong type"));
     }
 
-    // Room for every write: two thousand commands moved once, not at each doubling.
+    // Room for every write: two thousand of them moved once, not at each doubling.
     let mut w = Vec::with_capacity(rows.len() + 2 * by_lane.len() + 16);
-    w.push(Cmd::new("ZREM").arg(keys.active()).args(&read.ids));
+    w.push(Write::LeaveActive(Members::of(&read.ids)));
     // Every member leaves `active`: the marks of the seconds their leases ended
-    // in tell the stalled checks that watch them (`crate::guard`).
-    w.extend(lease_marks(keys, &read.scores));
+    // in tell the stalled checks that watch them (`crate::protocol::guard`).
+    w.extend(lease_marks(&read.scores));
     if !dead.is_empty() {
-        let mut add = Cmd::new("ZADD").arg(keys.dead());
-        for id in &dead {
-            add = add.arg(&now).arg(id);
-        }
-        w.push(add);
+        w.push(Write::Bury { at: read.now, ids: Members::of(&dead) });
     }
     w.extend(rows);
     if !flat.is_empty() {
-        w.push(Cmd::new("RPUSH").arg(keys.pending()).args(&flat));
+        w.push(Write::MakeReady { lane: None, ids: Members::of(&flat) });
         offers.wake_flat();
     }
-    for ((name, ids, _), active) in by_lane.iter().zip(actives) {
+    for ((name, ids, _), active) in by_lane.into_iter().zip(actives) {
         if !ids.is_empty() {
-            w.push(Cmd::new("RPUSH").arg(keys.lane(name)).args(ids));
+            w.push(Write::MakeReady { lane: Some(name.to_vec()), ids: Members::of(&ids) });
         }
-        w.push(Cmd::new("HSET").arg(keys.lanectl(name)).arg("active").arg(active.to_string()));
+        w.push(Write::SetLane { lane: name.to_vec(), field: LaneField::Active(active) });
     }
-    offers.writes(keys, &mut w);
+    offers.writes(&mut w);
     Ok(Plan { writes: w, outcome: Outcome::Stalled { recovered, dead } })
 }
 

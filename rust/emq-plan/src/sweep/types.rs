@@ -2,8 +2,8 @@
 //! selected, the lanes and lists it touches, the write plan and the reply. Shared
 //! by the plans (`promote`, `stalled`) and the conversation that reads for them.
 
-use crate::cmd::Cmd;
-use crate::offer::LaneCtl;
+use crate::lanes::offer::LaneCtl;
+use crate::protocol::write::Write;
 
 pub const PROMOTE: &str = "EMQ.PROMOTE";
 pub const STALLED: &str = "EMQ.STALLED.CHECK";
@@ -27,7 +27,7 @@ impl Kind {
 }
 
 /// What the host does next in a sweep.
-pub type Step = crate::conversation::Step<Outcome>;
+pub type Step = crate::protocol::conversation::Step<Outcome>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -100,6 +100,6 @@ impl Read {
 /// The write plan and the reply it gives once `EXEC` has run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
-    pub writes: Vec<Cmd>,
+    pub writes: Vec<Write>,
     pub outcome: Outcome,
 }

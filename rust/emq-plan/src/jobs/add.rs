@@ -1,0 +1,369 @@
+//! ADD (SPEC §7): write the row; ready at once (pending or its lane, offer,
+//! wake) when due, else into `schedule`.
+
+use crate::clock::parse_time;
+use crate::error::{Error, Result};
+use crate::lanes::offer::{new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
+use crate::names::{id_problem, Keys};
+use crate::numbers::{later, Decimal, HEX, MAX_MS};
+use crate::protocol::cmd::Cmd;
+use crate::protocol::conversation::{Conversation, Step};
+use crate::protocol::reply::Reply;
+use crate::protocol::write::{Members, NewRow, RowFields, Scored, Write};
+
+pub const ADD: &str = "EMQ.ADD";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    /// Milliseconds after the call's clock reading (`0`: ready at once).
+    Delay(u64),
+    /// A due time, ms since the epoch on the server's clock.
+    At(i64),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewJob {
+    pub id: Option<Vec<u8>>,
+    pub data: Vec<u8>,
+    pub when: When,
+    pub lane: Option<Vec<u8>>,
+    pub max_attempts: u32,
+}
+
+pub struct Add {
+    keys: Keys,
+    jobs: Vec<NewJob>,
+    /// For generated ids: this process's tag and the first sequence number.
+    gen: (u32, u64),
+    /// Lanes of jobs that may be ready at once, in order of first job.
+    lanes: Vec<Vec<u8>>,
+    ids: Vec<Vec<u8>>,
+    started: bool,
+    /// A given id that another job has: the call's answer once its reads are confirmed.
+    refused: Option<Error>,
+}
+
+impl Add {
+    /// Checks every job before anything is read: ids and lanes (SPEC §1),
+    /// `max_attempts`, and ids given twice.
+    pub fn new(keys: Keys, jobs: Vec<NewJob>, gen: (u32, u64)) -> Result<Self> {
+        for (i, j) in jobs.iter().enumerate() {
+            if let Some(id) = &j.id {
+                if let Some(why) = id_problem(id) {
+                    return Err(Error::argument(ADD, "id", why));
+                }
+                if jobs[..i].iter().any(|o| o.id.as_ref() == Some(id)) {
+                    return Err(Error::argument(ADD, "id", format!("{:?} is given twice", String::from_utf8_lossy(id))));
+                }
+            }
+            if let Some(why) = j.lane.as_deref().and_then(id_problem) {
+                return Err(Error::argument(ADD, "lane", why));
+            }
+            if j.max_attempts == 0 {
+                return Err(Error::argument(ADD, "max_attempts", "must be a positive integer"));
+            }
+        }
+        let mut lanes: Vec<Vec<u8>> = vec![];
+        for j in &jobs {
+            if let (Some(l), false) = (&j.lane, matches!(j.when, When::Delay(d) if d > 0)) {
+                if !lanes.contains(l) {
+                    lanes.push(l.clone());
+                }
+            }
+        }
+        Ok(Add { keys, jobs, gen, lanes, ids: vec![], started: false, refused: None })
+    }
+
+    fn given_ids(&self) -> impl Iterator<Item = &Vec<u8>> {
+        self.jobs.iter().filter_map(|j| j.id.as_ref())
+    }
+}
+
+/// The digest of an add's request, written to the row as `digest`: the first 16
+/// bytes of SHA-1, in lowercase hex, over an unambiguous encoding of what the
+/// caller asked for (the id aside: it is the row's key). Each part is tagged and
+/// variable parts are length-prefixed:
+/// `emq.add.v1` `d<len>:<data>` (`l<len>:<lane>` or `n`) `m<max_attempts>;`
+/// (`D<delay ms>;` or `A<due ms>;`). An add that finds a row with its own digest
+/// under the id it names has already landed (a retry after a lost reply).
+pub fn digest(job: &NewJob) -> String {
+    String::from_utf8(digest_hex(job).to_vec()).expect("hex is ASCII")
+}
+
+/// [`digest`]'s 32 hex digits, without a string of their own (a row's field).
+pub fn digest_hex(job: &NewJob) -> [u8; 32] {
+    let mut buf = Vec::with_capacity(job.data.len() + job.lane.as_ref().map_or(0, Vec::len) + 80);
+    buf.extend_from_slice(b"emq.add.v1d");
+    buf.extend_from_slice(Decimal::count(job.data.len()).as_bytes());
+    buf.push(b':');
+    buf.extend_from_slice(&job.data);
+    match &job.lane {
+        Some(l) => {
+            buf.push(b'l');
+            buf.extend_from_slice(Decimal::count(l.len()).as_bytes());
+            buf.push(b':');
+            buf.extend_from_slice(l);
+        }
+        None => buf.push(b'n'),
+    }
+    buf.push(b'm');
+    buf.extend_from_slice(Decimal::uint(u64::from(job.max_attempts)).as_bytes());
+    buf.push(b';');
+    match job.when {
+        When::Delay(ms) => {
+            buf.push(b'D');
+            buf.extend_from_slice(Decimal::uint(ms).as_bytes());
+        }
+        When::At(t) => {
+            buf.push(b'A');
+            buf.extend_from_slice(Decimal::int(t).as_bytes());
+        }
+    }
+    buf.push(b';');
+    let full = sha1_smol::Sha1::from(&buf).digest().bytes();
+    let mut hex = [0u8; 32];
+    for (pair, b) in hex.chunks_exact_mut(2).zip(&full[..16]) {
+        pair.copy_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+    }
+    hex
+}
+
+/// A generated id: the server's clock in ms, this process's tag and a sequence
+/// number, in fixed-width hex, so ids are unique and sort by creation.
+pub fn generated_id(now: i64, tag: u32, seq: u64) -> Vec<u8> {
+    let mut id = Vec::with_capacity(32);
+    for (v, width) in [(now.max(0).unsigned_abs(), 12), (u64::from(tag), 8), (seq, 12)] {
+        // `{:0width$x}`: at least `width` digits, more where the value needs them.
+        let digits = (64 - v.leading_zeros()).div_ceil(4).max(width);
+        id.extend((0..digits).rev().map(|d| HEX[((v >> (4 * d)) & 15) as usize]));
+    }
+    id
+}
+
+impl Conversation for Add {
+    type Out = Vec<Vec<u8>>;
+
+    fn verb(&self) -> &'static str {
+        ADD
+    }
+
+    fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    fn start(&mut self) -> Step<Self::Out> {
+        self.started = true;
+        let k = &self.keys;
+        let mut watch: Vec<Vec<u8>> = self.given_ids().map(|id| k.job(id)).collect();
+        watch.extend(self.lanes.iter().map(|l| k.lanectl(l)));
+        let mut cmds = vec![Cmd::new("TIME")];
+        for id in self.given_ids() {
+            cmds.push(Cmd::new("EXISTS").arg(k.job(id)));
+            cmds.push(Cmd::new("HGET").arg(k.job(id)).arg("digest"));
+        }
+        for l in &self.lanes {
+            cmds.push(Cmd::new("HMGET").arg(k.lanectl(l)).args(CTL_FIELDS));
+            cmds.push(Cmd::new("LLEN").arg(k.lane(l)));
+        }
+        cmds.push(Cmd::new("LLEN").arg(k.pending()));
+        // The head of `schedule`: a job due before it wakes a parked worker (unwatched:
+        // the token is a hint, see `new_head`).
+        cmds.push(schedule_head(k));
+        cmds.push(Cmd::new("LLEN").arg(k.ring()));
+        cmds.push(Cmd::new("LLEN").arg(k.wake()));
+        Step::Read { watch, cmds }
+    }
+
+    fn feed(&mut self, replies: &[Reply]) -> Result<Step<Self::Out>> {
+        let given = 2 * self.given_ids().count();
+        if replies.len() != 1 + given + 2 * self.lanes.len() + 4 {
+            return Err(Error::server(ADD, "wrong number of replies"));
+        }
+        let now = parse_time(&replies[0]).ok_or_else(|| Error::server(ADD, "TIME gave no clock"))?;
+        // Each given id: new, already landed (a row with this request's digest:
+        // skipped, its id returned), or taken by another job (the call is refused).
+        let mut landed = vec![false; self.jobs.len()];
+        let mut pairs = replies[1..=given].chunks_exact(2);
+        for (i, j) in self.jobs.iter().enumerate() {
+            let Some(id) = &j.id else { continue };
+            let [exists, stored] = pairs.next().expect("two replies a given id") else { unreachable!() };
+            if let Reply::Error { message, .. } = exists {
+                return Err(Error::server(ADD, message));
+            }
+            match exists.as_int() {
+                Some(0) => {}
+                Some(_) => {
+                    if let Reply::Error { message, .. } = stored {
+                        if !stored.is_wrongtype() {
+                            return Err(Error::server(ADD, message));
+                        }
+                    }
+                    if stored.as_bytes() != Some(digest(j).as_bytes()) {
+                        // Refused once `EXEC` of nothing confirms the watched rows held
+                        // still since they were read (else a new call reads them again).
+                        self.refused = Some(Error::duplicate(
+                            ADD,
+                            format!("job {:?} exists: another job has this id; nothing was added", String::from_utf8_lossy(id)),
+                        ));
+                        return Ok(Step::Exec(vec![]));
+                    }
+                    landed[i] = true;
+                }
+                None => return Err(Error::server(ADD, "EXISTS gave no count")),
+            }
+        }
+        let k = &self.keys;
+        let mut ctls = Vec::with_capacity(self.lanes.len());
+        for (l, pair) in self.lanes.iter().zip(replies[1 + given..].chunks_exact(2)) {
+            if pair[0].is_wrongtype() || pair[1].is_wrongtype() {
+                return Err(Error::layout(ADD, format!("{} or its control has the wrong type", String::from_utf8_lossy(&k.lane(l)))));
+            }
+            ctls.push((LaneCtl::from_reply(&pair[0]), pair[1].as_int().unwrap_or(0)));
+        }
+        let t = &replies[1 + given + 2 * self.lanes.len()..];
+        let (pending_ok, schedule_ok, ring_ok, wake_ok) =
+            (!t[0].is_wrongtype(), !t[1].is_wrongtype(), !t[2].is_wrongtype(), !t[3].is_wrongtype());
+
+        let (tag, seq) = self.gen;
+        self.ids = self
+            .jobs
+            .iter()
+            .enumerate()
+            .map(|(i, j)| j.id.clone().unwrap_or_else(|| generated_id(now, tag, seq.wrapping_add(i as u64))))
+            .collect();
+
+        let mut w = vec![];
+        let (mut flat, mut scheduled): (Vec<&[u8]>, Scored) = (vec![], Scored::new());
+        let mut by_lane: Vec<(&[u8], Vec<&[u8]>)> = vec![];
+        for ((j, id), _) in self.jobs.iter_mut().zip(&self.ids).zip(&landed).filter(|(_, &l)| !l) {
+            let due = match j.when {
+                When::Delay(d) => later(now, d),
+                When::At(t) => t.min(MAX_MS),
+            };
+            let ready = due <= now;
+            // The data goes to the row as it is (the call reads no job again once it has planned).
+            let digest = digest_hex(j);
+            let data = std::mem::take(&mut j.data);
+            let j: &NewJob = j;
+            let new = NewRow { ready, data, due, max_attempts: j.max_attempts, created: now, digest, lane: j.lane.clone() };
+            let fields = RowFields::New(Box::new(new));
+            w.push(Write::SetRow { id: id.clone(), fields });
+            match (&j.lane, ready) {
+                (_, false) => scheduled.push(due, id),
+                (None, true) => flat.push(id),
+                (Some(l), true) => match by_lane.iter_mut().find(|(name, _)| name == l) {
+                    Some((_, ids)) => ids.push(id),
+                    None => by_lane.push((l, vec![id])),
+                },
+            }
+        }
+        let mut offers = Offers::default();
+        for (l, ids) in &by_lane {
+            // Every lane a job may be ready in was read (`Add::new`): a job due later is
+            // never ready, as the clock is short of `MAX_MS` (`clock`).
+            let Some(i) = self.lanes.iter().position(|x| x == l) else {
+                return Err(Error::server(ADD, "a job is ready in a lane it did not read"));
+            };
+            let (ctl, len) = &ctls[i];
+            offers.offer(l, len.saturating_add(ids.len() as i64), ctl);
+        }
+        let ready = !flat.is_empty() || !by_lane.is_empty();
+        if (!flat.is_empty() && !pending_ok)
+            || (!scheduled.is_empty() && !schedule_ok)
+            || (offers.offered_any() && !ring_ok)
+            || (ready && !wake_ok)
+        {
+            return Err(Error::layout(ADD, "pending, schedule, ring or wake has the wrong type"));
+        }
+        let woke = new_head(&t[1], scheduled.iter().map(|(due, _)| due));
+        if !scheduled.is_empty() {
+            w.push(Write::Schedule(scheduled));
+        }
+        if !flat.is_empty() {
+            w.push(Write::MakeReady { lane: None, ids: Members::of(&flat) });
+        }
+        for (l, ids) in &by_lane {
+            w.push(Write::MakeReady { lane: Some(l.to_vec()), ids: Members::of(ids) });
+        }
+        if !flat.is_empty() || woke {
+            offers.wake_flat();
+        }
+        if woke && !wake_ok {
+            return Err(Error::layout(ADD, "pending, schedule, ring or wake has the wrong type"));
+        }
+        if ready || woke {
+            offers.writes(&mut w);
+        }
+        if w.is_empty() {
+            return Ok(Step::Done(std::mem::take(&mut self.ids)));
+        }
+        Ok(Step::Exec(w))
+    }
+
+    fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out> {
+        if let Some(e) = self.refused.take() {
+            return Err(e);
+        }
+        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
+            return Err(Error::server(ADD, message));
+        }
+        Ok(std::mem::take(&mut self.ids))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fmt::Write;
+
+    /// The digest and the generated id as first written (with `format!`): rows
+    /// keep them, so their bytes never change.
+    fn digest_as_written(job: &NewJob) -> String {
+        let mut buf = b"emq.add.v1".to_vec();
+        buf.extend_from_slice(format!("d{}:", job.data.len()).as_bytes());
+        buf.extend_from_slice(&job.data);
+        match &job.lane {
+            Some(l) => {
+                buf.extend_from_slice(format!("l{}:", l.len()).as_bytes());
+                buf.extend_from_slice(l);
+            }
+            None => buf.push(b'n'),
+        }
+        buf.extend_from_slice(format!("m{};", job.max_attempts).as_bytes());
+        match job.when {
+            When::Delay(ms) => buf.extend_from_slice(format!("D{ms};").as_bytes()),
+            When::At(t) => buf.extend_from_slice(format!("A{t};").as_bytes()),
+        }
+        let full = sha1_smol::Sha1::from(&buf).digest().bytes();
+        full[..16].iter().fold(String::new(), |mut hex, b| {
+            let _ = write!(hex, "{b:02x}");
+            hex
+        })
+    }
+
+    #[test]
+    fn digests_and_generated_ids_keep_their_bytes() {
+        for data in [&b""[..], b"x", &[7u8; 300]] {
+            for lane in [None, Some(b"l".to_vec()), Some(vec![b'z'; 120])] {
+                for when in [
+                    When::Delay(0),
+                    When::Delay(1234),
+                    When::Delay(u64::MAX),
+                    When::At(0),
+                    When::At(-7),
+                    When::At(i64::MIN),
+                    When::At(i64::MAX),
+                ] {
+                    for max_attempts in [1, 3, u32::MAX] {
+                        let j = NewJob { id: None, data: data.to_vec(), when, lane: lane.clone(), max_attempts };
+                        assert_eq!(digest(&j), digest_as_written(&j), "{j:?}");
+                    }
+                }
+            }
+        }
+        for (now, tag, seq) in [(0, 0, 0), (1_764_650_000_000, 0xdead_beef, 42), (-5, 1, 1), (i64::MAX, u32::MAX, u64::MAX)] {
+            let want = format!("{:012x}{tag:08x}{seq:012x}", now.max(0)).into_bytes();
+            assert_eq!(generated_id(now, tag, seq), want, "{now} {tag} {seq}");
+        }
+    }
+}
