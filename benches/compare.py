@@ -31,7 +31,7 @@ clock) in a file. Per system and run:
 
 Medians over `--runs` runs; ratios against emq; JSON to
 benches/results/compare-<server>.json, plots to benches/results/*.png, and
-the table to benches/README.md under "Against other queues".
+the table to benches/JOURNAL.md (the benches' journal) under "Against other queues".
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ BENCHES = Path(__file__).resolve().parent
 REPO = BENCHES.parent
 RESULTS = BENCHES / "results"
 VENVS = BENCHES / ".venvs"
-README = BENCHES / "README.md"
+# The journal of dated runs holds this section (benches/README.md has the standing).
+README = BENCHES / "JOURNAL.md"
 HEADING = "## Against other queues"
 
 sys.path.insert(0, str(BENCHES))
