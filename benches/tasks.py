@@ -116,6 +116,9 @@ class ClientRun:
 
     def expect_ready(self, timeout: float) -> None:
         line = self._next(time.monotonic() + timeout, "`ready` (start-up and warm-up)")
+        if line is None:
+            self.p.wait(10)
+            self.fail(f"exited ({self.p.returncode}) before `ready`")
         if line != "ready":
             self.fail(f"expected `ready`, got {line!r}")
 
@@ -210,6 +213,7 @@ def run_system(name: str, h: Harness, cfg, run: int, logdir: Path) -> dict:
     for n in sorted({1, cfg.workers}):
         h.fresh()
         w = Workers(name, h.url, n, cfg.concurrency, None, logdir, peer=PEERS[name]).start()
+        logs = list(w.logs)
         try:
             time.sleep(cfg.settle)
             w.check()
@@ -221,6 +225,10 @@ def run_system(name: str, h: Harness, cfg, run: int, logdir: Path) -> dict:
                 log(f"  {name}: result latency, {cfg.rate:g} tasks/s for {cfg.latency_s:g} s, {n} worker process(es)")
                 out["latency"] = measure_latency(h, name, cfg, logdir)
                 w.check()
+        except Exception as e:
+            # A client's error may be the workers' doing (a worker that cannot start
+            # may stay up): their logs go with it.
+            raise RuntimeError(f"{e}\n{name} worker logs: {', '.join(map(str, logs))}") from e
         finally:
             w.stop(grace=10)
     out["loadavg_after"] = os.getloadavg()[0]

@@ -112,12 +112,12 @@ def _sync_wait(client, h, timeout: float, arg):
 
 
 def sync_warmup(client, count: int, timeout: float) -> None:
+    """`count` adds, each checked; the first that is not right ends it."""
     tally = Tally()
     handles = [client.submit_add(i, i) for i in range(count)]
     for i, h in enumerate(handles):
-        tally.settle(_check_add, i, *_sync_wait(client, h, timeout, i))
-    if tally.ok != count:
-        raise RuntimeError(f"warm-up: {tally.ok} of {count} results right: {tally.errors}")
+        if not tally.settle(_check_add, i, *_sync_wait(client, h, timeout, i)):
+            raise RuntimeError(f"warm-up: {tally.errors[0]}")
 
 
 def sync_throughput(client, count: int, timeout: float, cap_s: float) -> dict:
@@ -188,12 +188,12 @@ async def _submit_adds(client, xs: range) -> list:
 
 
 async def async_warmup(client, count: int, timeout: float) -> None:
+    """As `sync_warmup`."""
     tally = Tally()
     handles = await _submit_adds(client, range(count))
     for i, h in enumerate(handles):
-        tally.settle(_check_add, i, *(await _async_wait(client, h, timeout, i)))
-    if tally.ok != count:
-        raise RuntimeError(f"warm-up: {tally.ok} of {count} results right: {tally.errors}")
+        if not tally.settle(_check_add, i, *(await _async_wait(client, h, timeout, i))):
+            raise RuntimeError(f"warm-up: {tally.errors[0]}")
 
 
 async def async_throughput(client, count: int, timeout: float, cap_s: float) -> dict:
