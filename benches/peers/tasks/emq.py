@@ -21,7 +21,8 @@ def worker_argv(python: str, url: str, queue: str, concurrency: int) -> list[str
 
 
 def worker_env(url: str, queue: str, concurrency: int) -> dict[str, str]:
-    return {"BENCH_URL": url}
+    # EMQ_URL too: the CLI's own default URL, should it want one besides the app's.
+    return {"BENCH_URL": url, "EMQ_URL": url}
 
 
 def available() -> bool:
