@@ -633,6 +633,25 @@ def run_system(name: str, srv: Server, h: Harness, cfg, run: int, logdir: Path) 
     return out
 
 
+def run_rounds(systems: list[str], runs: int, h: Harness, run_one) -> dict:
+    """`runs` rounds of `run_one(system, run)` over the systems, each round's order
+    rotated by one; a system's failure is recorded (`errors`, and `error`, its
+    first line) and the others go on, on an emptied server."""
+    results: dict = {s: {"runs": []} for s in systems}
+    for run in range(runs):
+        order = systems[run % len(systems) :] + systems[: run % len(systems)]
+        for s in order:
+            log(f"run {run + 1}/{runs}: {s}")
+            try:
+                results[s]["runs"].append(run_one(s, run))
+            except Exception as e:  # noqa: BLE001 - one system's failure is reported, the rest go on
+                log(f"  {s} failed: {e}")
+                results[s].setdefault("errors", []).append(str(e)[-3000:])
+                results[s]["error"] = str(e).splitlines()[0][:300]
+                h.fresh()
+    return results
+
+
 # -- summary, plots, README -----------------------------------------------------
 
 
@@ -1074,18 +1093,7 @@ def main() -> int:
         }
         log(f"{server['name']} {server['version']} ({srv.allocator}) at {srv.url}; logs and records in {logdir}")
         versions = {s: versions_of(s) for s in systems}
-        results: dict = {s: {"runs": []} for s in systems}
-        for run in range(cfg.runs):
-            order = systems[run % len(systems) :] + systems[: run % len(systems)]
-            for s in order:
-                log(f"run {run + 1}/{cfg.runs}: {s}")
-                try:
-                    results[s]["runs"].append(run_system(s, srv, h, cfg, run, logdir))
-                except Exception as e:  # noqa: BLE001 - one system's failure is reported, the rest go on
-                    log(f"  {s} failed: {e}")
-                    results[s].setdefault("errors", []).append(str(e)[-3000:])
-                    results[s]["error"] = str(e).splitlines()[0][:200]
-                    h.fresh()
+        results = run_rounds(systems, cfg.runs, h, lambda s, run: run_system(s, srv, h, cfg, run, logdir))
     finally:
         srv.stop()
     summary = {s: summarize(r["runs"], cfg.workers) for s, r in results.items() if r["runs"]}

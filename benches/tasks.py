@@ -473,18 +473,7 @@ def main() -> int:
         server = {"name": cfg.server, "version": info.get("valkey_version") or info.get("redis_version"), "allocator": srv.allocator}
         log(f"{server['name']} {server['version']} ({srv.allocator}) at {srv.url}; logs in {logdir}")
         versions = {s: compare.versions_of(s, PEERS[s].DISTS) for s in systems}
-        results: dict = {s: {"runs": []} for s in systems}
-        for run in range(cfg.runs):
-            order = systems[run % len(systems) :] + systems[: run % len(systems)]
-            for s in order:
-                log(f"run {run + 1}/{cfg.runs}: {s}")
-                try:
-                    results[s]["runs"].append(run_system(s, h, cfg, run, logdir))
-                except Exception as e:  # noqa: BLE001 - one system's failure is reported, the others go on
-                    log(f"  {s} FAILED: {e}")
-                    results[s].setdefault("errors", []).append(str(e)[-3000:])
-                    results[s]["error"] = str(e).splitlines()[0][:300]
-                    h.fresh()
+        results = compare.run_rounds(systems, cfg.runs, h, lambda s, run: run_system(s, h, cfg, run, logdir))
     finally:
         srv.stop()
     summary = {s: summarize(r["runs"], cfg.workers) for s, r in results.items() if r["runs"]}
