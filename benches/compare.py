@@ -144,11 +144,13 @@ def setup(names: list[str]) -> None:
             subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *want], check=True)
 
 
-def versions_of(name: str) -> dict[str, str]:
+def versions_of(name: str, dists: tuple[str, ...] | None = None) -> dict[str, str]:
+    """The versions of `dists` (default: the peer's own) and of redis-py and
+    hiredis, as the system's interpreter sees them."""
     code = (
         "import importlib.metadata as m, json\n"
         "out = {}\n"
-        f"for d in ({peer_dist(name)!r}, 'redis', 'hiredis'):\n"
+        f"for d in ({tuple(dists or (peer_dist(name),))!r} + ('redis', 'hiredis')):\n"
         "    try: out[d] = m.version(d)\n"
         "    except Exception: pass\n"
         "print(json.dumps(out))"
@@ -273,33 +275,46 @@ class Monitor:
 
 
 class Workers:
-    """N worker processes of one system, each in its own process group."""
+    """N worker processes of one system, each in its own process group.
 
-    def __init__(self, name: str, url: str, n: int, concurrency: int, records: Path, logdir: Path):
+    `peer`: the module that says how to run one (default: this harness's peer
+    module of that name); `{k}` in an argument of its command line becomes the
+    worker's index. `records`: the handlers' records file, if they keep one."""
+
+    def __init__(self, name: str, url: str, n: int, concurrency: int, records: Path | None, logdir: Path, peer=None):
         self.name, self.url, self.n, self.concurrency = name, url, n, concurrency
         self.records, self.logdir = records, logdir
+        self.peer = peer or PEERS[name]
         self.procs: list[subprocess.Popen] = []
+        self.logs: list[Path] = []
 
     def start(self) -> Workers:
-        peer = PEERS[self.name]
-        argv = peer.worker_argv(python_of(self.name), self.url, QUEUE, self.concurrency)
-        extra = getattr(peer, "worker_env", lambda *a: {})(self.url, QUEUE, self.concurrency)
-        env = sub_env({"BENCH_RECORDS": str(self.records), **extra})
+        argv = self.peer.worker_argv(python_of(self.name), self.url, QUEUE, self.concurrency)
+        extra = getattr(self.peer, "worker_env", lambda *a: {})(self.url, QUEUE, self.concurrency)
+        env = sub_env({**({"BENCH_RECORDS": str(self.records)} if self.records else {}), **extra})
         for k in range(self.n):
-            out = open(self.logdir / f"{self.name}-worker-{k}-{len(self.procs)}.log", "ab")
+            path = self.logdir / f"{self.name}-worker-{k}-{len(self.procs)}.log"
+            out = open(path, "ab")
             self.procs.append(
                 subprocess.Popen(
-                    argv, cwd=BENCHES, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+                    [a.replace("{k}", str(k)) for a in argv],
+                    cwd=BENCHES,
+                    env=env,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    start_new_session=True,
                 )
             )
+            self.logs.append(path)
         return self
 
     def check(self) -> None:
-        dead = [p for p in self.procs if p.poll() is not None]
+        dead = [(p, log) for p, log in zip(self.procs, self.logs) if p.poll() is not None]
         if dead:
-            logs = sorted(self.logdir.glob(f"{self.name}-worker-*.log"))
-            tail = logs[-1].read_text(errors="replace")[-2000:] if logs else ""
-            raise RuntimeError(f"{self.name}: {len(dead)} worker process(es) exited ({dead[0].returncode}):\n{tail}")
+            p, log = dead[0]
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+            raise RuntimeError(f"{self.name}: {len(dead)} worker process(es) exited ({p.returncode}); log {log}:\n{tail}")
 
     def stop(self, grace: float = 15.0) -> None:
         for p in self.procs:
@@ -322,6 +337,7 @@ class Workers:
             if p.poll() is None:
                 p.wait(5)
         self.procs = []
+        self.logs = []
 
 
 class Records:
@@ -618,6 +634,25 @@ def run_system(name: str, srv: Server, h: Harness, cfg, run: int, logdir: Path) 
     return out
 
 
+def run_rounds(systems: list[str], runs: int, h: Harness, run_one) -> dict:
+    """`runs` rounds of `run_one(system, run)` over the systems, each round's order
+    rotated by one; a system's failure is recorded (`errors`, and `error`, its
+    first line) and the others go on, on an emptied server."""
+    results: dict = {s: {"runs": []} for s in systems}
+    for run in range(runs):
+        order = systems[run % len(systems) :] + systems[: run % len(systems)]
+        for s in order:
+            log(f"run {run + 1}/{runs}: {s}")
+            try:
+                results[s]["runs"].append(run_one(s, run))
+            except Exception as e:  # noqa: BLE001 - one system's failure is reported, the rest go on
+                log(f"  {s} failed: {e}")
+                results[s].setdefault("errors", []).append(str(e)[-3000:])
+                results[s]["error"] = str(e).splitlines()[0][:300]
+                h.fresh()
+    return results
+
+
 # -- summary, plots, README -----------------------------------------------------
 
 
@@ -672,6 +707,13 @@ def have_plotting() -> bool:
     except ImportError:
         return False
     return True
+
+
+def setup_plotting() -> None:
+    """matplotlib in this environment (benches/requirements.txt), for the plots."""
+    if not have_plotting():
+        log("setup: pip install -r benches/requirements.txt (matplotlib, for the plots)")
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r", str(BENCHES / "requirements.txt")], check=True)
 
 
 def plots(data: dict, tag: str) -> list[str]:
@@ -1016,9 +1058,7 @@ def main() -> int:
         if s not in PEERS:
             ap.error(f"unknown system {s!r}")
     if cfg.setup:
-        if not have_plotting():
-            log("setup: pip install -r benches/requirements.txt (matplotlib, for the plots)")
-            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-r", str(BENCHES / "requirements.txt")], check=True)
+        setup_plotting()
         setup(systems)
         return 0
     if not have_plotting():
@@ -1054,18 +1094,7 @@ def main() -> int:
         }
         log(f"{server['name']} {server['version']} ({srv.allocator}) at {srv.url}; logs and records in {logdir}")
         versions = {s: versions_of(s) for s in systems}
-        results: dict = {s: {"runs": []} for s in systems}
-        for run in range(cfg.runs):
-            order = systems[run % len(systems) :] + systems[: run % len(systems)]
-            for s in order:
-                log(f"run {run + 1}/{cfg.runs}: {s}")
-                try:
-                    results[s]["runs"].append(run_system(s, srv, h, cfg, run, logdir))
-                except Exception as e:  # noqa: BLE001 - one system's failure is reported, the rest go on
-                    log(f"  {s} failed: {e}")
-                    results[s].setdefault("errors", []).append(str(e)[-3000:])
-                    results[s]["error"] = str(e).splitlines()[0][:200]
-                    h.fresh()
+        results = run_rounds(systems, cfg.runs, h, lambda s, run: run_system(s, srv, h, cfg, run, logdir))
     finally:
         srv.stop()
     summary = {s: summarize(r["runs"], cfg.workers) for s, r in results.items() if r["runs"]}
