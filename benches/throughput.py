@@ -94,7 +94,7 @@ def worker_proc(url: str, concurrency: int, stop, mode: str = "paired", spin_us:
         W.GroupCommit.finished = finished  # type: ignore[method-assign]
     c = emq.connect(url, spin_us=spin_us)
     handler = fail if fails else (lambda job: None)
-    w = emq.Worker(queue(c, mode), handler, concurrency=concurrency, beat_ms=1000, pump_batch=1000)
+    w = emq.Worker(queue(c, mode), handler, concurrency=concurrency, beat=1, pump_batch=1000)
 
     def watch():
         stop.wait()

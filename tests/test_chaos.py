@@ -126,7 +126,7 @@ def test_an_add_retried_after_an_unknown_outcome(proxy, r):
         dict(data=b"other"),
         dict(data=b"payload", lane="M"),
         dict(data=b"payload", max_attempts=4),
-        dict(data=b"payload", delay_ms=5),
+        dict(data=b"payload", delay=0.005),
     ]:
         kw = {"lane": "L", "max_attempts": 5, **other}
         with pytest.raises(emq.DuplicateJobError):
@@ -154,7 +154,7 @@ def test_producers_and_workers_under_chaos_lose_nothing_and_run_nothing_twice(se
 
     proxy.chaos(7, p_drop_before=0.01, p_drop_after=0.01, p_reset=0.005, p_drop=0.005, p_stall=0.01, max_stall=0.05)
     workers = [
-        emq.Worker(emq.Queue(emq.connect(proxy.url, read_timeout=2), Q), handler, beat_ms=100, lease_ms=3000, concurrency=4)
+        emq.Worker(emq.Queue(emq.connect(proxy.url, read_timeout=2), Q), handler, beat=0.1, lease=3, concurrency=4)
         for _ in range(2)
     ]
     errors: list = []
@@ -171,7 +171,7 @@ def test_producers_and_workers_under_chaos_lose_nothing_and_run_nothing_twice(se
             while True:
                 try:
                     c = c or emq.connect(proxy.url, read_timeout=2)
-                    emq.Queue(c, Q).add(b"job", id=f"j{i}", lane="L" if i % 5 == 0 else None, delay_ms=200 if i % 7 == 0 else 0)
+                    emq.Queue(c, Q).add(b"job", id=f"j{i}", lane="L" if i % 5 == 0 else None, delay=0.2 if i % 7 == 0 else 0)
                     break
                 except emq.ConnectionError:  # a dropped connection, or an unknown outcome: add again
                     time.sleep(0.01)
@@ -185,7 +185,7 @@ def test_producers_and_workers_under_chaos_lose_nothing_and_run_nothing_twice(se
     try:
         while True:
             c = direct.counts()
-            if threads[2].is_alive() or threads[3].is_alive() or c["schedule"] + c["pending"] + c["active"] + sum(c["lanes"].values()):
+            if threads[2].is_alive() or threads[3].is_alive() or c.schedule + c.pending + c.active + sum(c.lanes.values()):
                 assert time.monotonic() < deadline, (c, len(runs))
                 assert not errors, errors
                 time.sleep(0.1)

@@ -223,7 +223,7 @@ def test_stalled_recovery_max_stalled_0_kills_on_first_stall(server, r, procs, l
     q.add(json.dumps({"sleep": 0}), id="X")
     _start_and_kill(procs, r, server.url, qn, "A", "X", "--lease-ms", "1500", "--beat-ms", "300")
 
-    b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease_ms=1500, beat_ms=300, recovery="stalled", max_stalled=0)
+    b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease=1.5, beat=0.3, recovery="stalled", max_stalled=0)
     with running(b) as ran:
         wait_for(lambda: state(q, "X") == "dead", 1.8 + 15, "X to die", show=lambda: (q.get("X"), b.counters.snapshot()))
     c = ran["counters"]  # what run() returned: a counter moves just after the write it counts lands
@@ -246,7 +246,7 @@ def test_stalled_recovery_dies_after_max_stalled_kills(server, r, procs, log_env
     job = q.get("X")
     assert job.state == "active" and job.stalls == 1 and job.attempts == 2
 
-    b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease_ms=1500, beat_ms=300, recovery="stalled", max_stalled=1)
+    b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease=1.5, beat=0.3, recovery="stalled", max_stalled=1)
     with running(b) as ran:
         wait_for(lambda: state(q, "X") == "dead", 1.8 + 15, "X to die", show=lambda: (q.get("X"), b.counters.snapshot()))
     c = ran["counters"]  # what run() returned: a counter moves just after the write it counts lands
@@ -265,7 +265,7 @@ def test_rows_written_without_wake_are_worked_within_a_beat(server, r):
     qn = "nowake"
     k = keys(qn)
     done: list[str] = []
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat_ms=300, concurrency=4, idle_beat_ms=300)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat=0.3, concurrency=4, idle_beat=0.3)
     with running(w):
         parked(w, 3)
         # Ready rows pushed straight into pending, and rows due soon put straight
@@ -308,7 +308,7 @@ def test_short_delays_added_while_workers_park_wake_them_for_the_due_time(server
     def handler(job):
         ran[job.id] = (int(r.hget(f"{k['prefix']}job:{job.id}", "due")), server_ms(r))
 
-    workers = [emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=60_000, concurrency=2) for _ in range(2)]
+    workers = [emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat=60, concurrency=2) for _ in range(2)]
     with running(workers[0]), running(workers[1]):
         for w in workers:
             parked(w, 1)
@@ -329,14 +329,14 @@ def test_a_retry_due_before_the_schedule_head_wakes_a_parked_worker(server, r):
     k = keys(qn)
     runs: list[int] = []
     q = emq.Queue(emq.connect(server.url), qn)
-    q.add(b"far", delay_ms=3_600_000)  # the head of schedule, an hour away
+    q.add(b"far", delay=3600)  # the head of schedule, an hour away
 
     def handler(job):
         runs.append(server_ms(r))
         if len(runs) == 1:
             raise RuntimeError("again soon")
 
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=60_000, concurrency=1)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat=60, concurrency=1)
     with running(w):
         parked(w, 1)
         q.add(b"now")
@@ -366,7 +366,7 @@ def test_a_worker_with_every_slot_taken_leaves_no_pop_blocking_on_wake(server, r
         park_id = w._park_id
         return park_id is not None and any(c["id"] == str(park_id) and "b" in c["flags"] for c in r.client_list())
 
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=200, idle_beat_ms=200, concurrency=1)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat=0.2, idle_beat=0.2, concurrency=1)
     with running(w):
         parked(w, 1)
         wait_for(popping, 10, "the idle worker's pop")
@@ -419,14 +419,14 @@ def test_an_idle_worker_parks_for_idle_beat_ms_and_wakes_for_work_due_times_and_
     # A job held by a worker that died: the idle worker sees its lease deadline in
     # its stalled check and wakes for it.
     q.add(b"orphan")
-    (orphan,) = q.claim(1, lease_ms=2000)
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat_ms=50, idle_beat_ms=60_000)
+    (orphan,) = q.claim(1, lease=2)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat=0.05, idle_beat=60)
     with running(w):
         parked(w, 1)
         time.sleep(1.0)
         assert w.counters.snapshot()["beats"] <= 3, "an idle worker beats at its beat_ms"
         ready = q.add(b"now")
-        soon = q.add(b"soon", delay_ms=200)
+        soon = q.add(b"soon", delay=0.2)
         wait_for(lambda: {ready, soon} <= set(done), 10, "ready and delayed work", show=w.counters.snapshot)
         wait_for(lambda: orphan.id in done, 15, "the orphan's recovery", show=w.counters.snapshot)
     assert w.counters.snapshot()["beats"] < 40
@@ -442,7 +442,7 @@ def test_a_worker_waiting_for_a_due_time_pings_the_server_just_before_it():
         qn = "warm"
         ran: dict[str, int] = {}
         q = emq.Queue(emq.connect(srv.url), qn)
-        w = emq.Worker(emq.Queue(emq.connect(srv.url), qn), lambda job: ran.setdefault(job.id, server_ms(r)), idle_beat_ms=60_000)
+        w = emq.Worker(emq.Queue(emq.connect(srv.url), qn), lambda job: ran.setdefault(job.id, server_ms(r)), idle_beat=60)
         with running(w):
             parked(w, 1)
             time.sleep(0.3)
@@ -461,7 +461,7 @@ def test_a_lost_token_is_healed_within_idle_beat_ms(server, r):
     qn = "lost"
     k = keys(qn)
     done: list[str] = []
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat_ms=50, idle_beat_ms=500)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat=0.05, idle_beat=0.5)
     with running(w):
         parked(w, 1)
         now_ms = server_ms(r)
@@ -479,7 +479,7 @@ def test_wake_deleted_continuously_work_still_done(server, r):
         time.sleep(0.02)  # busy workers leave tokens in wake: the deleter takes them
         done.append(job.id)
 
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=300, concurrency=2, idle_beat_ms=300)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat=0.3, concurrency=2, idle_beat=0.3)
     stop = threading.Event()
     deletes = Counter()
 
@@ -561,7 +561,7 @@ def test_killed_connections_and_restart_lose_no_job(aof_server):
         with runs_lock:
             runs[job.id] += 1
 
-    w = emq.Worker(emq.Queue(emq.connect(url), qn), handler, concurrency=4, lease_ms=2000, beat_ms=200, idle_beat_ms=200)
+    w = emq.Worker(emq.Queue(emq.connect(url), qn), handler, concurrency=4, lease=2, beat=0.2, idle_beat=0.2)
     producer = emq.Queue(emq.connect(url), qn)
     ids: list[str] = []
 
@@ -752,7 +752,7 @@ def test_sigterm_job_outlasting_grace_is_left_to_recovery(server, r, procs, log_
             f"its lease still {lease_left} ms ahead\n{procs.output(a)[-2000:]}"
         )
     assert rc == 0, procs.output(a)[-3000:]
-    b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease_ms=1500, beat_ms=300)
+    b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease=1.5, beat=0.3)
     with running(b):
         wait_for(lambda: state(q, "X") == "done", 1.8 + 15, "B to finish X", show=lambda: (q.get("X"), history(r)))
     assert starts(r, "X") == ["A", "B"] and finishes(r, "X") == ["B"]
@@ -765,12 +765,12 @@ def test_run_returning_after_grace_stops_extending_the_leftover_lease(server, r,
     q = emq.Queue(emq.connect(server.url), qn)
     q.add(json.dumps({"sleep": 0}), id="X")
     release = threading.Event()
-    a = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: release.wait(60), lease_ms=1500, beat_ms=300, grace_s=0.5)
+    a = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: release.wait(60), lease=1.5, beat=0.3, grace=0.5)
     try:
         with running(a):
             wait_for(lambda: state(q, "X") == "active", 15, "A to claim X")
         # run() has returned; A's handler still holds X.
-        b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease_ms=1500, beat_ms=300)
+        b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease=1.5, beat=0.3)
         with running(b):
             wait_for(
                 lambda: state(q, "X") == "done",
@@ -790,7 +790,7 @@ def test_stop_waits_for_running_jobs_without_spinning_the_lease_keeper(server, r
     q = emq.Queue(emq.connect(server.url), qn)
     q.add("x", id="X")
     release = threading.Event()
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: release.wait(20), lease_ms=30_000, beat_ms=300, grace_s=20)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: release.wait(20), lease=30, beat=0.3, grace=20)
     try:
         with running(w):
             wait_for(lambda: state(q, "X") == "active", 15, "the worker to claim X")
@@ -816,8 +816,8 @@ def test_a_job_longer_than_its_lease_is_kept_by_its_worker(server, r, backend):
     qn = "kept"
     q = emq.Queue(emq.connect(server.url), qn)
     q.add("x", id="X")
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), lambda job: time.sleep(2.5), lease_ms=900, beat_ms=300)
-    sweeper = emq.Stalled(emq.Queue(emq.connect(server.url), qn), interval_ms=100, max_stalled=0)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), lambda job: time.sleep(2.5), lease=0.9, beat=0.3)
+    sweeper = emq.Stalled(emq.Queue(emq.connect(server.url), qn), interval=0.1, max_stalled=0)
     r.config_resetstat()
     with running(w) as ran:
         sweeper.start()
@@ -840,7 +840,7 @@ def test_stop_during_a_beat_claims_nothing_more(server, r):
     q = emq.Queue(emq.connect(server.url), qn)
     ids = [q.add("x", id=f"j{i}") for i in range(3)]
     done: list[str] = []
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat_ms=300)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat=0.3)
     real = w._beat
     promoted = threading.Event()
 
@@ -879,7 +879,7 @@ def test_lost_lease_counted_late_complete_refused_and_the_new_claim_kept(server,
         runs.append(job.attempts)
         (release1 if job.attempts == 1 else release2).wait(20)
 
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, concurrency=2, lease_ms=lease_ms, beat_ms=300)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, concurrency=2, lease_ms=lease_ms, beat=0.3)
     try:
         with running(w) as ran:
             wait_for(lambda: runs == [1], 15, "the first run")
@@ -922,7 +922,7 @@ def test_sync_handler_failures_retry_then_die(server, r):
         if job.data == b"fail" or (job.data == b"flaky" and job.attempts == 1):
             raise KeyError(f"nope {job.id}")
 
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=300)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat=0.3)
     q.add("fail", id="bad", max_attempts=2)
     q.add("flaky", id="flaky", max_attempts=3)
     with running(w) as ran:
@@ -959,10 +959,10 @@ def test_failed_jobs_go_through_the_group_commit(server, r, backend, monkeypatch
             raise ValueError(job.data.decode())
 
     q.add_many([{"data": b"ok"}] * 6 + [{"data": b"last", "max_attempts": 1}] * 3 + [{"data": b"again", "max_attempts": 5}] * 3)
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), handler, concurrency=4, beat_ms=300)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), handler, concurrency=4, beat=0.3)
     with running(w) as ran:
         wait_for(
-            lambda: q.counts()["dead"] == 3 and q.counts()["done"] == 6 and q.counts()["active"] == 0,
+            lambda: q.counts().dead == 3 and q.counts().done == 6 and q.counts().active == 0,
             15,
             "every job settled",
             show=lambda: (q.counts(), w.counters.snapshot()),
@@ -998,7 +998,7 @@ def test_worker_serves_lanes_within_their_limits(server, r, backend):
         + [{"data": "x", "id": f"b{i}", "lane": "b"} for i in range(6)]
         + [{"data": "x", "id": f"f{i}"} for i in range(6)]
     )
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), handler, beat_ms=300, concurrency=6)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), handler, beat=0.3, concurrency=6)
     with running(w):
         wait_for(lambda: set(ids) <= set(done), 15, "every job done", show=lambda: (sorted(done), q.counts()))
     assert Counter(done) == Counter(ids)
@@ -1006,7 +1006,7 @@ def test_worker_serves_lanes_within_their_limits(server, r, backend):
     assert r.hget(k["prefix"] + "lanectl:a", "active") in (b"0", None)
     assert r.hget(k["prefix"] + "lanectl:b", "active") in (b"0", None)
     c = q.counts()
-    assert c["pending"] == c["active"] == 0 and c["lanes"].get("a", 0) == c["lanes"].get("b", 0) == 0
+    assert c.pending == c.active == 0 and c.lanes.get("a", 0) == c.lanes.get("b", 0) == 0
 
 
 # ---------------------------------------------------------------------------
@@ -1028,7 +1028,7 @@ def test_aio_worker_runs_async_handlers(server, r, backend):
         done.append(job.id)
 
     async def main():
-        w = emq.aio.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), handler, beat_ms=300, concurrency=4)
+        w = emq.aio.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), handler, beat=0.3, concurrency=4)
         task = asyncio.create_task(w.run())
         ok = [q.add("ok", id=f"ok{i}") for i in range(5)]
         q.add("fail", id="bad", max_attempts=1)
@@ -1064,9 +1064,9 @@ def test_stalled_sweeper_recovers_expired_leases_on_its_interval(server, r, max_
     q = emq.Queue(emq.connect(server.url), qn)
     q.add("x", id="X")
     q.add("y", id="Y")
-    (held,) = [j for j in q.claim(1, lease_ms=60_000)]  # a live lease: left alone
-    (lost,) = q.claim(1, lease_ms=300)  # a worker that died holding it
-    sweeper = emq.Stalled(q, interval_ms=200, max_stalled=max_stalled).start()
+    (held,) = [j for j in q.claim(1, lease=60)]  # a live lease: left alone
+    (lost,) = q.claim(1, lease=0.3)  # a worker that died holding it
+    sweeper = emq.Stalled(q, interval=0.2, max_stalled=max_stalled).start()
     try:
         want = "dead" if max_stalled == 0 else "pending"
         wait_for(
@@ -1114,14 +1114,14 @@ def test_cli_stats_promote_stalled(server, r):
     url = server.url
     q = emq.Queue(emq.connect(url), qn)
     for i in range(2):
-        q.add("far", id=f"far{i}", delay_ms=3_600_000)
+        q.add("far", id=f"far{i}", delay=3600)
     for i in range(3):
-        q.add("soon", id=f"soon{i}", delay_ms=200)
+        q.add("soon", id=f"soon{i}", delay=0.2)
     q.add("lane", id="L1", lane="tenant-a")
     for i in range(4):
         q.add("now", id=f"now{i}")
-    (dies,) = q.claim(1, lease_ms=1)  # now0
-    q.fail(dies, "bad", retry_in_ms=0)  # max_attempts 3: back to pending
+    (dies,) = q.claim(1, lease=0.001)  # now0
+    q.fail(dies, "bad", retry_in=0)  # max_attempts 3: back to pending
     dying = q.add("dying", id="dying", max_attempts=1)
     assert dying == "dying"
 
@@ -1146,7 +1146,7 @@ def test_cli_stats_promote_stalled(server, r):
     assert res.stdout.strip() == "0"
 
     # stalled: leases of 1 ms, expired at once.
-    claimed = q.claim(3, lease_ms=1)
+    claimed = q.claim(3, lease=0.001)
     assert len(claimed) == 3
     wait_for(
         lambda: not r.zrangebyscore(k["active"], (lambda t2: t2[0] * 1000 + t2[1] // 1000 + 1)(r.time()), "+inf"),
@@ -1156,7 +1156,7 @@ def test_cli_stats_promote_stalled(server, r):
     res = emq_cli("stalled", "--queue", qn, "--url", url)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "recovered 3, dead 0"
-    claimed = q.claim(3, lease_ms=1)
+    claimed = q.claim(3, lease=0.001)
     wait_for(
         lambda: not r.zrangebyscore(k["active"], (lambda t2: t2[0] * 1000 + t2[1] // 1000 + 1)(r.time()), "+inf"),
         10,
@@ -1174,8 +1174,8 @@ def test_cli_stats_promote_stalled(server, r):
     assert table_count(res.stdout, "dead") == 3
     assert table_count(res.stdout, "active") == 0
     c = q.counts()
-    assert table_count(res.stdout, "pending") == c["pending"] == 8 - 3
-    assert table_count(res.stdout, "lane tenant-a") == c["lanes"]["tenant-a"]
+    assert table_count(res.stdout, "pending") == c.pending == 8 - 3
+    assert table_count(res.stdout, "lane tenant-a") == c.lanes["tenant-a"]
 
 
 def test_cli_worker_async_handler_with_ttl_exits_by_itself(server, r, procs):

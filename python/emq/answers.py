@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 
-class FailOutcome(enum.Enum):
-    """What `Queue.fail` did with the job."""
+class FailOutcome(str, enum.Enum):
+    """What `Queue.fail` did with the job. A `str` too: each equals its value
+    (`FailOutcome.DEAD == "dead"`), as the answers were strings before."""
 
     SCHEDULED = "scheduled"
     """Attempts are left: retried after `retry_in` (or the backoff), ready at once with 0."""

@@ -12,7 +12,7 @@ use pyo3::types::PyList;
 use crate::arguments::{self, count, duration, held, held_jobs, integer, optional_count, JobBackendName, Least, Span, MAX_STORED};
 use crate::client::{Client, Setting};
 use crate::conn::Conn;
-use crate::error::{HostError, HostResult};
+use crate::error::HostResult;
 use crate::job_backend::JobBackend;
 use crate::job_class::Job;
 use crate::module_backend::ModuleBackend;
@@ -91,13 +91,7 @@ impl QueueCore {
     #[new]
     fn new(client: &Bound<'_, PyAny>, name: &Bound<'_, PyAny>, backend: &Bound<'_, PyAny>) -> PyResult<Self> {
         const CALL: &str = "emq.Queue";
-        let client = client
-            .cast::<Client>()
-            .map_err(|_| {
-                HostError::Argument(format!("{CALL}: client must be an emq.Client or a URL, not {}", arguments::type_name(client)))
-            })?
-            .clone()
-            .unbind();
+        let client = Client::from_arg(CALL, client)?;
         let queue = arguments::queue_name(CALL, "name", name)?;
         let backend: &'static dyn JobBackend = match arguments::job_backend(CALL, backend)? {
             JobBackendName::Plan => &PlanBackend,
