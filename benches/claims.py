@@ -102,7 +102,7 @@ def claimer(url: str, impl: str, queue: str, batch: int, lease_ms: int, wait) ->
     wait()
     while True:
         try:
-            jobs = q.claim(batch, lease_ms=lease_ms)
+            jobs = q.claim(batch, lease=lease_ms / 1000)
         except emq.ContentionError:
             out["claim_contention"] += 1
             continue

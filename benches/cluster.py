@@ -103,7 +103,7 @@ def measure(url: str, ports: list[int], names: list[str], jobs: int, phase: str)
         emq.connect(f"redis://127.0.0.1:{p}").command("FLUSHALL", "SYNC")
     for q in queues:
         for k in range(0, jobs, 1000):
-            q.add_many([{"data": b"d" * 64, "delay_ms": 1 if phase == "promote" else 0}] * min(1000, jobs - k))
+            q.add_many([{"data": b"d" * 64, "delay": 0.001 if phase == "promote" else 0}] * min(1000, jobs - k))
     time.sleep(0.01)
     if phase == "parallel":
         s0, k0 = node_cpu(ports), resource.getrusage(resource.RUSAGE_CHILDREN)

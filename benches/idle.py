@@ -30,7 +30,12 @@ def idle_rate(url: str, *, workers: int, beat_ms: int, idle_beat_ms: int | None,
     r = redis.Redis.from_url(url)
     r.flushall()
     ws = [
-        emq.Worker(emq.Queue(emq.connect(url), "idle"), lambda job: None, beat_ms=beat_ms, idle_beat_ms=idle_beat_ms)
+        emq.Worker(
+            emq.Queue(emq.connect(url), "idle"),
+            lambda job: None,
+            beat=beat_ms / 1000,
+            idle_beat=None if idle_beat_ms is None else idle_beat_ms / 1000,
+        )
         for _ in range(workers)
     ]
     threads = [threading.Thread(target=w.run, daemon=True) for w in ws]

@@ -26,6 +26,7 @@ See benches/README.md ("Retention").
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import sys
@@ -116,18 +117,18 @@ def main() -> None:
                 client.command("FLUSHALL")
                 q = emq.Queue(client, "bench-retention")
                 if policy == "with":
-                    kw = {"keep_done_s": args.keep_done_s, "max_dead": args.max_dead}
+                    kw = {"keep_done": args.keep_done_s, "max_dead": args.max_dead}
                     if args.keep_dead_s is not None:
-                        kw["keep_dead_s"] = args.keep_dead_s
+                        kw["keep_dead"] = args.keep_dead_s
                     q.set_retention(**kw)
                 else:
                     q.set_retention(keep_done=None, keep_dead=None, max_dead=None)
                 print(f"{label}, {policy} retention: {q.retention()}", flush=True)
                 samples = steady_load(client, q, args)
-                counts = q.counts()
+                counts = dataclasses.asdict(q.counts())
                 peak = int(client.info("memory")["used_memory_peak"])
                 results[label][policy] = {
-                    "policy": q.retention(),
+                    "policy": dataclasses.asdict(q.retention()),
                     "samples": samples,
                     "counts": counts,
                     "peak": peak,

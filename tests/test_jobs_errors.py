@@ -144,7 +144,13 @@ def test_add_bad_arguments(seeded, r, kwargs, name):
 def test_add_at_with_delay(seeded, r):
     q, _ = seeded
     check(r, lambda: q.add("x", at=5, delay=0.01), "Queue.add", "at", "delay")
-    check(r, lambda: q.add("x", at=datetime.datetime.now(datetime.timezone.utc), delay=datetime.timedelta(seconds=1)), "Queue.add", "at", "delay")
+    check(
+        r,
+        lambda: q.add("x", at=datetime.datetime.now(datetime.timezone.utc), delay=datetime.timedelta(seconds=1)),
+        "Queue.add",
+        "at",
+        "delay",
+    )
 
 
 @pytest.mark.parametrize(

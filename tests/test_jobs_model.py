@@ -704,7 +704,10 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             if given_ids:
                 assert ids == [sp["id"] for sp in specs]
             self.m.add(
-                [(i, sp["data"], sp["lane"], sp["delay"] > 0, sp["max_attempts"], ("D", round(sp["delay"] * 1000))) for i, sp in zip(ids, specs)]
+                [
+                    (i, sp["data"], sp["lane"], sp["delay"] > 0, sp["max_attempts"], ("D", round(sp["delay"] * 1000)))
+                    for i, sp in zip(ids, specs)
+                ]
             )
 
         @rule(k=ids_st, at_past=st.booleans())

@@ -43,9 +43,9 @@ def expire(r: redis.Redis, jobs, *, spacing_ms: int = 1) -> dict[str, int]:
     return leases
 
 
-def claimed(q: emq.Queue, n: int, *, lease_ms: int = 60_000) -> list:
+def claimed(q: emq.Queue, n: int, *, lease: float = 60) -> list:
     q.add_many([b"x"] * n)
-    jobs = q.claim(n, lease_ms=lease_ms)
+    jobs = q.claim(n, lease=lease)
     assert len(jobs) == n
     return jobs
 
@@ -197,7 +197,7 @@ def test_a_selection_over_many_seconds_is_grouped_where_watch_grows(server, r, c
     q = emq.Queue(client, Q)
     jobs = claimed(q, 130)
     leases = expire(r, jobs, spacing_ms=1000)
-    rows, cap = client._sweep_group("stalled", 1000)
+    rows, cap = emq._core._sweep_group(client, "stalled", 1000)
     assert rows == 1000
     r.config_resetstat()
     recovered, _ = emq.stalled_check(client, Q, max_stalled=None, batch=1000)

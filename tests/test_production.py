@@ -82,7 +82,7 @@ def add_jobs(q: emq.Queue, n: int = 24) -> list[str]:
     """Ready jobs, flat and in a lane, some due a little later, and three whose
     lease runs out without a worker (for the stalled sweeper)."""
     ids = q.add_many(
-        [{"data": b"x", "id": f"j{i}", "lane": "L" if i % 3 == 0 else None, "delay_ms": 300 if i % 4 == 0 else 0} for i in range(n)]
+        [{"data": b"x", "id": f"j{i}", "lane": "L" if i % 3 == 0 else None, "delay": 0.3 if i % 4 == 0 else 0} for i in range(n)]
     )
     q.add_many([{"data": b"s", "id": f"s{i}"} for i in range(3)])
     stalled = [j.id for j in q.claim(20, lease=0.2) if j.id.startswith("s")]
@@ -104,10 +104,10 @@ def worker_cli(url: str, tmp: Path, env: dict | None = None) -> subprocess.Popen
             "tests.worker_handlers:touch",
             "--queue",
             CLI_Q,
-            "--beat-ms",
-            "100",
-            "--lease-ms",
-            "5000",
+            "--beat",
+            "0.1",
+            "--lease",
+            "5",
             "--concurrency",
             "4",
         ],
@@ -253,7 +253,7 @@ def test_an_idle_worker_stops_within_beats_where_it_may_not_unblock(protected_se
     at a time, and the stop is served within a few beats, not the idle park."""
     url = acl.restrict(USER, PASSWORD, WORKER_COMMANDS)
     w = emq.Worker(emq.Queue(emq.connect(url), "idle-stop"), lambda job: None, beat=0.2)
-    assert w.idle_beat_ms == 30_000
+    assert w.idle_beat == 30
     t = threading.Thread(target=w.run, daemon=True)
     t.start()
     time.sleep(1.0)  # idle, parked

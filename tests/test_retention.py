@@ -110,7 +110,12 @@ def test_bad_policies_are_refused_and_write_nothing(q, r, kw, name):
 
 @pytest.mark.parametrize(
     "kw, name",
-    [({"keep_done": -2}, "keep_done"), ({"keep_dead": True}, "keep_dead"), ({"max_dead": "1"}, "max_dead"), ({"max_dead": 10**15}, "max_dead")],
+    [
+        ({"keep_done": -2}, "keep_done"),
+        ({"keep_dead": True}, "keep_dead"),
+        ({"max_dead": "1"}, "max_dead"),
+        ({"max_dead": 10**15}, "max_dead"),
+    ],
 )
 def test_the_core_checks_its_arguments_itself(q, r, kw, name):
     """The facade checks nothing: the queue's core refuses on its own."""

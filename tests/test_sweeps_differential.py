@@ -654,7 +654,7 @@ def differential(r, client, kind, state, batch, max_stalled, form, group=None):
     base = client.time_ms()
     start = materialise(state, base)
     note(f"start: {start!r}")
-    G, watch_cap = client._sweep_group(kind, batch, group if form == "api" else None)
+    G, watch_cap = emq._core._sweep_group(client, kind, batch, group if form == "api" else None)
     # An automatic stalled check where WATCH is not flat groups only when its watch
     # (SPEC §9: a lease mark a past second) would pass watch_cap keys: never in
     # these states, whose due leases lie in a few seconds (a test of its own does).
@@ -703,7 +703,9 @@ def differential(r, client, kind, state, batch, max_stalled, form, group=None):
         # A bad state: both refuse, with the same class, and neither writes.
         assert type(lr) is type(pr), f"lua: {lr!r}, plan: {pr!r}"
         assert isinstance(pr, emq.LayoutError), pr
-        assert ("EMQ.PROMOTE" if kind == "promote" else "EMQ.STALLED.CHECK") in str(pr)
+        # The call the user made: the function's name, or the wire form's command.
+        named = {"promote": ("emq.promote", "EMQ.PROMOTE"), "stalled": ("emq.stalled_check", "EMQ.STALLED.CHECK")}[kind]
+        assert str(pr).startswith(f"{named[0] if form == 'api' else named[1]}: "), pr
         assert la == start, "lua wrote before refusing"
         assert pa == start, "plan wrote before refusing"
         if currently_in_test_context():
