@@ -13,7 +13,7 @@ clock; lateness = start - due (the due time the add wrote). Reports p50, p90,
 p99 and max in ms.
 
 Before the wake for a new head of `schedule` (SPEC §7), a job like these waited
-for the next beat: p50 370 ms, p99 780 ms at `beat=1` (issue 17).
+for the next beat: p50 370 ms, p99 780 ms at `beat=1`.
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ Workers (`--workers`, each an `emq.Worker` on a thread of this process, with
 its own connections) start on an empty queue; after `--settle` seconds the
 server's stats are reset (`CONFIG RESETSTAT`), and after `--seconds` more the
 calls it counted (`INFO commandstats`, every command) are divided by the time.
-One row per `idle_beat_ms` setting, in one run on one server. BullMQ's Python
-workers measured about 2 commands/s for 4 workers on this machine (issue 17;
-`benches/compare.py` measures the peers).
+One row per `idle_beat` setting, in one run on one server. BullMQ's Python
+workers measured about 2 commands/s for 4 workers on this machine
+(`benches/compare.py` measures the peers).
 """
 
 from __future__ import annotations

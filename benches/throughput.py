@@ -1,4 +1,4 @@
-"""End-to-end worker throughput and the server's cost per job (issue 17's goals).
+"""End-to-end worker throughput and the server's cost per job.
 
 One server started here (the embedded Valkey 9.1 on jemalloc, or `--server
 redis`); `--procs` worker processes (`emq.Worker`, no-op handler, `--concurrency`

@@ -446,7 +446,7 @@ def test_a_cluster_over_tls_is_served_on_every_node_over_tls(monkeypatch):
         client = emq.connect(c.tls_url)
         for i in range(3):
             name = c.queue_on(i, prefix="tls")
-            assert exercise(client, name)["done"] == 1
+            assert exercise(client, name).done == 1
             assert keys_on(c, i, name)
         for i in range(3):
             with c.node(i) as r:

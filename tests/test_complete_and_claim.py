@@ -1,4 +1,4 @@
-"""`Queue.complete_and_claim` (issue 17: a group commit that claims the next
+"""`Queue.complete_and_claim` (a group commit that claims the next
 jobs in the same transaction). It is a claim of flat jobs (from `pending`; lanes
 are left to `claim`) and `complete_many`, one after the other, in one
 transaction: each job answered as `complete` alone would, the jobs taken as a

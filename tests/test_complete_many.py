@@ -1,4 +1,4 @@
-"""`Queue.complete_many` (SPEC §7, issue 17's group commit): many held jobs
+"""`Queue.complete_many` (SPEC §7, a worker's group commit): many held jobs
 completed in one call. Each is answered as `complete` would answer it alone, the
 result is that of the completes one after another, and bad input writes nothing."""
 

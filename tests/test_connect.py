@@ -1,4 +1,4 @@
-"""Issue 2: the connection owned by the core, the embedded default, errors."""
+"""The connection owned by the core, the embedded default, errors."""
 
 from __future__ import annotations
 

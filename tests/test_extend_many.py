@@ -1,4 +1,4 @@
-"""`Queue.extend_many` (SPEC §7, issue 17): a worker extends every running job in
+"""`Queue.extend_many` (SPEC §7): a worker extends every running job in
 one call. Each job is answered as `extend` would answer it alone; a lost lease
 is left as it is; bad input writes nothing."""
 

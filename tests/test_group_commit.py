@@ -1,4 +1,4 @@
-"""The worker's group commit (SPEC §8, issue 17): handler threads whose jobs
+"""The worker's group commit (SPEC §8): handler threads whose jobs
 finish while a commit is on the wire are completed together by the next one
 (`complete_many`), each answered as its own `complete` would be."""
 

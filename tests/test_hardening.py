@@ -1,4 +1,4 @@
-"""Production conditions (issue 12): what a refusal by the server surfaces as,
+"""Production conditions: what a refusal by the server surfaces as,
 on every verb, with the keyspace unchanged; workers that stop on errors no retry
 mends and ride out those that pass; no password in any string emq shows; a call
 that panicked leaves nothing behind on its connection.

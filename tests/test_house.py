@@ -1,4 +1,4 @@
-"""Issue 13, the house: the shape of the Python tree and of the package.
+"""The house: the shape of the Python tree and of the package.
 
 - The import graph of `python/emq` has no cycles (module-level and
   function-level imports both count).
@@ -129,7 +129,7 @@ def test_the_import_graph_of_emq_has_no_cycles():
     assert graph["emq.client"] >= {"emq._core", "emq.embedded"}
     found = list(cycles(graph))
     assert not found, "import cycles: " + "; ".join(" -> ".join(c) for c in found)
-    # the knot this issue untied: the demo no longer reaches back into the CLI
+    # a knot once untied: the demo does not reach back into the CLI
     assert "emq.cli" not in graph["emq.demo"]
     assert "emq.demo" in graph["emq.cli"]  # a function-level import, still an edge
 

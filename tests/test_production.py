@@ -4,7 +4,7 @@ sweeper, the `emq worker` command, the demo) runs jobs on a server with
 `default` user off, so a connection that does not authenticate is refused), and
 over TLS; and no connection runs as another user.
 
-Before issue 12, a worker opened its other connections from the client's
+Once, a worker opened its other connections from the client's
 address, which has the password removed: every beat failed with `NOAUTH` and no
 job ran (or, with `default` open, ran as `default`).
 """

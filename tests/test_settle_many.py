@@ -1,4 +1,4 @@
-"""`Queue.settle_many` (SPEC §7, issue 17's group commit): completes and fails of
+"""`Queue.settle_many` (SPEC §7, a worker's group commit): completes and fails of
 many held jobs in one call. Each is answered as `complete` or `fail` would answer
 it alone, the result is that of the single calls one after another, and bad
 input writes nothing."""

@@ -603,14 +603,14 @@ def lua_in_groups(r, client, start, kind, queue, sizes, max_stalled, form):
     (the replies summed or joined, or the first error; dump, t0, t1)."""
     reset(r, start)
     t0 = client.time_ms()
-    total = 0 if kind == "promote" else ([], [])
+    total = 0 if kind == "promote" else emq.StalledOutcome([], [])
     try:
         for size in sizes:
             reply = run(client, kind, queue, size, max_stalled, form, "lua")
             if kind == "promote":
                 total += reply
             else:
-                total = (total[0] + list(reply[0]), total[1] + list(reply[1]))
+                total = emq.StalledOutcome(total[0] + list(reply[0]), total[1] + list(reply[1]))
     except emq.EmqError as e:
         total = e
     t1 = client.time_ms()

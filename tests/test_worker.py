@@ -943,7 +943,7 @@ def test_sync_handler_failures_retry_then_die(server, r):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_failed_jobs_go_through_the_group_commit(server, r, backend, monkeypatch):
     """A handler that raises hands its job to the group commit, as one that
-    returns does (issue 17): `Queue.fail` is never called on its own, the
+    returns does: `Queue.fail` is never called on its own, the
     jobs are retried or dead as `fail` would leave them, and the counters
     say so."""
 

@@ -6,10 +6,28 @@ use emq_plan::sweep::{Kind, Outcome};
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 
-use crate::arguments::{self, command_arg, count, optional_count, queue_name};
+use crate::arguments::{self, command_arg, count, optional_count, queue_name, SweepBackend};
 use crate::client::Client;
 use crate::error::HostError;
 use crate::py_values;
+
+/// A sweep's client, queue, batch, backend and group, checked.
+type SweepArgs = (Py<Client>, Vec<u8>, u64, SweepBackend, Option<u64>);
+
+fn sweep_args(
+    call: &str,
+    client: &Bound<'_, PyAny>,
+    queue: &Bound<'_, PyAny>,
+    batch: &Bound<'_, PyAny>,
+    backend: &Bound<'_, PyAny>,
+    group: &Bound<'_, PyAny>,
+) -> PyResult<SweepArgs> {
+    let client = Client::from_arg(call, client)?;
+    let q = queue_name(call, "queue", queue)?;
+    let batch = count(call, "batch", batch, false)?;
+    let backend = arguments::sweep_backend(call, backend)?;
+    Ok((client, q, batch, backend, arguments::group(call, group, backend)?))
+}
 
 /// PROMOTE (SPEC §5) for `emq.promote`: the number of ids taken out of
 /// `schedule`. The facade gives the defaults.
@@ -23,11 +41,7 @@ pub fn promote(
     group: &Bound<'_, PyAny>,
 ) -> PyResult<i64> {
     const CALL: &str = "emq.promote";
-    let client = Client::from_arg(CALL, client)?;
-    let q = queue_name(CALL, "queue", queue)?;
-    let batch = count(CALL, "batch", batch, false)?;
-    let backend = arguments::sweep_backend(CALL, backend)?;
-    let group = arguments::group(CALL, group, backend)?;
+    let (client, q, batch, backend, group) = sweep_args(CALL, client, queue, batch, backend, group)?;
     match client.get().sweep(py, CALL, &q, Kind::Promote, batch, backend, group)? {
         Outcome::Promoted(n) => Ok(n),
         Outcome::Stalled { .. } => unreachable!("promote gives a count"),
@@ -47,12 +61,8 @@ pub fn stalled_check<'py>(
     group: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
     const CALL: &str = "emq.stalled_check";
-    let client = Client::from_arg(CALL, client)?;
-    let q = queue_name(CALL, "queue", queue)?;
+    let (client, q, batch, backend, group) = sweep_args(CALL, client, queue, batch, backend, group)?;
     let max_stalled = optional_count(CALL, "max_stalled", max_stalled, true)?;
-    let batch = count(CALL, "batch", batch, false)?;
-    let backend = arguments::sweep_backend(CALL, backend)?;
-    let group = arguments::group(CALL, group, backend)?;
     match client.get().sweep(py, CALL, &q, Kind::Stalled { max_stalled }, batch, backend, group)? {
         Outcome::Stalled { recovered, dead } => py_values::stalled_outcome(py, recovered, dead),
         Outcome::Promoted(_) => unreachable!("a stalled check gives two lists"),
