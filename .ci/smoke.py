@@ -20,12 +20,12 @@ os.environ.pop("EMQ_URL", None)
 client = emq.connect()  # the embedded valkey-server (emq[server])
 q = emq.Queue(client, "smoke")
 job_id = q.add(b"hello", lane="eu")
-jobs = q.claim(1, lease_ms=5000)
+jobs = q.claim(1, lease=5)
 assert [j.id for j in jobs] == [job_id] and jobs[0].data == b"hello", jobs
 assert q.complete(jobs[0]) is True
 row = q.get(job_id)
 assert row is not None and row.state == "done", row
-assert q.counts()["done"] == 1
+assert q.counts().done == 1
 print(
     f"smoke: emq {emq.__version__} ({os.path.basename(emq._core.__file__)}) on Python {sys.version.split()[0]}: "
     f"{client.info()['server_name']} {client.info()['valkey_version']}, add/claim/complete in {time.monotonic() - started:.2f} s"

@@ -102,7 +102,7 @@ def claimer(url: str, impl: str, queue: str, batch: int, lease_ms: int, wait) ->
     wait()
     while True:
         try:
-            jobs = q.claim(batch, lease_ms=lease_ms)
+            jobs = q.claim(batch, lease=lease_ms / 1000)
         except emq.ContentionError:
             out["claim_contention"] += 1
             continue
@@ -495,7 +495,7 @@ def check(binary: str, impls: list[str]) -> int:
             w = make_queue(impl, c, "chk")
             log = []
             for step in range(40):
-                jobs = w.claim(1 + step % 7, lease_ms=60000)
+                jobs = w.claim(1 + step % 7, lease=60)
                 log.append([(j.id, j.lane, j.attempts, j.data) for j in jobs])
                 for j in jobs[: len(jobs) // 2 + 1]:
                     log.append(("done", j.id, w.complete(j)))

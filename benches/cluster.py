@@ -103,7 +103,7 @@ def measure(url: str, ports: list[int], names: list[str], jobs: int, phase: str)
         emq.connect(f"redis://127.0.0.1:{p}").command("FLUSHALL", "SYNC")
     for q in queues:
         for k in range(0, jobs, 1000):
-            q.add_many([{"data": b"d" * 64, "delay_ms": 1 if phase == "promote" else 0}] * min(1000, jobs - k))
+            q.add_many([{"data": b"d" * 64, "delay": 0.001 if phase == "promote" else 0}] * min(1000, jobs - k))
     time.sleep(0.01)
     if phase == "parallel":
         s0, k0 = node_cpu(ports), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -111,7 +111,7 @@ def measure(url: str, ports: list[int], names: list[str], jobs: int, phase: str)
         k1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         busy = [(b - a) / wall for a, b in zip(s0, node_cpu(ports))]
         n = jobs * len(queues)
-        assert all(q.counts()["done"] == jobs for q in queues)
+        assert all(q.counts().done == jobs for q in queues)
         client.close()
         cpu = (k1.ru_utime + k1.ru_stime) - (k0.ru_utime + k0.ru_stime)
         out = {"jobs/s": n / wall, "client µs/job": cpu / n * 1e6, "server µs/job": sum(busy) * wall / n * 1e6}
@@ -128,19 +128,19 @@ def measure(url: str, ports: list[int], names: list[str], jobs: int, phase: str)
                 for j in got:
                     q.complete(j)
     else:  # worker: one emq.Worker over the three queues, no-op handler
-        w = emq.Worker(queues, lambda job: None, concurrency=16, beat_ms=100)
+        w = emq.Worker(queues, lambda job: None, concurrency=16, beat=0.1)
         t = threading.Thread(target=w.run, daemon=True)
         t.start()
-        while sum(q.counts()["done"] for q in queues) < jobs * len(queues):
+        while sum(q.counts().done for q in queues) < jobs * len(queues):
             time.sleep(0.02)
         w.stop()
         t.join(30)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     srv = server_cpu(ports) - s0
     n = jobs * len(queues)
-    assert all(q.counts()["pending"] == (n // len(queues) if phase == "promote" else 0) for q in queues)
+    assert all(q.counts().pending == (n // len(queues) if phase == "promote" else 0) for q in queues)
     if phase == "worker":  # the jobs' rows go on being kept (retention): none lost
-        assert sum(q.counts()["done"] for q in queues) == n
+        assert sum(q.counts().done for q in queues) == n
     client.close()
     return {"jobs/s": n / wall, "client µs/job": cpu / n * 1e6, "server µs/job": srv / n * 1e6}
 

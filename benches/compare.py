@@ -934,7 +934,7 @@ has the setting; rq's default worker forks one work horse per job and runs one a
 
 | system | worker process | add | scheduled job |
 |---|---|---|---|
-| emq | `python -m emq worker peers.emq:handler` (beat 1 s, lease 30 s), sync handler in threads | `Queue.add_many` | `at_ms` = due time |
+| emq | `python -m emq worker peers.emq:handler` (beat 1 s, lease 30 s), sync handler in threads | `Queue.add_many` | `at` = due time |
 | bullmq | `Worker(queue, process, {{"connection": url, "concurrency": 8}})` on asyncio until SIGTERM (no CLI) | `Queue.addBulk` | `delay` = due − now |
 | arq | `arq peers.arq.WorkerSettings`, `max_jobs = 8` (polls every 0.5 s) | `enqueue_job`, 100 gathered | `_defer_until` = due |
 | saq | `saq peers.saq.settings`, `concurrency = 8` (schedule timer 1 s) | `Queue.enqueue`, 100 gathered | `scheduled` = due (float s) |

@@ -8,9 +8,9 @@ Workers (`--workers`, each an `emq.Worker` on a thread of this process, with
 its own connections) start on an empty queue; after `--settle` seconds the
 server's stats are reset (`CONFIG RESETSTAT`), and after `--seconds` more the
 calls it counted (`INFO commandstats`, every command) are divided by the time.
-One row per `idle_beat_ms` setting, in one run on one server. BullMQ's Python
-workers measured about 2 commands/s for 4 workers on this machine (issue 17;
-`benches/compare.py` measures the peers).
+One row per `idle_beat` setting, in one run on one server. BullMQ's Python
+workers measured about 2 commands/s for 4 workers on this machine
+(`benches/compare.py` measures the peers).
 """
 
 from __future__ import annotations
@@ -30,7 +30,12 @@ def idle_rate(url: str, *, workers: int, beat_ms: int, idle_beat_ms: int | None,
     r = redis.Redis.from_url(url)
     r.flushall()
     ws = [
-        emq.Worker(emq.Queue(emq.connect(url), "idle"), lambda job: None, beat_ms=beat_ms, idle_beat_ms=idle_beat_ms)
+        emq.Worker(
+            emq.Queue(emq.connect(url), "idle"),
+            lambda job: None,
+            beat=beat_ms / 1000,
+            idle_beat=None if idle_beat_ms is None else idle_beat_ms / 1000,
+        )
         for _ in range(workers)
     ]
     threads = [threading.Thread(target=w.run, daemon=True) for w in ws]

@@ -244,7 +244,9 @@ class LuaQueue:
             got = self.client.command("SCRIPT", "LOAD", text)
             assert got.decode() == sha, "unexpected script sha"
 
-    def claim(self, n: int = 1, *, lease_ms: int = 30000) -> list[Job]:
+    def claim(self, n: int = 1, *, lease: float = 30) -> list[Job]:
+        """As `emq.Queue.claim` takes it: `lease` in seconds, kept in ms."""
+        lease_ms = max(1, round(lease * 1000))
         hexed = os.urandom(16 * n).hex()
         tokens = [hexed[32 * i : 32 * i + 32] for i in range(n)]
         rows = self.client.command("EVALSHA", CLAIM_SHA, 4, *self._claim_keys, self.prefix, n, lease_ms, *tokens)

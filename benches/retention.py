@@ -8,9 +8,9 @@ and so dies; at most `--rate` jobs a second (0: as fast as it goes). Every
 `--sample-every` jobs it reads `INFO memory` `used_memory`. It runs once per
 policy on a fresh server (FLUSHALL between):
 
-- with: `Queue.set_retention(keep_done_s=--keep-done-s, max_dead=--max-dead,
-  keep_dead_s=--keep-dead-s)` (by default done rows kept 1 s, 100 dead jobs);
-- without: `keep_done_s=None, keep_dead_s=None, max_dead=None` (nothing bounded,
+- with: `Queue.set_retention(keep_done=--keep-done-s, max_dead=--max-dead,
+  keep_dead=--keep-dead-s)` (by default done rows kept 1 s, 100 dead jobs);
+- without: `keep_done=None, keep_dead=None, max_dead=None` (nothing bounded,
   as before retention).
 
 It prints used_memory over the run as a table (one column per policy) and the
@@ -26,6 +26,7 @@ See benches/README.md ("Retention").
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import sys
@@ -62,7 +63,7 @@ def steady_load(client: emq.Client, q: emq.Queue, args) -> list[dict]:
     next_sample = args.sample_every
     while n < args.jobs:
         q.add_many(jobs)
-        for k, j in enumerate(q.claim(args.batch, lease_ms=600_000)):
+        for k, j in enumerate(q.claim(args.batch, lease=600)):
             if args.fail_every and k % args.fail_every == 0:
                 q.fail(j, "boom")
             else:
@@ -116,18 +117,18 @@ def main() -> None:
                 client.command("FLUSHALL")
                 q = emq.Queue(client, "bench-retention")
                 if policy == "with":
-                    kw = {"keep_done_s": args.keep_done_s, "max_dead": args.max_dead}
+                    kw = {"keep_done": args.keep_done_s, "max_dead": args.max_dead}
                     if args.keep_dead_s is not None:
-                        kw["keep_dead_s"] = args.keep_dead_s
+                        kw["keep_dead"] = args.keep_dead_s
                     q.set_retention(**kw)
                 else:
-                    q.set_retention(keep_done_s=None, keep_dead_s=None, max_dead=None)
+                    q.set_retention(keep_done=None, keep_dead=None, max_dead=None)
                 print(f"{label}, {policy} retention: {q.retention()}", flush=True)
                 samples = steady_load(client, q, args)
-                counts = q.counts()
+                counts = dataclasses.asdict(q.counts())
                 peak = int(client.info("memory")["used_memory_peak"])
                 results[label][policy] = {
-                    "policy": q.retention(),
+                    "policy": dataclasses.asdict(q.retention()),
                     "samples": samples,
                     "counts": counts,
                     "peak": peak,

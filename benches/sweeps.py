@@ -305,7 +305,8 @@ class Bench:
         self.name, self.args = name, args
         self.server = Server(binary, malloc=MALLOC[name], module="module" in args.impls).start()
         # One client for emq's three backends, so they wait on the server alike.
-        self.c = emq.connect(self.server.url, read_timeout=120, spin_us=args.spin_us)
+        spin = {} if args.spin_us is None else {"spin": args.spin_us / 1e6}
+        self.c = emq.connect(self.server.url, read_timeout=120, **spin)
         self.r = redis.Redis.from_url(self.server.url)
         info = self.c.info("server")
         self.version = (
@@ -598,7 +599,7 @@ def main(argv=None) -> int:
         "--spin-us",
         type=int,
         default=None,
-        help="how long emq's client polls for an answer before it sleeps (emq.connect(spin_us=...); default emq's, 150)",
+        help="how long emq's client polls for an answer before it sleeps (emq.connect(spin=...), in µs; default emq's, 150)",
     )
     ap.add_argument("--lanes", type=int, default=10, help="lanes in the half-lane shape")
     ap.add_argument(

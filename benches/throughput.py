@@ -1,4 +1,4 @@
-"""End-to-end worker throughput and the server's cost per job (issue 17's goals).
+"""End-to-end worker throughput and the server's cost per job.
 
 One server started here (the embedded Valkey 9.1 on jemalloc, or `--server
 redis`); `--procs` worker processes (`emq.Worker`, no-op handler, `--concurrency`
@@ -92,9 +92,9 @@ def worker_proc(url: str, concurrency: int, stop, mode: str = "paired", spin_us:
             self._committed([(job, self._settle(lambda: self.work.complete(job)))], [], 0)
 
         W.GroupCommit.finished = finished  # type: ignore[method-assign]
-    c = emq.connect(url, spin_us=spin_us)
+    c = emq.connect(url) if spin_us is None else emq.connect(url, spin=spin_us / 1e6)
     handler = fail if fails else (lambda job: None)
-    w = emq.Worker(queue(c, mode), handler, concurrency=concurrency, beat_ms=1000, pump_batch=1000)
+    w = emq.Worker(queue(c, mode), handler, concurrency=concurrency, beat=1, pump_batch=1000)
 
     def watch():
         stop.wait()
@@ -187,7 +187,7 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=30000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--settle", type=float, default=1.5)
-    ap.add_argument("--spin-us", type=int, default=None, help="the workers' emq.connect(spin_us=...) (default: its default)")
+    ap.add_argument("--spin-us", type=int, default=None, help="the workers' emq.connect(spin=...), in µs (default: its default)")
     ap.add_argument("--fail", action="store_true", help="handlers that raise, jobs with one attempt: every job is failed, and dies")
     ap.add_argument("--stats", action="store_true", help="also print each command's calls and time per job (the last run)")
     ap.add_argument(

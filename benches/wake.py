@@ -11,7 +11,7 @@ jobs due at random moments over `--window-s` seconds are added ahead of time
 where its process's beat was when the job came due: when its park ended, when
 its promote and its claim returned (the last of each in that process, so the
 columns for a job that another worker promoted are approximate). Lateness =
-handler start - due time (the job's `at_ms`), in ms.
+handler start - due time (the job's `at`), in ms.
 
 The runs alternate: the worker as it is ("warm": it wakes `WARM_S` before a
 due time it waits for exactly and pings the server), and the same worker with
@@ -103,7 +103,7 @@ def one_run(url: str, *, cold: bool, workers: int, jobs: int, window_s: float, s
         rng = random.Random(seed)
         start = time.time() * 1000 + 2000
         dues = sorted(int(start + rng.random() * window_s * 1000) for _ in range(jobs))
-        q.add_many([{"data": str(d), "at_ms": d} for d in dues])
+        q.add_many([{"data": str(d), "at": d / 1000} for d in dues])
         deadline = time.monotonic() + 2 + window_s + 30
         while len(out.read_text().splitlines()) < jobs:
             if time.monotonic() > deadline or any(p.poll() is not None for p in procs):

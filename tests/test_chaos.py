@@ -25,7 +25,7 @@ from test_jobs_model import assert_invariants, snapshot
 
 Q = "chaos"
 P = f"emq:{{{Q}}}:"
-FAR = 10**9
+FAR = 10**6  # seconds: "later" (about 11 days)
 
 
 def lost_writes(faults) -> list:
@@ -48,7 +48,7 @@ def test_every_lost_reply_is_an_unknown_outcome(server, proxy, r, seed):
     def add():
         nonlocal n
         n += 1
-        q.add(b"x", id=f"a{n}", lane=rnd.choice([None, "L"]), delay_ms=rnd.choice([0, 0, FAR]))
+        q.add(b"x", id=f"a{n}", lane=rnd.choice([None, "L"]), delay=rnd.choice([0, 0, FAR]))
 
     def due():  # make some scheduled jobs due and a lease expire, directly (score and row, I5)
         for m in r.zrange(P + "schedule", 0, 2):
@@ -59,12 +59,12 @@ def test_every_lost_reply_is_an_unknown_outcome(server, proxy, r, seed):
             r.hset(P + "job:" + m.decode(), "lease", 1000)
 
     def claim():
-        held.extend(q.claim(2, lease_ms=FAR))
+        held.extend(q.claim(2, lease=FAR))
 
     def settle():
         if held:
             j = held.pop(rnd.randrange(len(held)))
-            rnd.choice([lambda: q.complete(j), lambda: q.fail(j, "e", retry_in_ms=rnd.choice([0, FAR])), lambda: q.extend(j, FAR)])()
+            rnd.choice([lambda: q.complete(j), lambda: q.fail(j, "e", retry_in=rnd.choice([0, FAR])), lambda: q.extend(j, FAR)])()
 
     ops = {
         "add": add,
@@ -126,7 +126,7 @@ def test_an_add_retried_after_an_unknown_outcome(proxy, r):
         dict(data=b"other"),
         dict(data=b"payload", lane="M"),
         dict(data=b"payload", max_attempts=4),
-        dict(data=b"payload", delay_ms=5),
+        dict(data=b"payload", delay=0.005),
     ]:
         kw = {"lane": "L", "max_attempts": 5, **other}
         with pytest.raises(emq.DuplicateJobError):
@@ -154,8 +154,7 @@ def test_producers_and_workers_under_chaos_lose_nothing_and_run_nothing_twice(se
 
     proxy.chaos(7, p_drop_before=0.01, p_drop_after=0.01, p_reset=0.005, p_drop=0.005, p_stall=0.01, max_stall=0.05)
     workers = [
-        emq.Worker(emq.Queue(emq.connect(proxy.url, read_timeout=2), Q), handler, beat_ms=100, lease_ms=3000, concurrency=4)
-        for _ in range(2)
+        emq.Worker(emq.Queue(emq.connect(proxy.url, read_timeout=2), Q), handler, beat=0.1, lease=3, concurrency=4) for _ in range(2)
     ]
     errors: list = []
 
@@ -171,7 +170,7 @@ def test_producers_and_workers_under_chaos_lose_nothing_and_run_nothing_twice(se
             while True:
                 try:
                     c = c or emq.connect(proxy.url, read_timeout=2)
-                    emq.Queue(c, Q).add(b"job", id=f"j{i}", lane="L" if i % 5 == 0 else None, delay_ms=200 if i % 7 == 0 else 0)
+                    emq.Queue(c, Q).add(b"job", id=f"j{i}", lane="L" if i % 5 == 0 else None, delay=0.2 if i % 7 == 0 else 0)
                     break
                 except emq.ConnectionError:  # a dropped connection, or an unknown outcome: add again
                     time.sleep(0.01)
@@ -185,7 +184,7 @@ def test_producers_and_workers_under_chaos_lose_nothing_and_run_nothing_twice(se
     try:
         while True:
             c = direct.counts()
-            if threads[2].is_alive() or threads[3].is_alive() or c["schedule"] + c["pending"] + c["active"] + sum(c["lanes"].values()):
+            if threads[2].is_alive() or threads[3].is_alive() or c.schedule + c.pending + c.active + sum(c.lanes.values()):
                 assert time.monotonic() < deadline, (c, len(runs))
                 assert not errors, errors
                 time.sleep(0.1)

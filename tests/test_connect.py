@@ -1,7 +1,8 @@
-"""Issue 2: the connection owned by the core, the embedded default, errors."""
+"""The connection owned by the core, the embedded default, errors."""
 
 from __future__ import annotations
 
+import datetime
 import math
 import shutil
 import signal
@@ -104,11 +105,11 @@ def test_bad_timeouts_are_argument_errors(server, kw):
     assert next(iter(kw)) in str(e.value)
 
 
-@pytest.mark.parametrize("spin_us", [-1, 1.5, True, "10", 10_001])
-def test_bad_spins_are_argument_errors(server, spin_us):
+@pytest.mark.parametrize("spin", [-1, -0.000001, 1.5, True, "10", 0.010001, None, math.nan], ids=repr)
+def test_bad_spins_are_argument_errors(server, spin):
     with pytest.raises(emq.ArgumentError) as e:
-        emq.connect(server.url, spin_us=spin_us)
-    assert "emq.connect" in str(e.value) and "spin_us" in str(e.value)
+        emq.connect(server.url, spin=spin)
+    assert str(e.value).startswith("emq.connect: spin ")
 
 
 def _spins_then_sleeps(c) -> None:
@@ -145,19 +146,32 @@ def test_bad_replica_waits_are_argument_errors(server, name, value):
     assert "emq.connect" in str(e.value) and name in str(e.value)
 
 
-@pytest.mark.parametrize("spin_us", [None, 0, 10_000])
-def test_a_spinning_read_still_sleeps_for_a_long_answer(server, spin_us):
-    _spins_then_sleeps(emq.connect(server.url, spin_us=spin_us))
+def connect_spinning(url: str, spin: float | None):
+    """A client with `spin` (seconds), or `connect`'s default spin for None."""
+    return emq.connect(url) if spin is None else emq.connect(url, spin=spin)
 
 
-@pytest.mark.parametrize("spin_us", [None, 0, 400])
-def test_a_sweep_lends_its_reads_a_longer_spin_and_gives_it_back(server, r, spin_us):
+@pytest.mark.parametrize("spin", [None, 0, 0.01])
+def test_a_spinning_read_still_sleeps_for_a_long_answer(server, spin):
+    _spins_then_sleeps(connect_spinning(server.url, spin))
+
+
+def test_a_spin_is_kept_to_the_microsecond_whatever_its_form(server):
+    """Seconds and timedeltas give the same spin, in µs (rounded to the nearest;
+    a positive spin under a microsecond is 1 µs, not "never poll")."""
+    for spin, us in [(0.0004, 400), (datetime.timedelta(microseconds=400), 400), (0.00000001, 1), (0, 0), (0.01, 10_000)]:
+        assert emq._core._spin_us(emq.connect(server.url, spin=spin)) == us, spin
+    assert emq._core._spin_us(emq.connect(server.url)) == 150, "the default, stated in connect's signature"
+
+
+@pytest.mark.parametrize("spin", [None, 0, 0.0004])
+def test_a_sweep_lends_its_reads_a_longer_spin_and_gives_it_back(server, r, spin):
     """A sweep's reads poll about as long as the connection's last sweep of the
     same backend and kind waited; the connection's own spin comes back after
     it, after a refused sweep too, so its other calls never poll for a sweep's
     time. A connection that never polls does not for a sweep either."""
-    own = 150 if spin_us is None else spin_us
-    c = emq.connect(server.url, spin_us=spin_us)
+    own = 150 if spin is None else round(spin * 1e6)
+    c = connect_spinning(server.url, spin)
     now = int(r.time()[0]) * 1000
     backends = ["plan", "lua"] + (["module"] if module_path() else [])
     for backend in backends:
@@ -165,17 +179,29 @@ def test_a_sweep_lends_its_reads_a_longer_spin_and_gives_it_back(server, r, spin
         r.zadd("emq:{spin}:schedule", {f"j{k}": now - 1000 for k in range(2000)})
         for _ in range(2):
             assert emq.promote(c, "spin", batch=1000, backend=backend) == 1000  # ghosts, dropped
-            assert c._spin_us() == own
+            assert emq._core._spin_us(c) == own
             emq.stalled_check(c, "spin", max_stalled=None, batch=1000, backend=backend)
-            assert c._spin_us() == own
+            assert emq._core._spin_us(c) == own
         assert r.zcard("emq:{spin}:schedule") == 0
     r.delete("emq:{spin}:schedule")
     r.set("emq:{spin}:schedule", "not a sorted set")
     for backend in backends:
         with pytest.raises(emq.LayoutError):
             emq.promote(c, "spin", batch=100, backend=backend)
-        assert c._spin_us() == own
+        assert emq._core._spin_us(c) == own
     _spins_then_sleeps(c)
+
+
+def test_read_timeout_none_waits_as_long_as_the_server_takes(server):
+    """`read_timeout=None` has one meaning wherever it is given: no read timeout
+    (not "the default", not "the parent's"). A sibling given nothing keeps its
+    parent's timeout; given None, it waits out a blocking pop that the parent's
+    0.3 s would cut short."""
+    c = emq.connect(server.url, read_timeout=0.3)
+    with pytest.raises(emq.TimeoutError):
+        c.sibling().command("BLPOP", "emq:{t}:nothing", "1")
+    assert c.sibling(read_timeout=None).command("BLPOP", "emq:{t}:nothing", "1") is None
+    assert emq.connect(server.url, read_timeout=None).command("BLPOP", "emq:{t}:nothing", "1") is None
 
 
 def test_read_timeout_bounds_a_blocking_call(client, server):

@@ -1,4 +1,4 @@
-"""The worker's group commit (SPEC §8, issue 17): handler threads whose jobs
+"""The worker's group commit (SPEC §8): handler threads whose jobs
 finish while a commit is on the wire are completed together by the next one
 (`complete_many`), each answered as its own `complete` would be."""
 
@@ -31,12 +31,12 @@ def finish_together(commit: GroupCommit, jobs: list) -> list:
 def test_jobs_that_finish_together_are_answered_each_as_complete_would(client):
     q = emq.Queue(client, "gc")
     q.add_many([b"a", b"b", b"c", b"d"])
-    a, b, c, d = sorted(q.claim(4, lease_ms=60_000), key=lambda j: j.data)
+    a, b, c, d = sorted(q.claim(4, lease=60), key=lambda j: j.data)
     # b's lease is lost: recovered, and claimed again (another token).
-    q.extend(b, 1)
+    q.extend(b, 0.001)
     time.sleep(0.01)
     assert q.stalled_check(max_stalled=None) == ([b.id], [])
-    b2 = q.claim(1, lease_ms=60_000)[0]
+    b2 = q.claim(1, lease=60)[0]
     assert b2.id == b.id and b2.token != b.token
     # c is already done.
     assert q.complete(c)
@@ -46,7 +46,7 @@ def test_jobs_that_finish_together_are_answered_each_as_complete_would(client):
     assert answers == [True, False, False, True, True]
     assert commit.commits <= 4
     counts = q.counts()
-    assert counts["active"] == 0 and counts["pending"] == 0 and counts["done"] == 4
+    assert counts.active == 0 and counts.pending == 0 and counts.done == 4
     assert q.get(b.id).state == "done"
 
 
@@ -62,7 +62,7 @@ def test_a_busy_worker_completes_its_jobs_in_fewer_commits_than_jobs(client):
     def handler(job):
         gate.wait(10)
 
-    w = emq.Worker(q, handler, concurrency=8, beat_ms=50)
+    w = emq.Worker(q, handler, concurrency=8, beat=0.05)
     t = threading.Thread(target=w.run, daemon=True)
     t.start()
     deadline = time.monotonic() + 30
@@ -73,7 +73,7 @@ def test_a_busy_worker_completes_its_jobs_in_fewer_commits_than_jobs(client):
     assert w.counters.completed == 8 * rounds
     commits = w._commits["gc-busy"].commits
     assert commits < 8 * rounds / 2, f"{commits} commits for {8 * rounds} jobs"
-    assert q.counts()["done"] == 8 * rounds
+    assert q.counts().done == 8 * rounds
 
 
 def test_a_commit_that_refills_its_slots_leaves_the_beat_asleep(client):
@@ -84,7 +84,7 @@ def test_a_commit_that_refills_its_slots_leaves_the_beat_asleep(client):
     q = emq.Queue(client, "gc-asleep")
     jobs = 2000
     q.add_many([b"x"] * jobs)
-    w = emq.Worker(q, lambda job: None, concurrency=4, beat_ms=1000)
+    w = emq.Worker(q, lambda job: None, concurrency=4, beat=1)
     t = threading.Thread(target=w.run, daemon=True)
     t.start()
     deadline = time.monotonic() + 60
@@ -106,7 +106,7 @@ def test_a_commit_that_raises_leaves_nobody_waiting(client):
     nobody hangs."""
     q = emq.Queue(client, "gc-raise")
     q.add_many([b"a", b"b", b"c"])
-    jobs = q.claim(3, lease_ms=60_000)
+    jobs = q.claim(3, lease=60)
     calls = []
 
     def settle(call):
@@ -133,7 +133,7 @@ def test_a_commit_that_raises_leaves_nobody_waiting(client):
         assert not t.is_alive(), "a handler waits forever"
     assert answers == [None, True, True]
     assert len(calls) == 2
-    assert q.counts()["active"] == 1
+    assert q.counts().active == 1
     commit.close(timeout=5)
 
 
@@ -144,7 +144,7 @@ def test_a_handler_thread_does_not_wait_for_its_commit(client):
     returned."""
     q = emq.Queue(client, "gc-async")
     q.add_many([b"a"])
-    job = q.claim(1, lease_ms=60_000)[0]
+    job = q.claim(1, lease=60)[0]
     release = threading.Event()
     answered: list = []
 
@@ -155,11 +155,11 @@ def test_a_handler_thread_does_not_wait_for_its_commit(client):
     commit = GroupCommit(q, settle, lambda answers, claimed, held: answered.extend((j.id, a) for j, a in answers))
     commit.finished(job)
     assert answered == [] and not release.is_set()
-    assert q.counts()["active"] == 1
+    assert q.counts().active == 1
     release.set()
     commit.close(timeout=10)
     assert answered == [(job.id, True)]
-    assert q.counts()["done"] == 1
+    assert q.counts().done == 1
 
 
 def test_a_commit_retried_after_a_wire_error_claims_nothing(client):
@@ -167,7 +167,7 @@ def test_a_commit_retried_after_a_wire_error_claims_nothing(client):
     (fewer commands to lose), and gives back the slots it held."""
     q = emq.Queue(client, "gc-retry")
     q.add_many([b"a", b"b", b"c"])
-    job = q.claim(1, lease_ms=60_000)[0]
+    job = q.claim(1, lease=60)[0]
     tries: list = []
 
     def failing(*args, **kw):
@@ -196,7 +196,7 @@ def test_a_commit_retried_after_a_wire_error_claims_nothing(client):
     commit.close(timeout=10)
     assert tries == ["pair", "alone"]
     assert got == [([(job, True)], [], 1)]
-    assert q.counts()["pending"] == 2, "nothing was claimed"
+    assert q.counts().pending == 2, "nothing was claimed"
 
 
 def test_failed_jobs_are_settled_with_the_finished_ones_in_one_call(client):
@@ -207,7 +207,7 @@ def test_failed_jobs_are_settled_with_the_finished_ones_in_one_call(client):
     q = emq.Queue(client, "gc-fail")
     q.add_many([b"first", b"a", b"b", b"c"])
     q.add_many([{"data": b"last", "max_attempts": 1}])
-    first, a, b, c, last = sorted(q.claim(5, lease_ms=60_000), key=lambda j: (j.data != b"first", j.data != b"a", j.data))
+    first, a, b, c, last = sorted(q.claim(5, lease=60), key=lambda j: (j.data != b"first", j.data != b"a", j.data))
     stale = emq.Job(id=c.id, data=b"", token="not-the-token")
     release = threading.Event()
     calls: list = []

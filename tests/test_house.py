@@ -1,4 +1,4 @@
-"""Issue 13, the house: the shape of the Python tree and of the package.
+"""The house: the shape of the Python tree and of the package.
 
 - The import graph of `python/emq` has no cycles (module-level and
   function-level imports both count).
@@ -126,10 +126,10 @@ def package_sources() -> dict[str, tuple[str, bool]]:
 def test_the_import_graph_of_emq_has_no_cycles():
     graph = import_graph(package_sources())
     assert {"emq", "emq._core", "emq.cli", "emq.demo", "emq.queue", "emq.worker"} <= set(graph)
-    assert graph["emq.client"] >= {"emq._core", "emq.errors", "emq.embedded"}
+    assert graph["emq.client"] >= {"emq._core", "emq.embedded"}
     found = list(cycles(graph))
     assert not found, "import cycles: " + "; ".join(" -> ".join(c) for c in found)
-    # the knot this issue untied: the demo no longer reaches back into the CLI
+    # a knot once untied: the demo does not reach back into the CLI
     assert "emq.cli" not in graph["emq.demo"]
     assert "emq.demo" in graph["emq.cli"]  # a function-level import, still an edge
 
@@ -181,6 +181,33 @@ def test_the_facade_sends_no_raw_command():
     assert raw_calls("def f(c):\n    c.command('BLPOP', 'k', 1)\n    return c.pipeline([])\n") == [(2, "command"), (3, "pipeline")]
 
 
+# -- the facade checks nothing ----------------------------------------------------------
+
+FACADE = ("queue.py", "client.py", "sweeps.py")
+
+
+def argument_checks(source: str) -> list[int]:
+    """The lines that raise an emq error, or test a value's type or range to
+    refuse it (an `isinstance` or a comparison in an `if` that raises)."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Raise):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Name) and node.id in ("ArgumentError", "EmqError"):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_the_facade_checks_no_argument_of_its_own():
+    """Every argument of `Queue`'s calls, `connect` and the sweeps is checked in
+    the core, once, naming the call (`Queue.add: …`); the facade states the
+    defaults and hands the values on. A check left in Python would be a second
+    home for a rule (and a second wording of its error)."""
+    offenders = [f"{name}:{line}" for name in FACADE for line in argument_checks((PACKAGE / name).read_text())]
+    assert not offenders, "argument checks in the facade (the core's to make): " + ", ".join(offenders)
+    assert argument_checks("def f(x):\n    if x < 0:\n        raise ArgumentError('no')\n") == [3, 3]
+
+
 # -- the stub ------------------------------------------------------------------------
 
 
@@ -205,13 +232,13 @@ def stub_names() -> dict[str, set[str]]:
 
 def test_the_stub_names_everything_the_extension_has():
     """stubtest (./dev lint) checks every name the stub gives, and the public names it
-    lacks; the extension's private methods (`Client._add`, ...) it skips when the stub
+    lacks; the extension's private methods (`QueueCore._promote_next`, ...) it skips when the stub
     leaves them out. This is that half: nothing the core offers is missing from the stub."""
     stub = stub_names()
     core = emq._core
     public = lambda names: {n for n in names if not (n.startswith("__") and n.endswith("__"))}  # noqa: E731
     assert public(dir(core)) == stub[""]
-    for cls in (core.Client, core.Job):
+    for cls in (core.Client, core.QueueCore, core.Job):
         assert public(dir(cls)) - stub[cls.__name__] == set(), cls.__name__
 
 

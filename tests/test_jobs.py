@@ -7,7 +7,7 @@ Time is never slept. A job due "later" is added with a long delay; "time
 passes" is modelled by rewriting its `schedule` score and row `due` into the
 past with redis-py (`make_due`), and a lease runs out by moving its `active`
 score and row `lease` into the past (`expire_lease`). Due times and leases
-given to emq are either far in the past (`at_ms=0`: ready at once) or far in
+given to emq are either far in the past (`at=0`: ready at once) or far in
 the future, so that the real clock never decides anything during a test. Where a
 value depends on the server's clock, it is checked between two TIME readings
 taken before and after the call.
@@ -20,7 +20,9 @@ and after (`snapshot`).
 
 from __future__ import annotations
 
+import datetime
 import threading
+import time
 
 import pytest
 
@@ -30,7 +32,8 @@ from test_jobs_model import assert_invariants, expire_lease, lrange, make_due, s
 Q = "jobs"
 P = f"emq:{{{Q}}}:"
 SCHEDULE, PENDING, ACTIVE, DEAD, RING, WAKE = (P + k for k in ("schedule", "pending", "active", "dead", "ring", "wake"))
-LATER = 3_600_000  # an hour: "later" (never comes during a test)
+LATER = 3600  # an hour, in seconds: "later" (never comes during a test)
+LATER_MS = LATER * 1000  # the same, as the server's scores count it
 FAR = 10**9
 
 
@@ -90,11 +93,12 @@ def test_add_due_now_is_pending_at_once(q, r):
     assert_invariants(r, P)
 
 
-@pytest.mark.parametrize("at_ms", [0, 1, "now"])
-def test_add_at_a_past_or_present_time_is_ready_at_once(q, r, at_ms):
-    if at_ms == "now":
-        at_ms = server_ms(r)
-    id_ = q.add("x", at_ms=at_ms)
+@pytest.mark.parametrize("at", [0, 0.001, "now"])
+def test_add_at_a_past_or_present_time_is_ready_at_once(q, r, at):
+    if at == "now":
+        at = server_ms(r) / 1000
+    at_ms = round(at * 1000)
+    id_ = q.add("x", at=at)
     assert lrange(r, PENDING) == [id_]
     assert r.zcard(SCHEDULE) == 0
     assert row(r, id_)["state"] == "pending"
@@ -102,25 +106,113 @@ def test_add_at_a_past_or_present_time_is_ready_at_once(q, r, at_ms):
     assert_invariants(r, P)
 
 
+# Durations as numbers and as timedeltas, each with the ms the core keeps for it:
+# rounded to the nearest (a tie to the even one), a positive one never to 0.
+DURATIONS = [
+    (LATER, datetime.timedelta(hours=1), LATER_MS),
+    (1.5, datetime.timedelta(milliseconds=1500), 1500),
+    (172_800.0015, datetime.timedelta(days=2, microseconds=1500), 172_800_002),
+    (0.0025, datetime.timedelta(microseconds=2500), 2),
+    (0.0004, datetime.timedelta(microseconds=400), 1),
+    (0, datetime.timedelta(0), 0),
+]
+
+
+@pytest.mark.parametrize("number, delta, ms", DURATIONS, ids=[str(d[0]) for d in DURATIONS])
+def test_a_duration_as_seconds_or_as_a_timedelta_is_the_same_duration(q, r, number, delta, ms):
+    """Every duration argument reads seconds and timedeltas alike, to the same
+    ms. The retention policy keeps them exactly (its hash), and a delay and a
+    lease land within the call's clock readings of now plus that many ms. A
+    broken version that read a timedelta by its `.seconds` (dropping days and
+    microseconds), or rounded a number one way and a timedelta another, or
+    rounded a positive duration down to 0 (deleted at once; due now), would
+    differ."""
+    for given in (number, delta):
+        q.set_retention(keep_done=given, keep_dead=given)
+        stored = {k.decode(): int(v) for k, v in r.hgetall(P + "retention").items()}
+        assert (stored["done_ms"], stored["dead_ms"]) == (ms, ms), given
+        assert q.retention().keep_done == ms / 1000
+    if ms < 1000:
+        return  # below a second, the clock readings around a call cannot tell the ms
+    for given in (number, delta):
+        before = server_ms(r)
+        id_ = q.add(b"x", delay=given)
+        after = server_ms(r)
+        assert before + ms <= r.zscore(SCHEDULE, id_) <= after + ms, given
+        q.add(b"y", id=f"ready-{given!r}")
+        before = server_ms(r)
+        [j] = q.claim(1, lease=given)
+        after = server_ms(r)
+        assert before + ms <= j.lease_deadline_ms <= after + ms, given
+        before = server_ms(r)
+        assert q.extend(j, given) is True
+        after = server_ms(r)
+        assert before + ms <= r.zscore(ACTIVE, j.id) <= after + ms, given
+        before = server_ms(r)
+        assert q.fail(j, "e", retry_in=given) is emq.FailOutcome.SCHEDULED
+        after = server_ms(r)
+        assert before + ms <= r.zscore(SCHEDULE, j.id) <= after + ms, given
+    assert_invariants(r, P)
+
+
+@pytest.fixture
+def local_zone(monkeypatch):
+    """This process's local time is UTC+5:30 for the test (a fixed offset: no
+    summer time, no zone files), so a naive time that a broken version took
+    as UTC would land five and a half hours off."""
+    monkeypatch.setenv("TZ", "EMQ-5:30")
+    time.tzset()
+    yield datetime.timedelta(hours=5, minutes=30)
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_at_takes_an_aware_or_a_naive_datetime_or_epoch_seconds(q, r, local_zone):
+    """A due time as an aware datetime (in any zone), a naive one (local time,
+    as `datetime.timestamp()` takes it) or seconds since the epoch: the same
+    instant is the same score, to the ms. A broken version that took a naive
+    time as UTC, dropped an aware one's offset, or truncated the ms would score
+    one of them off."""
+    instant = datetime.datetime(2300, 1, 2, 3, 4, 5, 678_000, tzinfo=datetime.timezone.utc)
+    ms = 10_413_889_445_678  # 2300-01-02T03:04:05.678Z (calendar.timegm)
+    assert round(instant.timestamp() * 1000) == ms
+    forms = {
+        "aware UTC": instant,
+        "aware UTC-7": instant.astimezone(datetime.timezone(datetime.timedelta(hours=-7))),
+        "naive local": (instant + local_zone).replace(tzinfo=None),
+        "epoch seconds": ms / 1000,
+        "epoch seconds, an int": (ms - 678) // 1000,
+    }
+    for name, at in forms.items():
+        id_ = q.add(b"x", id=name, at=at)
+        want = ms - 678 if name == "epoch seconds, an int" else ms
+        assert r.zscore(SCHEDULE, id_) == want, name
+        assert int(row(r, id_)["due"]) == want, name
+    # A naive time is local: the same wall time without its zone is 5:30 later than UTC's.
+    id_ = q.add(b"x", id="naive as wall time", at=instant.replace(tzinfo=None))
+    assert r.zscore(SCHEDULE, id_) == ms - 19_800_000
+    assert_invariants(r, P)
+
+
 def test_add_later_waits_in_schedule(q, r):
     before = server_ms(r)
-    a = q.add("a", delay_ms=LATER)
+    a = q.add("a", delay=LATER)
     after = server_ms(r)
-    b = q.add("b", at_ms=after + 2 * LATER)
-    c = q.add("c", delay_ms=LATER, lane="L")
+    b = q.add("b", at=(after + 2 * LATER_MS) / 1000)
+    c = q.add("c", delay=LATER, lane="L")
     assert r.llen(PENDING) == 0
     # SPEC §7: a is the head of an empty schedule (a token, so parked workers
     # re-park until it); b and c are due after it: no token.
     assert lrange(r, WAKE) == [""], "one token, for the new head"
-    d = q.add("d", delay_ms=LATER // 2)
+    d = q.add("d", delay=LATER // 2)
     assert lrange(r, WAKE) == ["", ""], "d is due before every member: the new head"
-    q.add("e", delay_ms=LATER // 2)
+    q.add("e", delay=LATER // 2)
     assert lrange(r, WAKE) == ["", ""], "e is not due before d"
     assert row(r, d)["state"] == "scheduled"
     assert not r.exists(RING) and not r.exists(lane_key("L")) and not r.exists(ctl_key("L")), "a lane job due later does not touch its lane"
     sa, sb = r.zscore(SCHEDULE, a), r.zscore(SCHEDULE, b)
-    assert before + LATER <= sa <= after + LATER
-    assert sb == after + 2 * LATER
+    assert before + LATER_MS <= sa <= after + LATER_MS
+    assert sb == after + 2 * LATER_MS
     for id_, score in ((a, sa), (b, sb)):
         f = row(r, id_)
         assert f["state"] == "scheduled" and int(f["due"]) == score
@@ -186,7 +278,7 @@ def test_add_takes_the_given_id_and_max_attempts(q, r):
 def test_generated_ids_are_unique_and_sorted_by_creation(q, r):
     ids = []
     for i in range(60):
-        ids.append(q.add(b"x", delay_ms=LATER if i % 3 == 0 else 0, lane="L" if i % 2 else None))
+        ids.append(q.add(b"x", delay=LATER if i % 3 == 0 else 0, lane="L" if i % 2 else None))
         if i % 10 == 0:
             ids += q.add_many([b"a", {"data": b"b", "lane": "M"}, b"c"])
     assert len(set(ids)) == len(ids)
@@ -219,13 +311,13 @@ def test_generated_ids_are_unique_across_threads(server, r):
 
 def test_duplicate_id_is_refused_and_writes_nothing(q, r):
     q.add("first", id="dup", lane="A")
-    q.add("other", id="later", delay_ms=LATER)
+    q.add("other", id="later", delay=LATER)
     before = snapshot(r)
     with pytest.raises(emq.DuplicateJobError) as e:
         q.add("second", id="dup")
-    assert "EMQ.ADD" in str(e.value) and "dup" in str(e.value)
+    assert str(e.value).startswith("Queue.add: ") and "dup" in str(e.value)
     with pytest.raises(emq.DuplicateJobError):
-        q.add("second", id="dup", lane="B", delay_ms=LATER)
+        q.add("second", id="dup", lane="B", delay=LATER)
     with pytest.raises(emq.DuplicateJobError):
         q.add_many([{"data": "new", "id": "new-1", "lane": "C"}, b"generated", {"data": "again", "id": "later"}])
     assert snapshot(r) == before
@@ -248,9 +340,9 @@ def test_an_identical_re_add_returns_the_id_and_writes_nothing(q, r):
     specs = [
         {"data": b"x", "id": "a"},
         {"data": "y", "id": "b", "lane": "A", "max_attempts": 5},
-        {"data": b"z", "id": "c", "delay_ms": LATER},
-        {"data": b"w", "id": "d", "at_ms": 5},
-        {"data": b"v", "id": "e", "at_ms": 4 * 10**13, "lane": "B"},
+        {"data": b"z", "id": "c", "delay": LATER},
+        {"data": b"w", "id": "d", "at": 0.005},
+        {"data": b"v", "id": "e", "at": 4 * 10**10, "lane": "B"},
         {"data": b"", "id": "done-one"},
         {"data": b"", "id": "dead-one", "max_attempts": 1},
     ]
@@ -259,7 +351,7 @@ def test_an_identical_re_add_returns_the_id_and_writes_nothing(q, r):
         if j.id == "done-one":
             assert q.complete(j)
         elif j.id == "dead-one":
-            assert q.fail(j, "x") == "dead"
+            assert q.fail(j, "x") is emq.FailOutcome.DEAD
     for sp in specs:
         assert len(row(r, sp["id"])["digest"]) == 32
     before = snapshot(r)
@@ -272,24 +364,24 @@ def test_an_identical_re_add_returns_the_id_and_writes_nothing(q, r):
 
 
 def test_a_different_request_under_a_given_id_is_refused_and_writes_nothing(q, r):
-    q.add(b"x", id="a", lane="A", max_attempts=2, delay_ms=LATER)
-    q.add(b"x", id="at", at_ms=4 * 10**13)
+    q.add(b"x", id="a", lane="A", max_attempts=2, delay=LATER)
+    q.add(b"x", id="at", at=4 * 10**10)
     r.hset(job_key("old"), mapping={"state": "pending", "data": "x"})  # a row with no digest
     r.rpush(PENDING, "old")
     r.set(job_key("str"), "x")  # not a row at all
     before = snapshot(r)
-    same = {"data": b"x", "id": "a", "lane": "A", "max_attempts": 2, "delay_ms": LATER}
+    same = {"data": b"x", "id": "a", "lane": "A", "max_attempts": 2, "delay": LATER}
     others = [
         {**same, "data": b"y"},
         {**same, "data": "x "},
         {**same, "lane": "B"},
         {**same, "lane": None},
         {**same, "max_attempts": 3},
-        {**same, "delay_ms": LATER + 1},
-        {**same, "delay_ms": 0},
-        {k: v for k, v in same.items() if k != "delay_ms"} | {"at_ms": 4 * 10**13},
-        {"data": b"x", "id": "at", "at_ms": 4 * 10**13 + 1},
-        {"data": b"x", "id": "at", "delay_ms": LATER},
+        {**same, "delay": LATER + 0.001},
+        {**same, "delay": 0},
+        {k: v for k, v in same.items() if k != "delay"} | {"at": 4 * 10**10},
+        {"data": b"x", "id": "at", "at": 4 * 10**10 + 0.001},
+        {"data": b"x", "id": "at", "delay": LATER},
         {"data": b"x", "id": "old"},
         {"data": b"x", "id": "str"},
     ]
@@ -297,7 +389,7 @@ def test_a_different_request_under_a_given_id_is_refused_and_writes_nothing(q, r
         with pytest.raises(emq.DuplicateJobError) as e:
             q.add(**spec)
         msg = str(e.value)
-        assert "EMQ.ADD" in msg and f'"{spec["id"]}"' in msg and "another job" in msg, msg
+        assert msg.startswith("Queue.add: ") and f'"{spec["id"]}"' in msg and "another job" in msg, msg
         with pytest.raises(emq.DuplicateJobError):
             q.add_many([{"data": b"new", "id": "new"}, b"generated", spec])
         assert snapshot(r) == before, spec
@@ -331,7 +423,7 @@ def test_add_many_adds_all_in_order_with_one_wake_per_lane_then_flat(q, r):
             b"2",
             {"data": b"3", "lane": "A"},
             {"data": b"4", "lane": "B"},
-            {"data": b"5", "delay_ms": LATER},
+            {"data": b"5", "delay": LATER},
             {"data": b"6", "id": "given", "max_attempts": 1},
             "7",
         ]
@@ -354,7 +446,7 @@ def test_add_many_is_all_or_nothing(q, r):
         [b"ok", {"data": b"x", "lane": "bad\nlane"}],
         [{"data": b"x", "id": "fine"}, {"data": b"y", "id": ""}],
         [b"ok", {"data": b"y", "max_attempts": 0}],
-        [b"ok", {"data": b"y", "delay_ms": -1}],
+        [b"ok", {"data": b"y", "delay": -1}],
         [b"ok", {"data": b"y", "bogus": 1}],
         [b"ok", {"lane": "A"}],
         [b"ok", 5],
@@ -363,7 +455,7 @@ def test_add_many_is_all_or_nothing(q, r):
     for batch in bad_batches:
         with pytest.raises(emq.ArgumentError) as e:
             q.add_many(batch)
-        assert "EMQ.ADD" in str(e.value), batch
+        assert str(e.value).startswith("Queue.add_many: "), batch
         assert snapshot(r) == before, batch
     with pytest.raises(emq.DuplicateJobError):
         q.add_many([b"ok", {"data": b"x", "lane": "B"}, {"data": b"y", "id": "seed"}])
@@ -395,7 +487,7 @@ def test_claim_on_an_empty_queue_writes_nothing(q, r):
     before = snapshot(r)
     assert q.claim(5) == []
     assert snapshot(r) == before
-    q.add("later", delay_ms=LATER)
+    q.add("later", delay=LATER)
     q.pause_lane("A")
     before = snapshot(r)
     assert q.claim(5) == []
@@ -416,7 +508,7 @@ def test_claim_takes_flat_ids_first_from_the_head(q, r):
 def test_claim_writes_the_row_the_lease_and_the_lane_count(q, r):
     q.add(b"payload", id="a", lane="A", max_attempts=5)
     before = server_ms(r)
-    [j] = q.claim(1, lease_ms=60_000)
+    [j] = q.claim(1, lease=60)
     after = server_ms(r)
     assert (j.id, j.data, j.lane, j.attempts, j.max_attempts, j.state) == ("a", b"payload", "A", 1, 5, "active")
     assert j.token and len(j.token) >= 16
@@ -592,9 +684,9 @@ def test_claim_leaves_a_wake_token_when_work_is_left(q, r):
 
 def test_extend_moves_the_lease(q, r):
     q.add("x", id="x", lane="A")
-    [j] = q.claim(1, lease_ms=1_000)
+    [j] = q.claim(1, lease=1)
     before = server_ms(r)
-    assert q.extend(j, 90_000) is True
+    assert q.extend(j, 90) is True
     after = server_ms(r)
     score = r.zscore(ACTIVE, "x")
     assert before + 90_000 <= score <= after + 90_000
@@ -618,9 +710,10 @@ def test_extend_after_the_lease_ran_out_but_before_a_sweep(q, r):
 
 def test_extend_with_a_huge_lease_does_not_wrap_into_the_past(q, r):
     q.add("x", id="x")
-    [j] = q.claim(1, lease_ms=2**63)
+    longest = 999_999_999_999  # seconds: the longest duration a call takes (past the latest time a plan writes)
+    [j] = q.claim(1, lease=longest)
     assert j.lease_deadline_ms > server_ms(r), "claim saturates the deadline"
-    assert q.extend(j, 2**63) is True
+    assert q.extend(j, longest) is True
     assert r.zscore(ACTIVE, "x") > server_ms(r), "extend's deadline must not wrap around into the past"
     assert_invariants(r, P)
 
@@ -646,8 +739,8 @@ def test_complete(q, r):
     assert_invariants(r, P)
     before = snapshot(r)
     assert q.complete(jx) is False, "a second complete is refused"
-    assert q.fail(jx, "late") == "refused"
-    assert q.extend(jx, 1000) is False
+    assert q.fail(jx, "late") is emq.FailOutcome.REFUSED
+    assert q.extend(jx, 1) is False
     assert snapshot(r) == before
 
 
@@ -657,7 +750,7 @@ def test_fail_with_no_delay_is_ready_at_once(q, r):
     q.add("a", id="a", lane="A")
     jobs = {j.id: j for j in q.claim(1)}
     r.delete(WAKE)
-    assert q.fail(jobs["x"], "boom", retry_in_ms=0) == "scheduled"
+    assert q.fail(jobs["x"], "boom", retry_in=0) is emq.FailOutcome.SCHEDULED
     assert lrange(r, PENDING) == ["y", "x"], "back at the tail of pending"
     assert lrange(r, WAKE) == [""]
     f = row(r, "x")
@@ -666,7 +759,7 @@ def test_fail_with_no_delay_is_ready_at_once(q, r):
     assert r.zcard(SCHEDULE) == 0
     assert_invariants(r, P)
     [ja] = [j for j in q.claim(3) if j.id == "a"]
-    assert q.fail(ja, b"lane boom", retry_in_ms=0) == "scheduled"
+    assert q.fail(ja, b"lane boom", retry_in=0) is emq.FailOutcome.SCHEDULED
     assert lrange(r, lane_key("A")) == ["a"]
     assert ctl(r, "A")["active"] == "0"
     assert "A" in lrange(r, RING)
@@ -677,10 +770,10 @@ def test_fail_with_a_delay_goes_to_schedule_at_now_plus_delay(q, r):
     q.add("x", id="x", lane="A")
     [j] = q.claim(1)
     before = server_ms(r)
-    assert q.fail(j, "later", retry_in_ms=LATER) == "scheduled"
+    assert q.fail(j, "later", retry_in=LATER) is emq.FailOutcome.SCHEDULED
     after = server_ms(r)
     score = r.zscore(SCHEDULE, "x")
-    assert before + LATER <= score <= after + LATER
+    assert before + LATER_MS <= score <= after + LATER_MS
     f = row(r, "x")
     assert (f["state"], int(f["due"]), f["error"]) == ("scheduled", score, "later")
     assert r.llen(lane_key("A")) == 0 and ctl(r, "A")["active"] == "0"
@@ -698,7 +791,7 @@ def test_fail_without_a_delay_backs_off(q, r):
         [j] = q.claim(1)
         assert j.attempts == attempt
         before = server_ms(r)
-        assert q.fail(j, ValueError("bad")) == "scheduled"
+        assert q.fail(j, ValueError("bad")) is emq.FailOutcome.SCHEDULED
         delay = r.zscore(SCHEDULE, "x") - before
         assert 500 <= delay <= 3_600_000 + 1_000, f"attempt {attempt}: backoff {delay} ms"
         assert row(r, "x")["error"] == "ValueError: bad"
@@ -710,11 +803,11 @@ def test_fail_without_a_delay_backs_off(q, r):
 def test_fail_after_max_attempts_is_dead(q, r):
     q.add("x", id="x", lane="A", max_attempts=2)
     [j] = q.claim(1)
-    assert q.fail(j, "one", retry_in_ms=0) == "scheduled"
+    assert q.fail(j, "one", retry_in=0) is emq.FailOutcome.SCHEDULED
     [j] = q.claim(1)
     assert j.attempts == 2
     before = server_ms(r)
-    assert q.fail(j, "two", retry_in_ms=0) == "dead"
+    assert q.fail(j, "two", retry_in=0) is emq.FailOutcome.DEAD
     after = server_ms(r)
     assert zmembers(r, DEAD) == ["x"]
     assert before <= r.zscore(DEAD, "x") <= after
@@ -729,7 +822,7 @@ def test_fail_after_max_attempts_is_dead(q, r):
 def test_max_attempts_one_dies_on_the_first_failure(q, r):
     q.add("x", id="x", max_attempts=1)
     [j] = q.claim(1)
-    assert q.fail(j, "once", retry_in_ms=LATER) == "dead"
+    assert q.fail(j, "once", retry_in=LATER) is emq.FailOutcome.DEAD
     assert zmembers(r, DEAD) == ["x"] and r.zcard(SCHEDULE) == 0
     assert_invariants(r, P)
 
@@ -740,12 +833,12 @@ def test_a_forged_token_is_refused_and_changes_nothing(q, r):
     forged = emq.Job(id="x", data=b"", lane="A", token="0" * 32)
     before = snapshot(r)
     assert q.complete(forged) is False
-    assert q.fail(forged, "no", retry_in_ms=0) == "refused"
-    assert q.extend(forged, 1000) is False
+    assert q.fail(forged, "no", retry_in=0) is emq.FailOutcome.REFUSED
+    assert q.extend(forged, 1) is False
     unknown = emq.Job(id="nobody", data=b"", token=j.token)
     assert q.complete(unknown) is False
-    assert q.fail(unknown, "no") == "refused"
-    assert q.extend(unknown, 1000) is False
+    assert q.fail(unknown, "no") is emq.FailOutcome.REFUSED
+    assert q.extend(unknown, 1) is False
     assert snapshot(r) == before
     assert q.complete(j) is True
 
@@ -754,16 +847,16 @@ def test_a_forged_token_is_refused_and_changes_nothing(q, r):
 @pytest.mark.parametrize("max_stalled", [None, 0])
 def test_a_late_worker_is_refused_after_a_sweep_took_the_job(q, r, lane, max_stalled):
     q.add("x", id="x", lane=lane)
-    [j] = q.claim(1, lease_ms=60_000)
+    [j] = q.claim(1, lease=60)
     expire_lease(r, P, ["x"])  # time passes: the worker stalled
     recovered, dead = q.stalled_check(max_stalled=max_stalled)
     assert (recovered, dead) == ((["x"], []) if max_stalled is None else ([], ["x"]))
     assert_invariants(r, P)
     before = snapshot(r)
     assert q.complete(j) is False
-    assert q.fail(j, "late", retry_in_ms=0) == "refused"
-    assert q.fail(j, "late") == "refused"
-    assert q.extend(j, 60_000) is False
+    assert q.fail(j, "late", retry_in=0) is emq.FailOutcome.REFUSED
+    assert q.fail(j, "late") is emq.FailOutcome.REFUSED
+    assert q.extend(j, 60) is False
     assert snapshot(r) == before, "the late worker's word changes nothing"
     if max_stalled is None:
         f = row(r, "x")
@@ -772,14 +865,14 @@ def test_a_late_worker_is_refused_after_a_sweep_took_the_job(q, r, lane, max_sta
         assert j2.id == "x" and j2.token != j.token and j2.attempts == 2
         before = snapshot(r)
         assert q.complete(j) is False, "the old token stays refused while another worker holds the job"
-        assert q.extend(j, 1) is False
+        assert q.extend(j, 0.001) is False
         assert snapshot(r) == before
         assert q.complete(j2) is True
     assert_invariants(r, P)
 
 
 def test_jobs_due_later_are_promoted_when_time_passes(q, r):
-    ids = q.add_many([{"data": b"", "id": "f", "delay_ms": LATER}, {"data": b"", "id": "a", "delay_ms": LATER, "lane": "A"}])
+    ids = q.add_many([{"data": b"", "id": "f", "delay": LATER}, {"data": b"", "id": "a", "delay": LATER, "lane": "A"}])
     assert q.promote() == 0
     make_due(r, P, ids)
     r.delete(WAKE)
@@ -791,9 +884,9 @@ def test_jobs_due_later_are_promoted_when_time_passes(q, r):
 
 
 def test_counts(q, r):
-    q.add_many([b"f", {"data": b"a", "lane": "A"}, {"data": b"l", "delay_ms": LATER}])
+    q.add_many([b"f", {"data": b"a", "lane": "A"}, {"data": b"l", "delay": LATER}])
     c = q.counts()
-    assert (c["schedule"], c["pending"], c["lanes"], c["active"], c["dead"], c["ring"]) == (1, 1, {"A": 1}, 0, 0, 1)
+    assert (c.schedule, c.pending, c.lanes, c.active, c.dead, c.ring) == (1, 1, {"A": 1}, 0, 0, 1)
     q.claim(5)
     c = q.counts()
-    assert (c["pending"], c["lanes"], c["active"]) == (0, {"A": 0}, 2)
+    assert (c.pending, c.lanes, c.active) == (0, {"A": 0}, 2)

@@ -42,7 +42,7 @@ from test_jobs_model import assert_invariants, expire_lease, lrange, make_due, r
 Q = "jconc"
 P = f"emq:{{{Q}}}:"
 PENDING, RING, WAKE, ACTIVE = P + "pending", P + "ring", P + "wake", P + "active"
-HOUR = 3_600_000
+HOUR = 3600  # seconds
 
 
 def lane_key(lane: str) -> str:
@@ -60,7 +60,7 @@ def job_key(id_: str) -> str:
 LANES = ["a", "b", "c", "lim"]  # lim: at most 2 active at once
 TOGGLED = "t"  # paused and resumed, limited and unlimited, by the lane controller
 TOTAL = 2_000
-LEASE_MS = 200
+LEASE = 0.2  # seconds
 ABANDON = 0.04  # a claimed job the worker walks away from: its lease runs out
 FAIL = 0.06  # a failed attempt (retried at once or a few ms later)
 SLOW = 0.01  # a worker that takes longer than the lease: its complete races the recovery
@@ -118,7 +118,7 @@ def test_claimers_producers_and_sweepers_race(server, r, mixed):
                 lane = None if x < 0.4 else (TOGGLED if x < 0.5 else LANES[int((x - 0.5) * 2 * len(LANES)) % len(LANES)])
                 job = {"data": f"{made}".encode(), "lane": lane, "max_attempts": 1_000}
                 if prng.random() < 0.2:
-                    job["delay_ms"] = prng.randrange(1, 20)
+                    job["delay"] = prng.randrange(1, 20) / 1000
                 jobs.append(job)
             ids = q.add_many(jobs) if take > 1 else [q.add(**jobs[0])]
             with lock:
@@ -152,7 +152,7 @@ def test_claimers_producers_and_sweepers_race(server, r, mixed):
         together = k % 3 == 2
         wrng = random.Random(100 + k)
         while not stop.is_set():
-            jobs = q.claim(wrng.randrange(1, 5), lease_ms=LEASE_MS)
+            jobs = q.claim(wrng.randrange(1, 5), lease=LEASE)
             if not jobs:
                 c.command("BLPOP", WAKE, "0.02")  # park briefly on the wake list
                 continue
@@ -169,13 +169,13 @@ def test_claimers_producers_and_sweepers_race(server, r, mixed):
                 if x < ABANDON + FAIL:
                     retry = wrng.choice([0, 0, 3, 10])
                     if together:
-                        items.append((j, "flaky", retry))
+                        items.append((j, "flaky", retry / 1000))
                     else:
-                        failed(j, q.fail(j, "flaky", retry_in_ms=retry))
+                        failed(j, q.fail(j, "flaky", retry_in=retry / 1000))
                     continue
                 if x < ABANDON + FAIL + SLOW:
-                    time.sleep((LEASE_MS + wrng.randrange(0, 60)) / 1000)  # real work running late
-                elif x < 0.2 and not q.extend(j, LEASE_MS):
+                    time.sleep(LEASE + wrng.randrange(0, 60) / 1000)  # real work running late
+                elif x < 0.2 and not q.extend(j, LEASE):
                     refused["extend"] += 1
                     continue
                 if together:
@@ -288,8 +288,8 @@ def test_claimers_producers_and_sweepers_race(server, r, mixed):
     before = snapshot(r)
     for j in abandoned:
         assert q.complete(j) is False
-        assert q.fail(j, "late", retry_in_ms=0) == "refused"
-        assert q.extend(j, 1000) is False
+        assert q.fail(j, "late", retry_in=0) is emq.FailOutcome.REFUSED
+        assert q.extend(j, 1) is False
     assert snapshot(r) == before
     c.close()
 
@@ -429,7 +429,7 @@ def test_claim_while_a_producer_appends(pair, r):
 def test_late_complete_while_the_stalled_check_recovers(pair, r):
     held, other = pair
     other.add("x", id="x", lane="A")
-    [j] = other.claim(1, lease_ms=HOUR)
+    [j] = other.claim(1, lease=HOUR)
     expire_lease(r, P, ["x"])
     done, (back, dead) = interleave(held, lambda: held.complete(j), lambda: other.stalled_check(max_stalled=None))
     assert back == ["x"] and dead == []
@@ -441,7 +441,7 @@ def test_late_complete_while_the_stalled_check_recovers(pair, r):
 def test_stalled_check_while_a_worker_completes(pair, r):
     held, other = pair
     other.add("x", id="x")
-    [j] = other.claim(1, lease_ms=HOUR)
+    [j] = other.claim(1, lease=HOUR)
     expire_lease(r, P, ["x"])
     (back, dead), done = interleave(held, lambda: held.stalled_check(max_stalled=None), lambda: other.complete(j))
     assert done is True
@@ -467,7 +467,7 @@ def test_two_claims_with_a_ghost_at_the_head_of_pending(pair, r):
 def _lane_in_ring_but_empty(q):
     """Lane A served its last id: it is still in the ring, and empty."""
     q.add("a", id="a1", lane="A")
-    [j] = q.claim(1, lease_ms=HOUR)
+    [j] = q.claim(1, lease=HOUR)
     return j
 
 
@@ -483,7 +483,7 @@ def test_claim_drops_an_empty_lane_while_a_producer_adds_to_it(pair, r):
 def test_claim_drops_an_empty_lane_while_promote_moves_a_job_into_it(pair, r):
     held, other = pair
     _lane_in_ring_but_empty(other)
-    other.add("z", id="z1", lane="A", delay_ms=HOUR)
+    other.add("z", id="z1", lane="A", delay=HOUR)
     make_due(r, P, ["z1"])
     got, _ = interleave(held, lambda: held.claim(1), lambda: other.promote())
     assert_invariants(r, P, where="claim dropped lane A while z1 was promoted into it")
@@ -493,7 +493,7 @@ def test_claim_drops_an_empty_lane_while_promote_moves_a_job_into_it(pair, r):
 def test_promote_while_a_claim_drops_the_lane(pair, r):
     held, other = pair
     _lane_in_ring_but_empty(other)
-    other.add("z", id="z1", lane="A", delay_ms=HOUR)
+    other.add("z", id="z1", lane="A", delay=HOUR)
     make_due(r, P, ["z1"])
     n, _ = interleave(held, lambda: held.promote(), lambda: other.claim(1))
     assert n == 1
@@ -512,7 +512,7 @@ def test_add_while_a_claim_drops_the_lane(pair, r):
 def test_fail_while_a_claim_drops_the_lane(pair, r):
     held, other = pair
     j = _lane_in_ring_but_empty(other)
-    out, _ = interleave(held, lambda: held.fail(j, "again", retry_in_ms=0), lambda: other.claim(1))
+    out, _ = interleave(held, lambda: held.fail(j, "again", retry_in=0), lambda: other.claim(1))
     assert out == "scheduled"
     assert_invariants(r, P)
     assert [x.id for x in other.claim(5)] == ["a1"]
@@ -532,9 +532,9 @@ def _lane_full_and_out_of_the_ring(q):
     """Lane A with limit 1, its one job active, and A out of the ring."""
     q.set_lane_limit("A", 1)
     q.add("a", id="a1", lane="A")
-    [j] = q.claim(1, lease_ms=HOUR)
+    [j] = q.claim(1, lease=HOUR)
     q.claim(1)  # A found full: it leaves the ring
-    assert q.counts()["ring"] == 0
+    assert q.counts().ring == 0
     return j
 
 
@@ -586,7 +586,7 @@ def test_claim_while_a_complete_frees_a_slot_of_the_same_lane(pair, r):
     `active` grows by HINCRBY, which commutes with a complete's decrement (I4)."""
     held, other = pair
     other.add_many([{"data": b"", "id": "a1", "lane": "A"}, {"data": b"", "id": "a2", "lane": "A"}])
-    [j1] = other.claim(1, lease_ms=HOUR)
+    [j1] = other.claim(1, lease=HOUR)
     got, done = interleave(held, lambda: held.claim(1), lambda: other.complete(j1))
     assert done is True and [j.id for j in got] == ["a2"]
     assert r.hget(P + "lanectl:A", "active") == b"1"
@@ -596,7 +596,7 @@ def test_claim_while_a_complete_frees_a_slot_of_the_same_lane(pair, r):
 def test_claim_while_the_stalled_check_recovers_a_job_of_the_same_lane(pair, r):
     held, other = pair
     other.add_many([{"data": b"", "id": "a1", "lane": "A"}, {"data": b"", "id": "a2", "lane": "A"}])
-    other.claim(1, lease_ms=HOUR)
+    other.claim(1, lease=HOUR)
     expire_lease(r, P, ["a1"])
     got, (back, _) = interleave(held, lambda: held.claim(1), lambda: other.stalled_check(max_stalled=None))
     assert back == ["a1"] and [j.id for j in got] == ["a2"]

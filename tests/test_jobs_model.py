@@ -50,6 +50,7 @@ import emq
 
 WAKE_MAX = emq._core.WAKE_MAX
 FAR = 1_000_000_000  # ms: "later" (about 11 days): never comes during a test
+FAR_S = FAR / 1000  # the same in seconds, as emq takes it
 LANES = ["A", "B", "C"]
 Q = "model"
 PREFIX = f"emq:{{{Q}}}:"
@@ -79,7 +80,7 @@ def _glob(text: str) -> str:
 
 def digest(data: bytes, lane: str | None, max_attempts: int, when: tuple[str, int]) -> str:
     """ADD's digest of a request (rust/emq-plan/src/jobs/add.rs), computed apart:
-    `when` is ("D", delay_ms) or ("A", at_ms), as given."""
+    `when` is ("D", delay in ms) or ("A", due time in ms), as given."""
     buf = b"emq.add.v1" + b"d%d:" % len(data) + data
     if lane is None:
         buf += b"n"
@@ -690,7 +691,7 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
                 many = True
             specs = []
             for lane, later, data, max_attempts in jobs:
-                spec = {"data": data, "lane": lane, "delay_ms": FAR if later else 0, "max_attempts": max_attempts}
+                spec = {"data": data, "lane": lane, "delay": FAR_S if later else 0, "max_attempts": max_attempts}
                 if given_ids:
                     self.seq += 1
                     spec["id"] = f"j{self.seq:05d}"
@@ -703,15 +704,18 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             if given_ids:
                 assert ids == [sp["id"] for sp in specs]
             self.m.add(
-                [(i, sp["data"], sp["lane"], sp["delay_ms"] > 0, sp["max_attempts"], ("D", sp["delay_ms"])) for i, sp in zip(ids, specs)]
+                [
+                    (i, sp["data"], sp["lane"], sp["delay"] > 0, sp["max_attempts"], ("D", round(sp["delay"] * 1000)))
+                    for i, sp in zip(ids, specs)
+                ]
             )
 
         @rule(k=ids_st, at_past=st.booleans())
         def add_at(self, k, at_past):
-            """`at_ms` in the past (ready at once) or far ahead."""
+            """`at` in the past (ready at once) or far ahead (the model keeps ms)."""
             lane = [None, *LANES][k % 4]
             at = 5 if at_past else 10**13 * 4
-            id_ = self.q.add(b"at", at_ms=at, lane=lane)
+            id_ = self.q.add(b"at", at=at / 1000, lane=lane)
             self.m.add([(id_, b"at", lane, not at_past, 3, ("A", at))])
             if not at_past:
                 assert self.r.zscore(PREFIX + "schedule", id_) == at
@@ -733,8 +737,8 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             elif what == "max_attempts":
                 spec["max_attempts"] = max_attempts + 1
             else:
-                spec.pop("at_ms", None)
-                spec["delay_ms"] = when[1] + 1 if when[0] == "D" else 0
+                spec.pop("at", None)
+                spec["delay"] = (when[1] + 1) / 1000 if when[0] == "D" else 0
             before = snapshot(self.r)
             with pytest.raises(emq.DuplicateJobError) as e:
                 self.q.add_many([{"data": b"new", "id": f"fresh{k}"}, spec])
@@ -743,7 +747,7 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
 
         @staticmethod
         def _when(when: tuple[str, int]) -> dict:
-            return {"delay_ms": when[1]} if when[0] == "D" else {"at_ms": when[1]}
+            return {"delay": when[1] / 1000} if when[0] == "D" else {"at": when[1] / 1000}
 
         @precondition(lambda self: self.m.requests)
         @rule(k=ids_st, many=st.booleans())
@@ -770,7 +774,7 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
 
         @rule(n=st.integers(1, 4))
         def claim(self, n):
-            jobs = self.q.claim(n, lease_ms=FAR)
+            jobs = self.q.claim(n, lease=FAR_S)
             expected = self.m.claim(n)
             assert [j.id for j in jobs] == expected
             for j in jobs:
@@ -784,7 +788,7 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
         @rule(k=ids_st)
         def extend(self, k):
             j = self.held[self._pick(self.held, k)]
-            assert self.q.extend(j, FAR) is True
+            assert self.q.extend(j, FAR_S) is True
             self.m.active[j.id] = None
 
         def _batch(self, k: int, n_held: int, n_stale: int) -> tuple[list[emq.Job], list[str]]:
@@ -806,7 +810,7 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             answered as `extend` alone would, the stale ones left as they are."""
             jobs, chosen = self._batch(k, n_held, n_stale)
             before = snapshot(self.r)
-            got = self.q.extend_many(jobs, FAR)
+            got = self.q.extend_many(jobs, FAR_S)
             assert got == [j.id in chosen for j in jobs]
             for i in chosen:
                 self.m.active[i] = None
@@ -862,7 +866,7 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             claim is never dropped). The module: the completes, then a claim
             (lanes too), two commands in one round trip."""
             jobs, chosen = self._batch(k, n_held, n_stale)
-            got, claimed = self.q.complete_and_claim(jobs, n, lease_ms=FAR)
+            got, claimed = self.q.complete_and_claim(jobs, n, lease=FAR_S)
             expected = self.m.claim(n, flat_only=True) if n and backend == "plan" else []
             assert got == [j.id in chosen for j in jobs]
             for j in jobs:
@@ -895,7 +899,7 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             another (ready retries, new heads of `schedule`, lanes offered,
             deaths and the trim of `dead` included)."""
             jobs, chosen = self._batch(k, n_held, n_stale)
-            items = [j if f == "done" else (j, error, 0 if f == "now" else FAR) for j, f in zip(jobs, fates)]
+            items = [j if f == "done" else (j, error, 0 if f == "now" else FAR_S) for j, f in zip(jobs, fates)]
             self._await_dead_scores()
             before = snapshot(self.r)
             t0 = server_ms(self.r)
@@ -932,7 +936,7 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             j = self.held[self._pick(self.held, k)]
             self._await_dead_scores()
             before = server_ms(self.r)
-            got = self.q.fail(j, error, retry_in_ms={"now": 0, "far": FAR, "backoff": None}[retry])
+            got = self.q.fail(j, error, retry_in={"now": 0, "far": FAR_S, "backoff": None}[retry])
             after = server_ms(self.r)
             assert got == self.m.fail(j.id, error, retry)
             self._read_dead_scores(before, after)
@@ -967,9 +971,9 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             if how == "complete":
                 assert self.q.complete(j) is False
             elif how == "fail":
-                assert self.q.fail(j, "late", retry_in_ms=0) == "refused"
+                assert self.q.fail(j, "late", retry_in=0) is emq.FailOutcome.REFUSED
             else:
-                assert self.q.extend(j, 1000) is False
+                assert self.q.extend(j, 1) is False
             assert snapshot(self.r) == before
 
         # -- time and the sweeps -------------------------------------------------
@@ -1030,18 +1034,18 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
         @rule(**POLICY)
         def set_retention(self, done, dead, dead_max):
             """A policy (seconds; None: forever / no limit; "leave": not given)."""
-            args = {name: v for name, v in (("keep_done_s", done), ("keep_dead_s", dead), ("max_dead", dead_max)) if v != "leave"}
+            args = {name: v for name, v in (("keep_done", done), ("keep_dead", dead), ("max_dead", dead_max)) if v != "leave"}
             self.q.set_retention(**args)
             for field, v, scale in (("done_ms", done, 1000), ("dead_ms", dead, 1000), ("dead_max", dead_max, 1)):
                 if v != "leave":
                     self.m.ret[field] = -1 if v is None else v * scale
                     self.m.ret_hash[field] = str(self.m.ret[field])
             secs = lambda ms: None if ms < 0 else ms / 1000  # noqa: E731
-            want = {
-                "keep_done_s": secs(self.m.ret["done_ms"]),
-                "keep_dead_s": secs(self.m.ret["dead_ms"]),
-                "max_dead": None if self.m.ret["dead_max"] < 0 else self.m.ret["dead_max"],
-            }
+            want = emq.Retention(
+                keep_done=secs(self.m.ret["done_ms"]),
+                keep_dead=secs(self.m.ret["dead_ms"]),
+                max_dead=None if self.m.ret["dead_max"] < 0 else self.m.ret["dead_max"],
+            )
             assert self.q.retention() == want
 
         @precondition(lambda self: any(sc is None for sc in self.m.done.values()))
@@ -1072,8 +1076,8 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             c = self.q.counts()
             m = self.m
             lanes = {lane: len(ids) for lane, ids in m.lanes.items() if ids}
-            assert {k: v for k, v in c["lanes"].items() if v} == lanes
-            assert (c["schedule"], c["pending"], c["active"], c["dead"], c["ring"]) == (
+            assert {k: v for k, v in c.lanes.items() if v} == lanes
+            assert (c.schedule, c.pending, c.active, c.dead, c.ring) == (
                 len(m.schedule),
                 len(m.pending),
                 len(m.active),
@@ -1082,7 +1086,7 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             )
             # Done rows still kept: entries finished after now - done_ms (past ones are not).
             kept = len(m.done) if m.ret["done_ms"] < 0 else 0 if m.ret["done_ms"] == 0 else sum(1 for sc in m.done.values() if sc is None)
-            assert c["done"] == kept
+            assert c.done == kept
 
         # -- lanes ----------------------------------------------------------------
 

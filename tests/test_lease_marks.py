@@ -43,9 +43,9 @@ def expire(r: redis.Redis, jobs, *, spacing_ms: int = 1) -> dict[str, int]:
     return leases
 
 
-def claimed(q: emq.Queue, n: int, *, lease_ms: int = 60_000) -> list:
+def claimed(q: emq.Queue, n: int, *, lease: float = 60) -> list:
     q.add_many([b"x"] * n)
-    jobs = q.claim(n, lease_ms=lease_ms)
+    jobs = q.claim(n, lease=lease)
     assert len(jobs) == n
     return jobs
 
@@ -99,9 +99,9 @@ def test_settles_set_the_mark_of_their_leases_second(server, r, client):
     q = emq.Queue(client, Q)
     a, b, c = claimed(q, 3)
     lease = {j.id: int(r.hget(P + "job:" + j.id, "lease")) for j in (a, b, c)}
-    assert q.extend(a, 120_000)
+    assert q.extend(a, 120)
     assert q.complete(b)
-    assert q.fail(c, "boom", retry_in_ms=0) == "scheduled"
+    assert q.fail(c, "boom", retry_in=0) is emq.FailOutcome.SCHEDULED
     for j in (a, b, c):
         assert r.get(f"{P}leases:{lease[j.id] // 1000}") == b"1", j.id
     # A refused settle (a stale token) writes nothing, no mark either.
@@ -116,9 +116,9 @@ def settle_late(q: emq.Queue, late, settle: str) -> None:
     if settle == "complete":
         assert q.complete(late)
     elif settle == "extend":
-        assert q.extend(late, 60_000)
+        assert q.extend(late, 60)
     else:
-        assert q.fail(late, "late", retry_in_ms=10**9) == "scheduled"
+        assert q.fail(late, "late", retry_in=10**6) is emq.FailOutcome.SCHEDULED
 
 
 @pytest.mark.parametrize("settle", ["complete", "extend", "fail"])
@@ -178,11 +178,11 @@ def test_live_settles_producers_and_claims_do_not_abort_a_check(server, r, proxy
     for j in live[:10]:
         assert q.complete(j)
     for j in live[10:20]:
-        assert q.extend(j, 60_000)
+        assert q.extend(j, 60)
     for j in live[20:]:
-        assert q.fail(j, "x", retry_in_ms=0) == "scheduled"
+        assert q.fail(j, "x", retry_in=0) is emq.FailOutcome.SCHEDULED
     q.add_many([b"y"] * 20)
-    assert len(q.claim(15, lease_ms=60_000)) == 15
+    assert len(q.claim(15, lease=60)) == 15
     t.join(30)
     assert "error" not in box, box.get("error")
     recovered, _ = box["out"]
@@ -197,7 +197,7 @@ def test_a_selection_over_many_seconds_is_grouped_where_watch_grows(server, r, c
     q = emq.Queue(client, Q)
     jobs = claimed(q, 130)
     leases = expire(r, jobs, spacing_ms=1000)
-    rows, cap = client._sweep_group("stalled", 1000)
+    rows, cap = emq._core._sweep_group(client, "stalled", 1000)
     assert rows == 1000
     r.config_resetstat()
     recovered, _ = emq.stalled_check(client, Q, max_stalled=None, batch=1000)

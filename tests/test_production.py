@@ -4,7 +4,7 @@ sweeper, the `emq worker` command, the demo) runs jobs on a server with
 `default` user off, so a connection that does not authenticate is refused), and
 over TLS; and no connection runs as another user.
 
-Before issue 12, a worker opened its other connections from the client's
+Once, a worker opened its other connections from the client's
 address, which has the password removed: every beat failed with `NOAUTH` and no
 job ran (or, with `default` open, ran as `default`).
 """
@@ -82,10 +82,10 @@ def add_jobs(q: emq.Queue, n: int = 24) -> list[str]:
     """Ready jobs, flat and in a lane, some due a little later, and three whose
     lease runs out without a worker (for the stalled sweeper)."""
     ids = q.add_many(
-        [{"data": b"x", "id": f"j{i}", "lane": "L" if i % 3 == 0 else None, "delay_ms": 300 if i % 4 == 0 else 0} for i in range(n)]
+        [{"data": b"x", "id": f"j{i}", "lane": "L" if i % 3 == 0 else None, "delay": 0.3 if i % 4 == 0 else 0} for i in range(n)]
     )
     q.add_many([{"data": b"s", "id": f"s{i}"} for i in range(3)])
-    stalled = [j.id for j in q.claim(20, lease_ms=200) if j.id.startswith("s")]
+    stalled = [j.id for j in q.claim(20, lease=0.2) if j.id.startswith("s")]
     assert stalled, "the abandoned claims took no s job"
     return ids + [f"s{i}" for i in range(3)]
 
@@ -104,10 +104,10 @@ def worker_cli(url: str, tmp: Path, env: dict | None = None) -> subprocess.Popen
             "tests.worker_handlers:touch",
             "--queue",
             CLI_Q,
-            "--beat-ms",
-            "100",
-            "--lease-ms",
-            "5000",
+            "--beat",
+            "0.1",
+            "--lease",
+            "5",
             "--concurrency",
             "4",
         ],
@@ -132,8 +132,8 @@ def run_everything(url: str, who, tmp: Path, env: dict | None = None) -> set[str
     cli_q = emq.Queue(c, CLI_Q)
     cli_ids = cli_q.add_many([{"data": b"c", "id": f"c{i}", "lane": "L" if i % 2 else None} for i in range(8)])
     here: list[str] = []
-    w = emq.Worker(q, lambda job: here.append(job.id), beat_ms=100, lease_ms=5000, concurrency=4)
-    s = emq.Stalled(q, interval_ms=100, max_stalled=5).start()
+    w = emq.Worker(q, lambda job: here.append(job.id), beat=0.1, lease=5, concurrency=4)
+    s = emq.Stalled(q, interval=0.1, max_stalled=5).start()
     result: dict = {}
 
     def run():
@@ -252,8 +252,8 @@ def test_an_idle_worker_stops_within_beats_where_it_may_not_unblock(protected_se
     CLIENT UNBLOCK, which this user may not send: its pops then last a beat
     at a time, and the stop is served within a few beats, not the idle park."""
     url = acl.restrict(USER, PASSWORD, WORKER_COMMANDS)
-    w = emq.Worker(emq.Queue(emq.connect(url), "idle-stop"), lambda job: None, beat_ms=200)
-    assert w.idle_beat_ms == 30_000
+    w = emq.Worker(emq.Queue(emq.connect(url), "idle-stop"), lambda job: None, beat=0.2)
+    assert w.idle_beat == 30
     t = threading.Thread(target=w.run, daemon=True)
     t.start()
     time.sleep(1.0)  # idle, parked

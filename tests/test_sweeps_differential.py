@@ -603,14 +603,14 @@ def lua_in_groups(r, client, start, kind, queue, sizes, max_stalled, form):
     (the replies summed or joined, or the first error; dump, t0, t1)."""
     reset(r, start)
     t0 = client.time_ms()
-    total = 0 if kind == "promote" else ([], [])
+    total = 0 if kind == "promote" else emq.StalledOutcome([], [])
     try:
         for size in sizes:
             reply = run(client, kind, queue, size, max_stalled, form, "lua")
             if kind == "promote":
                 total += reply
             else:
-                total = (total[0] + list(reply[0]), total[1] + list(reply[1]))
+                total = emq.StalledOutcome(total[0] + list(reply[0]), total[1] + list(reply[1]))
     except emq.EmqError as e:
         total = e
     t1 = client.time_ms()
@@ -654,7 +654,7 @@ def differential(r, client, kind, state, batch, max_stalled, form, group=None):
     base = client.time_ms()
     start = materialise(state, base)
     note(f"start: {start!r}")
-    G, watch_cap = client._sweep_group(kind, batch, group if form == "api" else None)
+    G, watch_cap = emq._core._sweep_group(client, kind, batch, group if form == "api" else None)
     # An automatic stalled check where WATCH is not flat groups only when its watch
     # (SPEC §9: a lease mark a past second) would pass watch_cap keys: never in
     # these states, whose due leases lie in a few seconds (a test of its own does).
@@ -703,7 +703,9 @@ def differential(r, client, kind, state, batch, max_stalled, form, group=None):
         # A bad state: both refuse, with the same class, and neither writes.
         assert type(lr) is type(pr), f"lua: {lr!r}, plan: {pr!r}"
         assert isinstance(pr, emq.LayoutError), pr
-        assert ("EMQ.PROMOTE" if kind == "promote" else "EMQ.STALLED.CHECK") in str(pr)
+        # The call the user made: the function's name, or the wire form's command.
+        named = {"promote": ("emq.promote", "EMQ.PROMOTE"), "stalled": ("emq.stalled_check", "EMQ.STALLED.CHECK")}[kind]
+        assert str(pr).startswith(f"{named[0] if form == 'api' else named[1]}: "), pr
         assert la == start, "lua wrote before refusing"
         assert pa == start, "plan wrote before refusing"
         if currently_in_test_context():

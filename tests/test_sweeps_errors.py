@@ -15,6 +15,8 @@ from test_sweeps_differential import WRONG, dump, write  # tests/ is on sys.path
 BACKENDS = ["plan", "lua"]
 PROMOTE = "EMQ.PROMOTE"
 STALLED = "EMQ.STALLED.CHECK"
+# The call the user made, which an error names (the wire form names its command).
+CALL = {PROMOTE: "emq.promote", STALLED: "emq.stalled_check"}
 PAST = -(10**6)
 FUTURE = 10**6
 
@@ -152,7 +154,7 @@ def _refuses_wrong_type(r, client, verb, state_of, suffix, wrong, backend, form)
         call(client, verb, q, backend, form)
     msg = str(e.value)
     assert not isinstance(e.value, ValueError)
-    assert verb in msg, msg
+    assert msg.startswith(f"{verb if form == 'wire' else CALL[verb]}: "), msg
     assert "type" in msg, msg
     assert dump(r) == before, f"{backend} wrote before refusing ({msg})"
 
@@ -248,7 +250,7 @@ def test_wrong_type_met_late_in_a_large_selection_writes_nothing(r, client, back
             emq.promote(client, "q", batch=1000, backend=backend)
         else:
             emq.stalled_check(client, "q", max_stalled=1, batch=1000, backend=backend)
-    assert verb in str(e.value)
+    assert str(e.value).startswith(f"{CALL[verb]}: ")
     after = dump(r)
     changed = [k.decode() for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
     assert after == before, f"{backend} refused but changed {len(changed)} keys, e.g. {changed[:4]}"
@@ -299,7 +301,7 @@ def _refused(r, client, fn, verb, name, queues=("q",)):
     assert commands_since_reset(r) == [], "validation comes before anything is read (SPEC §5)"
     assert isinstance(e.value, ValueError)
     msg = str(e.value)
-    assert verb in msg, msg
+    assert msg.startswith(f"{CALL[verb]}: "), msg
     assert name in msg, msg
     assert dump(r) == before, "a refused call wrote"
 
@@ -635,7 +637,7 @@ def test_bad_input_in_a_later_group_writes_nothing_at_all(r, client, kind, bad):
     before = snapshot(r)
     with pytest.raises(emq.LayoutError) as e:
         call("plan", 3, group=1)
-    assert ("EMQ.PROMOTE" if kind == "promote" else "EMQ.STALLED.CHECK") in str(e.value)
+    assert str(e.value).startswith("emq.promote: " if kind == "promote" else "emq.stalled_check: ")
     assert snapshot(r) == before, "a grouped call wrote before refusing"
     if bad == "last row a string":
         seed()

@@ -168,29 +168,29 @@ BACKENDS = ["plan", pytest.param("module", marks=pytest.mark.skipif(module_path(
 def test_killed_worker_job_is_recovered_and_finished_once(server, r, procs, log_env, backend):
     qn = "kill"
     q = emq.Queue(emq.connect(server.url), qn)
-    lease_ms, beat_ms = 2000, 300
+    lease, beat = 2, 0.3
     q.add(json.dumps({"sleep": 0.05}), id="X")
     a = procs.worker(
-        server.url, qn, "A", "--concurrency", "1", "--lease-ms", str(lease_ms), "--beat-ms", str(beat_ms), "--backend", backend, block=True
+        server.url, qn, "A", "--concurrency", "1", "--lease", str(lease), "--beat", str(beat), "--backend", backend, block=True
     )
     wait_for(lambda: starts(r, "X") == ["A"], 20, "worker A to start X", show=lambda: (history(r), a.poll()))
     assert q.get("X").state == "active"
 
-    b = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), wh.record, concurrency=2, lease_ms=lease_ms, beat_ms=beat_ms)
+    b = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), wh.record, concurrency=2, lease=lease, beat=beat)
     with running(b) as ran:
         parked(b)
         assert starts(r, "X") == ["A"], "B took X while A held its lease"
         a.kill()
         assert a.wait(10) == -signal.SIGKILL
-        # The lease runs out within lease_ms of A's last extend; B reaps it on
+        # The lease runs out within `lease` of A's last extend; B reaps it on
         # its next beat and runs it. Generous slack for a loaded machine.
         wait_for(
             lambda: state(q, "X") == "done",
-            (lease_ms + beat_ms) / 1000 + 15,
+            lease + beat + 15,
             "B to finish X",
             show=lambda: (q.get("X"), history(r), b.counters.snapshot()),
         )
-        time.sleep(3 * beat_ms / 1000)  # a duplicate run would show by now
+        time.sleep(3 * beat)  # a duplicate run would show by now
     c = ran["counters"]  # what run() returned: a counter moves just after the write it counts lands
 
     assert starts(r, "X") == ["A", "B"]
@@ -221,9 +221,9 @@ def test_stalled_recovery_max_stalled_0_kills_on_first_stall(server, r, procs, l
     qn = "stall0"
     q = emq.Queue(emq.connect(server.url), qn)
     q.add(json.dumps({"sleep": 0}), id="X")
-    _start_and_kill(procs, r, server.url, qn, "A", "X", "--lease-ms", "1500", "--beat-ms", "300")
+    _start_and_kill(procs, r, server.url, qn, "A", "X", "--lease", "1.5", "--beat", "0.3")
 
-    b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease_ms=1500, beat_ms=300, recovery="stalled", max_stalled=0)
+    b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease=1.5, beat=0.3, recovery="stalled", max_stalled=0)
     with running(b) as ran:
         wait_for(lambda: state(q, "X") == "dead", 1.8 + 15, "X to die", show=lambda: (q.get("X"), b.counters.snapshot()))
     c = ran["counters"]  # what run() returned: a counter moves just after the write it counts lands
@@ -239,14 +239,14 @@ def test_stalled_recovery_dies_after_max_stalled_kills(server, r, procs, log_env
     qn = "stall1"
     q = emq.Queue(emq.connect(server.url), qn)
     q.add(json.dumps({"sleep": 0}), id="X", max_attempts=5)
-    opts = ("--lease-ms", "1500", "--beat-ms", "300", "--recovery", "stalled", "--max-stalled", "1")
+    opts = ("--lease", "1.5", "--beat", "0.3", "--recovery", "stalled", "--max-stalled", "1")
     _start_and_kill(procs, r, server.url, qn, "A1", "X", *opts)
     # A2 recovers X (its first stall: within max_stalled), runs it, and is killed too.
     _start_and_kill(procs, r, server.url, qn, "A2", "X", *opts)
     job = q.get("X")
     assert job.state == "active" and job.stalls == 1 and job.attempts == 2
 
-    b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease_ms=1500, beat_ms=300, recovery="stalled", max_stalled=1)
+    b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease=1.5, beat=0.3, recovery="stalled", max_stalled=1)
     with running(b) as ran:
         wait_for(lambda: state(q, "X") == "dead", 1.8 + 15, "X to die", show=lambda: (q.get("X"), b.counters.snapshot()))
     c = ran["counters"]  # what run() returned: a counter moves just after the write it counts lands
@@ -265,7 +265,7 @@ def test_rows_written_without_wake_are_worked_within_a_beat(server, r):
     qn = "nowake"
     k = keys(qn)
     done: list[str] = []
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat_ms=300, concurrency=4, idle_beat_ms=300)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat=0.3, concurrency=4, idle_beat=0.3)
     with running(w):
         parked(w, 3)
         # Ready rows pushed straight into pending, and rows due soon put straight
@@ -308,7 +308,7 @@ def test_short_delays_added_while_workers_park_wake_them_for_the_due_time(server
     def handler(job):
         ran[job.id] = (int(r.hget(f"{k['prefix']}job:{job.id}", "due")), server_ms(r))
 
-    workers = [emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=60_000, concurrency=2) for _ in range(2)]
+    workers = [emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat=60, concurrency=2) for _ in range(2)]
     with running(workers[0]), running(workers[1]):
         for w in workers:
             parked(w, 1)
@@ -316,7 +316,7 @@ def test_short_delays_added_while_workers_park_wake_them_for_the_due_time(server
         ids = []
         for delay in (10, 300, 40, 150, 20, 80):
             time.sleep(rng.uniform(0.0, 0.1))  # at random moments while they park
-            ids.append(q.add(b"x", delay_ms=delay))
+            ids.append(q.add(b"x", delay=delay / 1000))
         wait_for(lambda: set(ids) <= set(ran), 10, "the delayed jobs to run", show=lambda: (ran, [w.counters.snapshot() for w in workers]))
     for id_ in ids:
         due, started = ran[id_]
@@ -329,14 +329,14 @@ def test_a_retry_due_before_the_schedule_head_wakes_a_parked_worker(server, r):
     k = keys(qn)
     runs: list[int] = []
     q = emq.Queue(emq.connect(server.url), qn)
-    q.add(b"far", delay_ms=3_600_000)  # the head of schedule, an hour away
+    q.add(b"far", delay=3600)  # the head of schedule, an hour away
 
     def handler(job):
         runs.append(server_ms(r))
         if len(runs) == 1:
             raise RuntimeError("again soon")
 
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=60_000, concurrency=1)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat=60, concurrency=1)
     with running(w):
         parked(w, 1)
         q.add(b"now")
@@ -366,7 +366,7 @@ def test_a_worker_with_every_slot_taken_leaves_no_pop_blocking_on_wake(server, r
         park_id = w._park_id
         return park_id is not None and any(c["id"] == str(park_id) and "b" in c["flags"] for c in r.client_list())
 
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=200, idle_beat_ms=200, concurrency=1)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat=0.2, idle_beat=0.2, concurrency=1)
     with running(w):
         parked(w, 1)
         wait_for(popping, 10, "the idle worker's pop")
@@ -408,9 +408,9 @@ def test_workers_that_find_a_due_job_taken_wait_a_little_longer_for_the_next(ser
     assert beat(waited_for=now + 5, found=False, learned=now + 3) == 0.0, "an earlier due time: news"
 
 
-def test_an_idle_worker_parks_for_idle_beat_ms_and_wakes_for_work_due_times_and_leases(server, r):
+def test_an_idle_worker_parks_for_idle_beat_and_wakes_for_work_due_times_and_leases(server, r):
     """SPEC §8 (idle cost): a worker that found nothing to do parks up to
-    `idle_beat_ms`, not `beat_ms`; a token (work made ready, a new head of
+    `idle_beat`, not `beat`; a token (work made ready, a new head of
     `schedule`), the next due time and the next lease deadline it saw end the
     park sooner, so nothing waits for the idle beat but a lost token."""
     qn = "idle"
@@ -419,14 +419,14 @@ def test_an_idle_worker_parks_for_idle_beat_ms_and_wakes_for_work_due_times_and_
     # A job held by a worker that died: the idle worker sees its lease deadline in
     # its stalled check and wakes for it.
     q.add(b"orphan")
-    (orphan,) = q.claim(1, lease_ms=2000)
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat_ms=50, idle_beat_ms=60_000)
+    (orphan,) = q.claim(1, lease=2)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat=0.05, idle_beat=60)
     with running(w):
         parked(w, 1)
         time.sleep(1.0)
-        assert w.counters.snapshot()["beats"] <= 3, "an idle worker beats at its beat_ms"
+        assert w.counters.snapshot()["beats"] <= 3, "an idle worker beats at its beat"
         ready = q.add(b"now")
-        soon = q.add(b"soon", delay_ms=200)
+        soon = q.add(b"soon", delay=0.2)
         wait_for(lambda: {ready, soon} <= set(done), 10, "ready and delayed work", show=w.counters.snapshot)
         wait_for(lambda: orphan.id in done, 15, "the orphan's recovery", show=w.counters.snapshot)
     assert w.counters.snapshot()["beats"] < 40
@@ -442,7 +442,7 @@ def test_a_worker_waiting_for_a_due_time_pings_the_server_just_before_it():
         qn = "warm"
         ran: dict[str, int] = {}
         q = emq.Queue(emq.connect(srv.url), qn)
-        w = emq.Worker(emq.Queue(emq.connect(srv.url), qn), lambda job: ran.setdefault(job.id, server_ms(r)), idle_beat_ms=60_000)
+        w = emq.Worker(emq.Queue(emq.connect(srv.url), qn), lambda job: ran.setdefault(job.id, server_ms(r)), idle_beat=60)
         with running(w):
             parked(w, 1)
             time.sleep(0.3)
@@ -450,18 +450,18 @@ def test_a_worker_waiting_for_a_due_time_pings_the_server_just_before_it():
             time.sleep(1.0)
             assert "cmdstat_ping" not in r.info("commandstats"), "a worker with nothing due pinged"
             due = server_ms(r) + 400
-            job = q.add(b"x", at_ms=due)
+            job = q.add(b"x", at=due / 1000)
             wait_for(lambda: job in ran, 10, "the due job", show=w.counters.snapshot)
             assert ran[job] >= due
             pings = r.info("commandstats").get("cmdstat_ping", {}).get("calls", 0)
             assert 1 <= pings <= 2, f"{pings} pings for one due time"
 
 
-def test_a_lost_token_is_healed_within_idle_beat_ms(server, r):
+def test_a_lost_token_is_healed_within_idle_beat(server, r):
     qn = "lost"
     k = keys(qn)
     done: list[str] = []
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat_ms=50, idle_beat_ms=500)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat=0.05, idle_beat=0.5)
     with running(w):
         parked(w, 1)
         now_ms = server_ms(r)
@@ -479,7 +479,7 @@ def test_wake_deleted_continuously_work_still_done(server, r):
         time.sleep(0.02)  # busy workers leave tokens in wake: the deleter takes them
         done.append(job.id)
 
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=300, concurrency=2, idle_beat_ms=300)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat=0.3, concurrency=2, idle_beat=0.3)
     stop = threading.Event()
     deletes = Counter()
 
@@ -497,7 +497,7 @@ def test_wake_deleted_continuously_work_still_done(server, r):
             q = emq.Queue(emq.connect(server.url), qn)
             ids = []
             for i in range(40):
-                ids.append(q.add("x", id=f"j{i}", delay_ms=(0 if i % 2 else 100 + 10 * i)))
+                ids.append(q.add("x", id=f"j{i}", delay=(0 if i % 2 else (100 + 10 * i) / 1000)))
                 time.sleep(0.01)
             wait_for(
                 lambda: set(ids) <= set(done),
@@ -561,7 +561,7 @@ def test_killed_connections_and_restart_lose_no_job(aof_server):
         with runs_lock:
             runs[job.id] += 1
 
-    w = emq.Worker(emq.Queue(emq.connect(url), qn), handler, concurrency=4, lease_ms=2000, beat_ms=200, idle_beat_ms=200)
+    w = emq.Worker(emq.Queue(emq.connect(url), qn), handler, concurrency=4, lease=2, beat=0.2, idle_beat=0.2)
     producer = emq.Queue(emq.connect(url), qn)
     ids: list[str] = []
 
@@ -593,13 +593,13 @@ def test_killed_connections_and_restart_lose_no_job(aof_server):
         kt.start()
         try:
             for round_ in range(12):
-                batch = [{"data": "x", "id": f"j{n + i}", "delay_ms": (0 if i % 3 else 150)} for i in range(20)]
+                batch = [{"data": "x", "id": f"j{n + i}", "delay": (0 if i % 3 else 0.15)} for i in range(20)]
                 n += len(batch)
                 add_batch(batch)
                 time.sleep(0.1)
                 if round_ == 6:
                     # Work waiting in schedule across the restart: only the AOF keeps it.
-                    add_batch([{"data": "x", "id": f"kept{i}", "delay_ms": 1000} for i in range(20)])
+                    add_batch([{"data": "x", "id": f"kept{i}", "delay": 1} for i in range(20)])
                     aof_server.restart()
             wait_for(lambda: kills["n"] > 0, 10, "a CLIENT KILL to hit")
         finally:
@@ -705,8 +705,8 @@ def test_sigterm_finishes_running_jobs_and_claims_nothing_more(server, r, procs)
     k = keys(qn)
     q = emq.Queue(emq.connect(server.url), qn)
     ids = [q.add(json.dumps({"sleep": 2.0}), id=f"j{i}") for i in range(5)]
-    grace_s = 20.0
-    p = procs.worker(server.url, qn, "A", "--concurrency", "2", "--beat-ms", "300", "--lease-ms", "10000", "--grace-s", str(grace_s))
+    grace = 20.0
+    p = procs.worker(server.url, qn, "A", "--concurrency", "2", "--beat", "0.3", "--lease", "10", "--grace", str(grace))
     wait_for(
         lambda: len([e for e in history(r) if e[0] == "start"]) == 2,
         20,
@@ -717,7 +717,7 @@ def test_sigterm_finishes_running_jobs_and_claims_nothing_more(server, r, procs)
     p.send_signal(signal.SIGTERM)
     # More work while it stops: its wake tokens must not draw a claim either.
     late = [q.add(json.dumps({"sleep": 0}), id=f"late{i}") for i in range(2)]
-    rc = p.wait(grace_s + 10)
+    rc = p.wait(grace + 10)
     out = procs.output(p)
     assert rc == 0, out[-3000:]
     assert sorted(e[2] for e in history(r) if e[0] == "start") == sorted(running_ids), history(r)
@@ -738,39 +738,39 @@ def test_sigterm_job_outlasting_grace_is_left_to_recovery(server, r, procs, log_
     qn = "outlast"
     q = emq.Queue(emq.connect(server.url), qn)
     q.add(json.dumps({"sleep": 0}), id="X")
-    grace_s = 1.0
-    a = procs.worker(server.url, qn, "A", "--lease-ms", "1500", "--beat-ms", "300", "--grace-s", str(grace_s), block=True)
+    grace = 1.0
+    a = procs.worker(server.url, qn, "A", "--lease", "1.5", "--beat", "0.3", "--grace", str(grace), block=True)
     wait_for(lambda: starts(r, "X") == ["A"], 20, "worker A to start X", show=lambda: (history(r), procs.output(a)[-2000:]))
     a.send_signal(signal.SIGTERM)
     try:
-        rc = a.wait(grace_s + 10)
+        rc = a.wait(grace + 10)
     except subprocess.TimeoutExpired:
         job = q.get("X")
         lease_left = job.lease_deadline_ms - q.client.time_ms() if job.lease_deadline_ms else None
         pytest.fail(
-            f"the worker did not exit {grace_s} s grace + 10 s after SIGTERM; X is {job.state}, "
+            f"the worker did not exit {grace} s grace + 10 s after SIGTERM; X is {job.state}, "
             f"its lease still {lease_left} ms ahead\n{procs.output(a)[-2000:]}"
         )
     assert rc == 0, procs.output(a)[-3000:]
-    b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease_ms=1500, beat_ms=300)
+    b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease=1.5, beat=0.3)
     with running(b):
         wait_for(lambda: state(q, "X") == "done", 1.8 + 15, "B to finish X", show=lambda: (q.get("X"), history(r)))
     assert starts(r, "X") == ["A", "B"] and finishes(r, "X") == ["B"]
 
 
 def test_run_returning_after_grace_stops_extending_the_leftover_lease(server, r, log_env):
-    """`run()` gave up on a job after `grace_s` ("left to recovery"): its lease
+    """`run()` gave up on a job after `grace` ("left to recovery"): its lease
     must then run out, so another worker can recover it."""
     qn = "leftover"
     q = emq.Queue(emq.connect(server.url), qn)
     q.add(json.dumps({"sleep": 0}), id="X")
     release = threading.Event()
-    a = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: release.wait(60), lease_ms=1500, beat_ms=300, grace_s=0.5)
+    a = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: release.wait(60), lease=1.5, beat=0.3, grace=0.5)
     try:
         with running(a):
             wait_for(lambda: state(q, "X") == "active", 15, "A to claim X")
         # run() has returned; A's handler still holds X.
-        b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease_ms=1500, beat_ms=300)
+        b = emq.Worker(emq.Queue(emq.connect(server.url), qn), wh.record, lease=1.5, beat=0.3)
         with running(b):
             wait_for(
                 lambda: state(q, "X") == "done",
@@ -790,7 +790,7 @@ def test_stop_waits_for_running_jobs_without_spinning_the_lease_keeper(server, r
     q = emq.Queue(emq.connect(server.url), qn)
     q.add("x", id="X")
     release = threading.Event()
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: release.wait(20), lease_ms=30_000, beat_ms=300, grace_s=20)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: release.wait(20), lease=30, beat=0.3, grace=20)
     try:
         with running(w):
             wait_for(lambda: state(q, "X") == "active", 15, "the worker to claim X")
@@ -816,8 +816,8 @@ def test_a_job_longer_than_its_lease_is_kept_by_its_worker(server, r, backend):
     qn = "kept"
     q = emq.Queue(emq.connect(server.url), qn)
     q.add("x", id="X")
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), lambda job: time.sleep(2.5), lease_ms=900, beat_ms=300)
-    sweeper = emq.Stalled(emq.Queue(emq.connect(server.url), qn), interval_ms=100, max_stalled=0)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), lambda job: time.sleep(2.5), lease=0.9, beat=0.3)
+    sweeper = emq.Stalled(emq.Queue(emq.connect(server.url), qn), interval=0.1, max_stalled=0)
     r.config_resetstat()
     with running(w) as ran:
         sweeper.start()
@@ -840,7 +840,7 @@ def test_stop_during_a_beat_claims_nothing_more(server, r):
     q = emq.Queue(emq.connect(server.url), qn)
     ids = [q.add("x", id=f"j{i}") for i in range(3)]
     done: list[str] = []
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat_ms=300)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat=0.3)
     real = w._beat
     promoted = threading.Event()
 
@@ -873,13 +873,13 @@ def test_lost_lease_counted_late_complete_refused_and_the_new_claim_kept(server,
     q.add("x", id="X", max_attempts=5)
     release1, release2 = threading.Event(), threading.Event()
     runs: list[int] = []
-    lease_ms = 900
+    lease = 0.9
 
     def handler(job):
         runs.append(job.attempts)
         (release1 if job.attempts == 1 else release2).wait(20)
 
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, concurrency=2, lease_ms=lease_ms, beat_ms=300)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, concurrency=2, lease=lease, beat=0.3)
     try:
         with running(w) as ran:
             wait_for(lambda: runs == [1], 15, "the first run")
@@ -898,10 +898,10 @@ def test_lost_lease_counted_late_complete_refused_and_the_new_claim_kept(server,
                 wait_for(lambda: w.counters.snapshot()["lost_leases"] >= 1, 5, "the keeper to see the first lease lost")
             release1.set()  # the first run ends: its complete is refused
             wait_for(lambda: w.counters.snapshot()["refused"] >= 1, 15, "the late complete", show=w.counters.snapshot)
-            time.sleep(3 * lease_ms / 1000)  # the second run holds X for three leases more
+            time.sleep(3 * lease)  # the second run holds X for three leases more
             release2.set()
             wait_for(lambda: state(q, "X") == "done", 15, "X to be done", show=lambda: (runs, q.get("X"), w.counters.snapshot()))
-            time.sleep(lease_ms / 1000)
+            time.sleep(lease)
     finally:
         release1.set()
         release2.set()
@@ -922,7 +922,7 @@ def test_sync_handler_failures_retry_then_die(server, r):
         if job.data == b"fail" or (job.data == b"flaky" and job.attempts == 1):
             raise KeyError(f"nope {job.id}")
 
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat_ms=300)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat=0.3)
     q.add("fail", id="bad", max_attempts=2)
     q.add("flaky", id="flaky", max_attempts=3)
     with running(w) as ran:
@@ -943,7 +943,7 @@ def test_sync_handler_failures_retry_then_die(server, r):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_failed_jobs_go_through_the_group_commit(server, r, backend, monkeypatch):
     """A handler that raises hands its job to the group commit, as one that
-    returns does (issue 17): `Queue.fail` is never called on its own, the
+    returns does: `Queue.fail` is never called on its own, the
     jobs are retried or dead as `fail` would leave them, and the counters
     say so."""
 
@@ -959,10 +959,10 @@ def test_failed_jobs_go_through_the_group_commit(server, r, backend, monkeypatch
             raise ValueError(job.data.decode())
 
     q.add_many([{"data": b"ok"}] * 6 + [{"data": b"last", "max_attempts": 1}] * 3 + [{"data": b"again", "max_attempts": 5}] * 3)
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), handler, concurrency=4, beat_ms=300)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), handler, concurrency=4, beat=0.3)
     with running(w) as ran:
         wait_for(
-            lambda: q.counts()["dead"] == 3 and q.counts()["done"] == 6 and q.counts()["active"] == 0,
+            lambda: q.counts().dead == 3 and q.counts().done == 6 and q.counts().active == 0,
             15,
             "every job settled",
             show=lambda: (q.counts(), w.counters.snapshot()),
@@ -998,7 +998,7 @@ def test_worker_serves_lanes_within_their_limits(server, r, backend):
         + [{"data": "x", "id": f"b{i}", "lane": "b"} for i in range(6)]
         + [{"data": "x", "id": f"f{i}"} for i in range(6)]
     )
-    w = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), handler, beat_ms=300, concurrency=6)
+    w = emq.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), handler, beat=0.3, concurrency=6)
     with running(w):
         wait_for(lambda: set(ids) <= set(done), 15, "every job done", show=lambda: (sorted(done), q.counts()))
     assert Counter(done) == Counter(ids)
@@ -1006,7 +1006,7 @@ def test_worker_serves_lanes_within_their_limits(server, r, backend):
     assert r.hget(k["prefix"] + "lanectl:a", "active") in (b"0", None)
     assert r.hget(k["prefix"] + "lanectl:b", "active") in (b"0", None)
     c = q.counts()
-    assert c["pending"] == c["active"] == 0 and c["lanes"].get("a", 0) == c["lanes"].get("b", 0) == 0
+    assert c.pending == c.active == 0 and c.lanes.get("a", 0) == c.lanes.get("b", 0) == 0
 
 
 # ---------------------------------------------------------------------------
@@ -1028,7 +1028,7 @@ def test_aio_worker_runs_async_handlers(server, r, backend):
         done.append(job.id)
 
     async def main():
-        w = emq.aio.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), handler, beat_ms=300, concurrency=4)
+        w = emq.aio.Worker(emq.Queue(emq.connect(server.url), qn, backend=backend), handler, beat=0.3, concurrency=4)
         task = asyncio.create_task(w.run())
         ok = [q.add("ok", id=f"ok{i}") for i in range(5)]
         q.add("fail", id="bad", max_attempts=1)
@@ -1064,9 +1064,9 @@ def test_stalled_sweeper_recovers_expired_leases_on_its_interval(server, r, max_
     q = emq.Queue(emq.connect(server.url), qn)
     q.add("x", id="X")
     q.add("y", id="Y")
-    (held,) = [j for j in q.claim(1, lease_ms=60_000)]  # a live lease: left alone
-    (lost,) = q.claim(1, lease_ms=300)  # a worker that died holding it
-    sweeper = emq.Stalled(q, interval_ms=200, max_stalled=max_stalled).start()
+    (held,) = [j for j in q.claim(1, lease=60)]  # a live lease: left alone
+    (lost,) = q.claim(1, lease=0.3)  # a worker that died holding it
+    sweeper = emq.Stalled(q, interval=0.2, max_stalled=max_stalled).start()
     try:
         want = "dead" if max_stalled == 0 else "pending"
         wait_for(
@@ -1114,14 +1114,14 @@ def test_cli_stats_promote_stalled(server, r):
     url = server.url
     q = emq.Queue(emq.connect(url), qn)
     for i in range(2):
-        q.add("far", id=f"far{i}", delay_ms=3_600_000)
+        q.add("far", id=f"far{i}", delay=3600)
     for i in range(3):
-        q.add("soon", id=f"soon{i}", delay_ms=200)
+        q.add("soon", id=f"soon{i}", delay=0.2)
     q.add("lane", id="L1", lane="tenant-a")
     for i in range(4):
         q.add("now", id=f"now{i}")
-    (dies,) = q.claim(1, lease_ms=1)  # now0
-    q.fail(dies, "bad", retry_in_ms=0)  # max_attempts 3: back to pending
+    (dies,) = q.claim(1, lease=0.001)  # now0
+    q.fail(dies, "bad", retry_in=0)  # max_attempts 3: back to pending
     dying = q.add("dying", id="dying", max_attempts=1)
     assert dying == "dying"
 
@@ -1146,7 +1146,7 @@ def test_cli_stats_promote_stalled(server, r):
     assert res.stdout.strip() == "0"
 
     # stalled: leases of 1 ms, expired at once.
-    claimed = q.claim(3, lease_ms=1)
+    claimed = q.claim(3, lease=0.001)
     assert len(claimed) == 3
     wait_for(
         lambda: not r.zrangebyscore(k["active"], (lambda t2: t2[0] * 1000 + t2[1] // 1000 + 1)(r.time()), "+inf"),
@@ -1156,7 +1156,7 @@ def test_cli_stats_promote_stalled(server, r):
     res = emq_cli("stalled", "--queue", qn, "--url", url)
     assert res.returncode == 0, res.stderr
     assert res.stdout.strip() == "recovered 3, dead 0"
-    claimed = q.claim(3, lease_ms=1)
+    claimed = q.claim(3, lease=0.001)
     wait_for(
         lambda: not r.zrangebyscore(k["active"], (lambda t2: t2[0] * 1000 + t2[1] // 1000 + 1)(r.time()), "+inf"),
         10,
@@ -1174,8 +1174,8 @@ def test_cli_stats_promote_stalled(server, r):
     assert table_count(res.stdout, "dead") == 3
     assert table_count(res.stdout, "active") == 0
     c = q.counts()
-    assert table_count(res.stdout, "pending") == c["pending"] == 8 - 3
-    assert table_count(res.stdout, "lane tenant-a") == c["lanes"]["tenant-a"]
+    assert table_count(res.stdout, "pending") == c.pending == 8 - 3
+    assert table_count(res.stdout, "lane tenant-a") == c.lanes["tenant-a"]
 
 
 def test_cli_worker_async_handler_with_ttl_exits_by_itself(server, r, procs):
@@ -1183,7 +1183,7 @@ def test_cli_worker_async_handler_with_ttl_exits_by_itself(server, r, procs):
     q = emq.Queue(emq.connect(server.url), qn)
     ok = [q.add(json.dumps({"sleep": 0.05}), id=f"ok{i}") for i in range(4)]
     q.add(json.dumps({"fail": True}), id="bad", max_attempts=1)
-    p = procs.worker(server.url, qn, "T", "--beat-ms", "200", "--ttl-s", "5", handler="arecord")
+    p = procs.worker(server.url, qn, "T", "--beat", "0.2", "--ttl", "5", handler="arecord")
     wait_for(
         lambda: all(state(q, i) == "done" for i in ok) and state(q, "bad") == "dead",
         20,
@@ -1200,7 +1200,7 @@ def test_cli_worker_serves_every_queue_given(server, r, procs):
     """`emq worker H --queue A --queue B`: one worker process, both queues."""
     qs = [emq.Queue(emq.connect(server.url), n) for n in ("clia", "clib")]
     ids = {q.name: [q.add(json.dumps({}), id=f"{q.name}-{i}") for i in range(3)] for q in qs}
-    p = procs.worker(server.url, "clia", "M", "--queue", "clib", "--beat-ms", "200", "--ttl-s", "5")
+    p = procs.worker(server.url, "clia", "M", "--queue", "clib", "--beat", "0.2", "--ttl", "5")
     wait_for(
         lambda: all(state(q, i) == "done" for q in qs for i in ids[q.name]),
         20,
@@ -1221,12 +1221,12 @@ def test_cli_worker_waits_for_the_replicas_asked_for(replica, procs):
     rr = redis.Redis.from_url(replica.url)
     q = emq.Queue(emq.connect(replica.primary_url), "cliw")
     ids = [q.add(json.dumps({}), id=f"w{i}") for i in range(3)]
-    p = procs.worker(replica.primary_url, "cliw", "W", "--wait-replicas", "2", "--beat-ms", "200", "--lease-ms", "1000", "--ttl-s", "3")
+    p = procs.worker(replica.primary_url, "cliw", "W", "--wait-replicas", "2", "--beat", "0.2", "--lease", "1", "--ttl", "3")
     assert p.wait(30) == 0, procs.output(p)[-3000:]
     out = procs.output(p)
     assert "NotReplicatedError" in out or "1 of 2 replica" in out, out[-3000:]
     assert history(r) == [], "a job ran though its claim was not replicated"
-    p = procs.worker(replica.primary_url, "cliw", "V", "--wait-replicas", "1", "--beat-ms", "200", "--lease-ms", "1000", "--ttl-s", "8")
+    p = procs.worker(replica.primary_url, "cliw", "V", "--wait-replicas", "1", "--beat", "0.2", "--lease", "1", "--ttl", "8")
     wait_for(lambda: all(state(q, i) == "done" for i in ids), 20, "the jobs to run", show=lambda: procs.output(p)[-2000:])
     assert p.wait(30) == 0, procs.output(p)[-3000:]
     assert all(rr.hget(f"emq:{{cliw}}:job:{i}", "state") == b"done" for i in ids), "a done row did not reach the replica"

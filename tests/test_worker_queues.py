@@ -42,18 +42,18 @@ def test_one_worker_runs_every_queues_jobs_and_settles_each_on_its_queue(client)
 
     ids = {q.name: q.add_many([f"{q.name}-{k}".encode() for k in range(5)]) for q in queues}
     bad = queues[1].add(b"boom", max_attempts=1)
-    w = emq.Worker(queues, handler, concurrency=4, beat_ms=100)
+    w = emq.Worker(queues, handler, concurrency=4, beat=0.1)
     t = run_worker(w)
     try:
-        assert wait_for(lambda: all(q.counts()["done"] == 5 for q in queues)), [q.counts() for q in queues]
-        assert wait_for(lambda: queues[1].counts()["dead"] == 1)
+        assert wait_for(lambda: all(q.counts().done == 5 for q in queues)), [q.counts() for q in queues]
+        assert wait_for(lambda: queues[1].counts().dead == 1)
     finally:
         w.stop()
         t.join(10)
     assert sorted(i for i, _ in ran) == sorted([*sum(ids.values(), []), bad])
     for q in queues:
         c = q.counts()
-        assert (c["pending"], c["active"], c["done"]) == (0, 0, 5), (q.name, c)
+        assert (c.pending, c.active, c.done) == (0, 0, 5), (q.name, c)
         assert all(q.get(i).state == "done" for i in ids[q.name])
     assert queues[1].get(bad).state == "dead"
 
@@ -68,14 +68,14 @@ def test_a_token_on_any_queue_wakes_the_parked_worker(client):
     def handler(job):
         started[job.data] = time.monotonic()
 
-    w = emq.Worker(queues, handler, concurrency=2, beat_ms=30_000)
+    w = emq.Worker(queues, handler, concurrency=2, beat=30)
     t = run_worker(w)
     try:
         time.sleep(0.3)  # the first beat found nothing: parked
         t0 = time.monotonic()
         queues[2].add(b"now")
         assert wait_for(lambda: b"now" in started, timeout=10), "the token did not wake the worker"
-        queues[1].add(b"soon", delay_ms=300)
+        queues[1].add(b"soon", delay=0.3)
         time.sleep(0.1)
         queues[0].add(b"poke")  # a beat after this one sees `soon` due in about 200 ms
         assert wait_for(lambda: b"soon" in started, timeout=10), "the delayed job did not run"
@@ -103,7 +103,7 @@ def test_the_asyncio_worker_serves_several_queues(client):
         seen.append(job.id)
 
     async def main():
-        w = emq.aio.Worker(queues, handler, concurrency=2, beat_ms=100)
+        w = emq.aio.Worker(queues, handler, concurrency=2, beat=0.1)
         task = asyncio.create_task(w.run())
         for _ in range(500):
             if len(seen) == 4:
@@ -113,4 +113,4 @@ def test_the_asyncio_worker_serves_several_queues(client):
         await task
 
     asyncio.run(main())
-    assert len(seen) == 4 and all(q.counts()["done"] == 2 for q in queues)
+    assert len(seen) == 4 and all(q.counts().done == 2 for q in queues)

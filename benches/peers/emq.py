@@ -1,5 +1,5 @@
 """emq: `python -m emq worker MODULE:FUNCTION` processes (its CLI; default beat
-1000 ms, lease 30 s, recovery `reap`), a sync handler, `Queue.add_many` to add."""
+1 s, lease 30 s, recovery `reap`), a sync handler, `Queue.add_many` to add."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ class Producer:
         self.q.add_many([f"{i} 0" for i in ids])
 
     def add_at(self, pairs):
-        self.q.add_many([{"data": f"{i} {due}", "at_ms": int(due)} for i, due in pairs])
+        self.q.add_many([{"data": f"{i} {due}", "at": int(due) / 1000} for i, due in pairs])
 
     def close(self):
         pass

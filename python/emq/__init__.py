@@ -4,7 +4,7 @@ from emq import connect, promote, stalled_check
 
 client = connect()                    # EMQ_URL, else an embedded Valkey
 promote(client, "orders")             # due jobs: schedule -> pending / lanes
-stalled_check(client, "orders")       # expired leases: back to pending, or dead
+recovered, dead = stalled_check(client, "orders")  # expired leases: back to pending, or dead
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from ._core import Client, Job, queue_slot
+from .answers import FailOutcome, QueueCounts, Retention, StalledOutcome
 from .client import connect
 from .errors import (
     ArgumentError,
@@ -54,6 +55,7 @@ __all__ = [
     "ContentionError",
     "DuplicateJobError",
     "EmqError",
+    "FailOutcome",
     "Job",
     "LayoutError",
     "MissingExtraError",
@@ -62,12 +64,15 @@ __all__ = [
     "OutcomeUnknownError",
     "PermissionError",
     "Queue",
+    "QueueCounts",
     "ReadOnlyError",
     "RedirectError",
+    "Retention",
     "ScriptingError",
     "ModuleMissingError",
     "ServerError",
     "Stalled",
+    "StalledOutcome",
     "TimeoutError",
     "UnavailableError",
     "ClusterError",

@@ -8,7 +8,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import EmqError, MissingExtraError, check_extra
 
@@ -33,23 +33,29 @@ def load_handler(spec: str) -> Callable[..., object]:
     return fn
 
 
+def _given(**options: Any) -> dict[str, Any]:
+    """The options given on the command line: the others take the call's
+    defaults (emq.Worker's, emq.connect's, Queue.promote's), stated there once."""
+    return {k: v for k, v in options.items() if v is not None}
+
+
 def cmd_worker(args: argparse.Namespace) -> int:
     import emq
     import emq.aio
 
     handler = load_handler(args.handler)
-    options = dict(
+    options = _given(
         concurrency=args.concurrency,
-        lease_ms=args.lease_ms,
-        beat_ms=args.beat_ms,
-        idle_beat_ms=args.idle_beat_ms,
+        lease=args.lease,
+        beat=args.beat,
+        idle_beat=args.idle_beat,
         pump_batch=args.pump_batch,
         recovery=args.recovery,
         max_stalled=args.max_stalled,
-        ttl_s=args.ttl_s,
-        grace_s=args.grace_s,
+        ttl=args.ttl,
+        grace=args.grace,
     )
-    client = emq.connect(args.url, wait_replicas=args.wait_replicas)
+    client = emq.connect(args.url, **_given(wait_replicas=args.wait_replicas))
     queues = [emq.Queue(client, name, backend=args.backend) for name in args.queue]
     queue = queues[0] if len(queues) == 1 else queues
     if asyncio.iscoroutinefunction(handler):
@@ -61,13 +67,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
-    print(_queue(args).promote(batch=args.batch))
+    print(_queue(args).promote(**_given(batch=args.batch)))
     return 0
 
 
 def cmd_stalled(args: argparse.Namespace) -> int:
-    recovered, dead = _queue(args).stalled_check(max_stalled=args.max_stalled, batch=args.batch)
-    print(f"recovered {len(recovered)}, dead {len(dead)}")
+    outcome = _queue(args).stalled_check(**_given(max_stalled=args.max_stalled, batch=args.batch))
+    print(f"recovered {len(outcome.recovered)}, dead {len(outcome.dead)}")
     return 0
 
 
@@ -84,11 +90,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
     table = Table(title=f"emq queue {q.name!r} on {q.client.address}")
     table.add_column("where")
     table.add_column("jobs", justify="right")
-    for key in ("schedule", "pending", "active", "dead", "done"):
-        table.add_row(key, str(c[key]))
-    for lane, n in c["lanes"].items():
+    for key, n in (("schedule", c.schedule), ("pending", c.pending), ("active", c.active), ("dead", c.dead), ("done", c.done)):
+        table.add_row(key, str(n))
+    for lane, n in c.lanes.items():
         table.add_row(f"lane {lane}", str(n))
-    table.add_row("lanes in the ring", str(c["ring"]))
+    table.add_row("lanes in the ring", str(c.ring))
     Console().print(table)
     return 0
 
@@ -122,16 +128,17 @@ def main(argv: list[str] | None = None) -> None:
 
     w = with_queue(sub.add_parser("worker", help="run a worker: emq worker MODULE:FUNCTION --queue Q [--queue Q2 ...]"), many=True)
     w.add_argument("handler")
-    w.add_argument("--concurrency", type=int, default=8)
-    w.add_argument("--lease-ms", type=int, default=30000)
-    w.add_argument("--beat-ms", type=int, default=1000)
-    w.add_argument("--idle-beat-ms", type=int, default=None, help="how long an idle worker parks (default 30000, or --beat-ms if longer)")
-    w.add_argument("--pump-batch", type=int, default=100)
-    w.add_argument("--recovery", choices=["reap", "stalled", "off"], default="reap")
-    w.add_argument("--max-stalled", type=int, default=1)
-    w.add_argument("--ttl-s", type=float, default=None)
-    w.add_argument("--grace-s", type=float, default=30.0)
-    w.add_argument("--wait-replicas", type=int, default=0, help="replicas each write must reach before it counts (WAIT; default 0)")
+    # Each option left out takes emq.Worker's (or emq.connect's) default; durations in seconds.
+    w.add_argument("--concurrency", type=int, help="jobs run at once")
+    w.add_argument("--lease", type=float, help="each claimed job's lease (s)")
+    w.add_argument("--beat", type=float, help="how often a busy worker recovers and promotes (s)")
+    w.add_argument("--idle-beat", type=float, help="how long an idle worker parks at most (s)")
+    w.add_argument("--pump-batch", type=int)
+    w.add_argument("--recovery", choices=["reap", "stalled", "off"])
+    w.add_argument("--max-stalled", type=int)
+    w.add_argument("--ttl", type=float, help="how long the worker runs (s; default: until stopped)")
+    w.add_argument("--grace", type=float, help="how long running jobs may finish once it stops (s)")
+    w.add_argument("--wait-replicas", type=int, help="replicas each write must reach before it counts (WAIT)")
     w.add_argument(
         "--backend",
         choices=("plan", "module"),
@@ -142,12 +149,12 @@ def main(argv: list[str] | None = None) -> None:
     w.set_defaults(run=cmd_worker)
 
     p = with_queue(sub.add_parser("promote", help="run PROMOTE once"))
-    p.add_argument("--batch", type=int, default=100)
+    p.add_argument("--batch", type=int)
     p.set_defaults(run=cmd_promote)
 
     s = with_queue(sub.add_parser("stalled", help="run STALLED CHECK once"))
-    s.add_argument("--batch", type=int, default=100)
-    s.add_argument("--max-stalled", type=int, default=1)
+    s.add_argument("--batch", type=int)
+    s.add_argument("--max-stalled", type=int)
     s.set_defaults(run=cmd_stalled)
 
     t = with_queue(sub.add_parser("stats", help="a table of the queue's counts"))

@@ -94,7 +94,7 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
         if rnd.random() < 0.003:
             d["poison"] = True
         lane = rnd.choice(LANES) if rnd.random() < 0.35 else None
-        specs.append({"data": json.dumps(d), "at_ms": due, "lane": lane, "max_attempts": 2})
+        specs.append({"data": json.dumps(d), "at": due / 1000, "lane": lane, "max_attempts": 2})
     for i in range(0, len(specs), 500):
         q.add_many(specs[i : i + 500])
     in_lanes = sum(1 for s in specs if s["lane"])
@@ -114,10 +114,10 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
         name,
         "--concurrency",
         "16",
-        "--lease-ms",
-        "1500",
-        "--beat-ms",
-        "1000",
+        "--lease",
+        "1.5",
+        "--beat",
+        "1",
     ]
     procs = [subprocess.Popen(cmd, env=env) for _ in range(workers)]
     killed = False
@@ -127,7 +127,7 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
             deadline = time.monotonic() + seconds + 60
             while time.monotonic() < deadline:
                 c = q.counts()
-                left = c["schedule"] + c["pending"] + c["active"] + sum(c["lanes"].values())
+                left = c.schedule + c.pending + c.active + sum(c.lanes.values())
                 bar.update(task, completed=jobs - left)
                 if not killed and jobs - left > jobs * 0.4 and len(procs) > 1:
                     procs[0].send_signal(signal.SIGKILL)
@@ -155,8 +155,8 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
             first[job_id] = late
     c = q.counts()
     again = sum(1 for s in rows if s[3] > 1)  # a second start: a retry or a recovery
-    dead = c["dead"]
-    left = c["schedule"] + c["pending"] + c["active"] + sum(c["lanes"].values())
+    dead = c.dead
+    left = c.schedule + c.pending + c.active + sum(c.lanes.values())
     lateness = list(first.values())
     table = Table(title="emq demo: what happened")
     table.add_column("measure")

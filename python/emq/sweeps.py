@@ -1,28 +1,21 @@
 """The two sweeps (SPEC §5, §6), on the plan backend (in-process, under a narrow
 WATCH guard), the Lua backend (the reference scripts, by EVALSHA) or the module
 backend (`EMQ.PROMOTE`, `EMQ.STALLED.CHECK`: emq's server module runs the same
-plans inside the server; README, "The server module")."""
+plans inside the server; README, "The server module").
+
+The functions state their defaults and hand their arguments to the core,
+which checks them; `client` is an `emq.Client` or a URL (`emq.connect(url)`)."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
+from . import _core
 from ._core import Client
+from .answers import StalledOutcome
 
 Backend = Literal["plan", "lua", "module"]
 ClientLike = Client | str
-
-
-def _client(client: object) -> Client:
-    if isinstance(client, Client):
-        return client
-    if isinstance(client, str):
-        from .client import connect
-
-        return connect(client)
-    from .errors import ArgumentError
-
-    raise ArgumentError(f"emq: client must be an emq.Client or a URL, not {type(client).__name__}")
 
 
 def promote(client: ClientLike, queue: str, *, batch: int = 100, backend: Backend = "plan", group: int | None = None) -> int:
@@ -32,7 +25,7 @@ def promote(client: ClientLike, queue: str, *, batch: int = 100, backend: Backen
     `group`: at most that many rows per transaction (SPEC §9; `None`: the
     whole batch, as a promote watches one key whatever the batch).
     """
-    return _client(client).promote(queue, batch, backend, group)
+    return _core.promote(client, queue, batch, backend, group)
 
 
 def stalled_check(
@@ -43,17 +36,18 @@ def stalled_check(
     batch: int = 100,
     backend: Backend = "plan",
     group: int | None = None,
-) -> tuple[list[str], list[str]]:
+) -> StalledOutcome:
     """Sends up to `batch` jobs whose lease expired back to `pending` (or their
     lane), or to `dead` once they stalled more than `max_stalled` times
-    (`None`: never). Returns `(recovered ids, dead ids)`. `group`: at most that
-    many rows per transaction (SPEC §9; `None`: chosen for the server, the whole
-    batch where `WATCH` is flat, Valkey 9 and later, else 64)."""
-    return _client(client).stalled_check(queue, max_stalled, batch, backend, group)
+    (`None`: never). Returns `StalledOutcome(recovered ids, dead ids)`.
+    `group`: at most that many rows per transaction (SPEC §9; `None`: chosen
+    for the server, the whole batch where `WATCH` is flat, Valkey 9 and later,
+    else 64)."""
+    return _core.stalled_check(client, queue, max_stalled, batch, backend, group)
 
 
 def wire(client: ClientLike, *args: str | bytes, backend: Backend = "plan") -> Any:
     """The wire form: the command's name, then the seed's EVALSHA tail (`"2"`,
     the keys of `schedule` and `pending`, the queue's prefix, the batch; SPEC §5
     and §6), checked as the module checks it."""
-    return _client(client).wire(*args, backend=backend)
+    return _core.wire(client, *args, backend=backend)

@@ -25,7 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ._core import Client, Job, backoff_s
+from ._core import Client, Job, backoff_s, check_duration, check_integer
+from .answers import FailOutcome, StalledOutcome
 from .errors import (
     ArgumentError,
     AuthenticationError,
@@ -35,7 +36,7 @@ from .errors import (
     PermissionError,
     ScriptingError,
 )
-from .queue import U32, U64, Queue
+from .queue import Duration, Queue
 
 log = logging.getLogger("emq.worker")
 
@@ -50,12 +51,12 @@ FATAL = (ArgumentError, LayoutError, AuthenticationError, PermissionError, Scrip
 # worker parks without promoting first.
 BUSY_PROMOTE_S = 0.005
 
-# How long an idle worker parks by default (`idle_beat_ms`): it still wakes for
+# How long an idle worker parks by default (`idle_beat`, s): it still wakes for
 # every job made ready, every new head of `schedule`, the next due time and the
 # next lease deadline its stalled check saw, so only a lost wake token (or work
 # written behind emq's back) waits this long. 4 idle workers then send about one
 # command a second (benches/README.md, "Idle workers").
-IDLE_BEAT_MS = 30_000
+IDLE_BEAT = 30.0
 
 # The workers parked on a queue learn the same next due time. Woken together
 # for it, all but one would promote and claim for nothing, and on a machine of
@@ -104,18 +105,10 @@ class Counters:
             return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
 
 
-def _option(name: str, value: object, *, minimum: int, maximum: int, none_ok: bool = False) -> None:
-    if value is None and none_ok:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
-        raise ArgumentError(f"emq.Worker: {name} must be an int from {minimum} to {maximum}, not {value!r}")
-
-
-def _seconds(name: str, value: object, *, none_ok: bool) -> None:
-    if value is None and none_ok:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
-        raise ArgumentError(f"emq.Worker: {name} must be a non-negative number of seconds, not {value!r}")
+# The most a count option may be, and the longest beat (a stored field's
+# width, as the options had it when they were in ms: about 49.7 days).
+U32 = 2**32 - 1
+LONGEST_BEAT = U32 / 1000
 
 
 def degraded_sleep(streak: int, *, base_ms: int = 50, cap_ms: int = 5000) -> float:
@@ -123,11 +116,11 @@ def degraded_sleep(streak: int, *, base_ms: int = 50, cap_ms: int = 5000) -> flo
     return backoff_s(streak, base_ms, cap_ms)
 
 
-Answer = Callable[[Job, "bool | str | None"], None]
+Answer = Callable[[Job, "bool | FailOutcome | None"], None]
 
 
 class GroupCommit:
-    """Settles the finished jobs of one queue together (SPEC §8, issue 17).
+    """Settles the finished jobs of one queue together (SPEC §8): a group commit.
 
     A handler thread whose job finished hands it over (`finished`, or `failed`
     when its handler raised) and goes back for its next job at once. The commit
@@ -158,16 +151,16 @@ class GroupCommit:
         self,
         work: Queue,
         settle: Callable[[Callable[[], object]], object],
-        committed: Callable[[list[tuple[Job, bool | str | None]], list[Job], int], None] | None = None,
+        committed: Callable[[list[tuple[Job, bool | FailOutcome | None]], list[Job], int], None] | None = None,
         *,
         reserve: Callable[[int], int] | None = None,
-        lease_ms: int = 30000,
+        lease: Duration = 30,
     ):
         self.work = work
         self._settle = settle
         self._committed = committed or (lambda answers, claimed, held: None)
         self._reserve = reserve
-        self._lease_ms = lease_ms
+        self._lease = lease
         self._cond = threading.Condition()
         # Finished jobs, each with whom to tell its answer (None: `committed`)
         # and, for a failed one, its error.
@@ -192,8 +185,8 @@ class GroupCommit:
         got = threading.Event()
         answer: list[bool | None] = [None]
 
-        def tell(_: Job, a: bool | str | None) -> None:
-            answer[0] = a if not isinstance(a, str) else None  # a completed job's answer is never a fail's
+        def tell(_: Job, a: bool | FailOutcome | None) -> None:
+            answer[0] = a if not isinstance(a, FailOutcome) else None  # a completed job's answer is never a fail's
             got.set()
 
         self._put(job, tell)
@@ -233,7 +226,7 @@ class GroupCommit:
         self._finished = rest
         return batch
 
-    def _commit(self, jobs: list[Job], n: int, errors: list[BaseException | None]) -> tuple[list[bool | str], list[Job]] | None:
+    def _commit(self, jobs: list[Job], n: int, errors: list[BaseException | None]) -> tuple[list[bool | FailOutcome], list[Job]] | None:
         """One commit (and claim of `n`), retried through the server's errors
         as the worker settles; None when it gave up. Only the first try
         claims: after a wire error the commit retries alone, with fewer
@@ -253,7 +246,7 @@ class GroupCommit:
             nonlocal tries
             tries += 1
             if n > 0 and tries == 1:
-                return self.work.complete_and_claim(jobs, n, lease_ms=self._lease_ms)
+                return self.work.complete_and_claim(jobs, n, lease=self._lease)
             return self.work.complete_many(jobs), []
 
         got = self._settle(call)
@@ -306,8 +299,15 @@ class Worker:
 
     A handler that returns completes the job; one that raises fails it (retried
     with backoff while attempts are left, then dead). `run()` blocks until
-    `stop()`, SIGTERM or SIGINT, or `ttl_s`; then it claims nothing more, lets
-    running jobs finish within `grace_s`, and leaves the rest to recovery.
+    `stop()`, SIGTERM or SIGINT, or `ttl`; then it claims nothing more, lets
+    running jobs finish within `grace`, and leaves the rest to recovery.
+
+    Durations are seconds (an int or a float) or a `datetime.timedelta`:
+    `lease`, each claimed job's (extended every third of it while it runs);
+    `beat`, how often a busy worker recovers and promotes; `idle_beat`, how long
+    an idle worker parks at most (None: 30 s, or `beat` if longer); `ttl`, how
+    long `run()` runs (None: until stopped); `grace`, how long running jobs may
+    finish once it stops.
     """
 
     def __init__(
@@ -316,46 +316,49 @@ class Worker:
         handler: Callable[[Job], object],
         *,
         concurrency: int = 8,
-        lease_ms: int = 30000,
-        beat_ms: int = 1000,
-        idle_beat_ms: int | None = None,
+        lease: Duration = 30,
+        beat: Duration = 1,
+        idle_beat: Duration | None = None,
         pump_batch: int = 100,
         recovery: Recovery = "reap",
         max_stalled: int = 1,
-        ttl_s: float | None = None,
-        grace_s: float = 30.0,
+        ttl: Duration | None = None,
+        grace: Duration = 30,
     ):
         queues = [queue] if isinstance(queue, Queue) else list(queue) if isinstance(queue, (list, tuple)) else []
         if not queues or not all(isinstance(q, Queue) for q in queues):
-            raise ArgumentError(f"emq.Worker: queue must be an emq.Queue or a list of them, not {queue!r}")
+            raise ArgumentError(f"emq.Worker: queue must be an emq.Queue or a list of them, not {type(queue).__name__}")
         if len({q.name for q in queues}) != len(queues):
             raise ArgumentError("emq.Worker: a queue is listed twice")
         if not callable(handler):
             raise ArgumentError("emq.Worker: handler must be callable")
-        _option("concurrency", concurrency, minimum=1, maximum=10_000)
-        _option("lease_ms", lease_ms, minimum=1, maximum=U64)
-        _option("beat_ms", beat_ms, minimum=1, maximum=U32)
-        if idle_beat_ms is None:
-            idle_beat_ms = max(beat_ms, IDLE_BEAT_MS) if type(beat_ms) is int else beat_ms  # a bad beat_ms is named below
-        _option("idle_beat_ms", idle_beat_ms, minimum=beat_ms, maximum=U32)
-        _option("pump_batch", pump_batch, minimum=1, maximum=U32)
-        _option("max_stalled", max_stalled, minimum=0, maximum=U32)
-        _seconds("ttl_s", ttl_s, none_ok=True)
-        _seconds("grace_s", grace_s, none_ok=False)
+        call = "emq.Worker"
+        concurrency = check_integer(call, "concurrency", concurrency, 1, 10_000)
+        lease = check_duration(call, "lease", lease, positive=True, maximum=None)
+        beat = check_duration(call, "beat", beat, positive=True, maximum=LONGEST_BEAT)
+        idle = max(beat, IDLE_BEAT)
+        if idle_beat is not None:
+            idle = check_duration(call, "idle_beat", idle_beat, positive=True, maximum=LONGEST_BEAT)
+        if idle < beat:
+            raise ArgumentError(f"{call}: idle_beat must be at least beat")
+        pump_batch = check_integer(call, "pump_batch", pump_batch, 1, U32)
+        max_stalled = check_integer(call, "max_stalled", max_stalled, 0, U32)
+        ttl = None if ttl is None else check_duration(call, "ttl", ttl, positive=False, maximum=None)
+        grace = check_duration(call, "grace", grace, positive=False, maximum=None)
         if recovery not in ("reap", "stalled", "off"):
-            raise ArgumentError(f"emq.Worker: recovery must be 'reap', 'stalled' or 'off', not {recovery!r}")
+            raise ArgumentError("emq.Worker: recovery must be 'reap', 'stalled' or 'off'")
         self.queues = queues
         self.queue = queues[0]
         self.handler = handler
         self.concurrency = concurrency
-        self.lease_ms = lease_ms
-        self.beat_ms = beat_ms
-        self.idle_beat_ms = idle_beat_ms
+        self.lease = lease
+        self.beat = beat
+        self.idle_beat = idle
         self.pump_batch = pump_batch
         self.recovery = recovery
         self.max_stalled = max_stalled
-        self.ttl_s = ttl_s
-        self.grace_s = grace_s
+        self.ttl = ttl
+        self.grace = grace
         self.counters = Counters()
         # Connections of its own, siblings of the queues' clients: a beat's and the
         # handlers' for each client, and a park for each queue (it blocks for up to
@@ -381,9 +384,9 @@ class Worker:
                 functools.partial(self._settle, patient=True),
                 functools.partial(self._committed, work),
                 reserve=self._reserve if len(queues) == 1 else None,
-                lease_ms=lease_ms,
+                lease=lease,
             )
-            self._parks.append(q.client.sibling(read_timeout=idle_beat_ms / 1000 + 5))
+            self._parks.append(q.client.sibling(read_timeout=idle + 5))
         self._beat, self._park = self._beats[0], self._parks[0]
         self._turn = 0  # which queue claims first this beat: each in turn
         # Each queue's last promote: when (monotonic s), how many it moved, and the
@@ -405,7 +408,7 @@ class Worker:
         self._last_recover = 0.0
         # The earliest lease deadline the last stalled checks saw (monotonic s), and
         # whether the last beat found anything to do: an idle worker parks up to
-        # `idle_beat_ms`, no later than that deadline or the next due time.
+        # `idle_beat`, no later than that deadline or the next due time.
         self._lease_at: float | None = None
         self._busy = True
         self._took = False  # the last beat's claims took jobs
@@ -428,7 +431,7 @@ class Worker:
     # -- control ------------------------------------------------------------
 
     def stop(self) -> None:
-        """Stop claiming; `run()` returns once running jobs finish (or `grace_s`)."""
+        """Stop claiming; `run()` returns once running jobs finish (or `grace`)."""
         self._stop.set()
         self._freed.set()
         self._woken.set()
@@ -444,7 +447,7 @@ class Worker:
         self.stop()
 
     def _end_park(self) -> None:
-        deadline = time.monotonic() + self.idle_beat_ms / 1000 + 5
+        deadline = time.monotonic() + self.idle_beat + 5
         while not self._halt.is_set() and time.monotonic() < deadline and self._can_unblock:
             park_id = self._park_id
             if self._parking and park_id is not None:
@@ -485,13 +488,13 @@ class Worker:
             parks = [threading.Thread(target=self._pop_loop, name=f"emq-park-{self.queue.name}", daemon=True)]
         for t in [*threads, keeper, *parks]:
             t.start()
-        # The time to live ends a park too, as `stop()` does (a park may be long: `idle_beat_ms`).
+        # The time to live ends a park too, as `stop()` does (a park may be long: `idle_beat`).
         ttl = None
-        if self.ttl_s is not None:
-            ttl = threading.Timer(self.ttl_s, self._ttl_reached)
+        if self.ttl is not None:
+            ttl = threading.Timer(self.ttl, self._ttl_reached)
             ttl.daemon = True
             ttl.start()
-        log.info("worker on %s: concurrency %d, beat %d ms", ", ".join(map(str, self.queues)), self.concurrency, self.beat_ms)
+        log.info("worker on %s: concurrency %d, beat %g s", ", ".join(map(str, self.queues)), self.concurrency, self.beat)
         try:
             while not self._stop.is_set():  # the time to live's timer stops it too
                 self._beat_once()
@@ -536,7 +539,7 @@ class Worker:
                 free = self._free_slots()
                 if not free or self._stop.is_set():  # a stop may have come during the beat
                     break
-                jobs = beat.claim(free, lease_ms=self.lease_ms)
+                jobs = beat.claim(free, lease=self.lease)
                 self.counters.add(claimed=len(jobs))
                 self._took = self._took or bool(jobs)
                 self._busy = self._busy or bool(jobs)
@@ -595,7 +598,7 @@ class Worker:
         if self.recovery == "off":
             return
         now = time.monotonic()
-        if now - self._last_recover < self.beat_ms / 1000:
+        if now - self._last_recover < self.beat:
             return
         self._last_recover = now
         max_stalled = None if self.recovery == "reap" else self.max_stalled
@@ -622,12 +625,12 @@ class Worker:
 
     def _wait(self, due_at: float | None, *, warm: bool = False) -> None:
         """Park: on `wake` while slots are free, else until a slot frees; never
-        past the beat (an idle worker's: `idle_beat_ms`) or `due_at` (monotonic
+        past the beat (an idle worker's: `idle_beat`) or `due_at` (monotonic
         s, when known); `warm`: ping the server `WARM_S` before `due_at`."""
         e, self._pop_error = self._pop_error, None
         if e is not None:
             raise e
-        beat_s = (self.beat_ms if self._busy else self.idle_beat_ms) / 1000
+        beat_s = self.beat if self._busy else self.idle_beat
         if self._free_slots() == 0:
             # A pop now would take tokens meant for workers with room.
             self._end_pop()
@@ -667,7 +670,7 @@ class Worker:
                 return
             try:
                 self._park_client_id()  # the park connection is free: read its id once
-                chunk = (self.idle_beat_ms if self._can_unblock else self.beat_ms) / 1000
+                chunk = self.idle_beat if self._can_unblock else self.beat
                 self._parking = True
                 # A beat that no longer wants the pop saw `_parking` false, or sees it
                 # true and unblocks it (`_end_pop`); so does a stop (`_end_park`).
@@ -703,7 +706,7 @@ class Worker:
         streak = 0
         while not self._stop.is_set():
             try:
-                if park._park(name, self.idle_beat_ms / 1000):
+                if park._park(name, self.idle_beat):
                     self._woken.set()
                 streak = 0
             except FATAL as e:
@@ -766,7 +769,7 @@ class Worker:
             self._held += free
         return finishing + free
 
-    def _committed(self, work: Queue, answers: list[tuple[Job, bool | str | None]], claimed: list[Job], held: int) -> None:
+    def _committed(self, work: Queue, answers: list[tuple[Job, bool | FailOutcome | None]], claimed: list[Job], held: int) -> None:
         """A group commit's outcome: its jobs leave their slots, the jobs it
         claimed take them (at once, so the beat never sees them free in
         between), and the slots it held are given back."""
@@ -783,7 +786,7 @@ class Worker:
         self.counters.add(
             completed=sum(1 for _, a in answers if a is True),
             failed=failed,
-            refused=sum(1 for _, a in answers if a is False or a == "refused"),
+            refused=sum(1 for _, a in answers if a is False or a is FailOutcome.REFUSED),
             claimed=len(claimed),
         )
         for job in claimed:
@@ -804,7 +807,7 @@ class Worker:
         commit): until `run()` is over instead, as the keeper extends the
         leases of finished jobs until their commit answers, and a commit that
         comes after a lease was lost is refused for that job, harmlessly."""
-        deadline = time.monotonic() + self.lease_ms / 1000
+        deadline = time.monotonic() + self.lease
         streak = 0
         while True:
             try:
@@ -829,17 +832,17 @@ class Worker:
         """Extends the leases of running jobs every third of a lease, until
         `run()` is over (jobs left running after the grace period then lose
         their leases, and recovery takes them)."""
-        every = self.lease_ms / 3000
+        every = self.lease / 3
         while not self._halt.wait(every):
             with self._running_lock:
                 running = list(self._running.values())
-            # One call per queue extends all of its running jobs (issue 17).
+            # One call per queue extends all of its running jobs.
             by_queue: dict[str, tuple[Queue, list[Job]]] = {}
             for job, work in running:
                 by_queue.setdefault(work.name, (work, []))[1].append(job)
             for work, jobs in by_queue.values():
                 try:
-                    kept = work.extend_many(jobs, self.lease_ms)
+                    kept = work.extend_many(jobs, self.lease)
                 except FATAL as e:
                     self._give_up(e)
                     continue
@@ -854,7 +857,7 @@ class Worker:
                         log.warning("lease of job %s was lost", job.id)
 
     def _drain_running(self) -> None:
-        deadline = time.monotonic() + self.grace_s
+        deadline = time.monotonic() + self.grace
         while self.running and time.monotonic() < deadline:
             self._freed.clear()
             self._freed.wait(0.05)
@@ -864,21 +867,18 @@ class Worker:
 
 class Stalled:
     """The opt-in stalled sweeper: a timer that runs the stalled check every
-    `interval_ms`, re-armed after each sweep ends, so sweeps never overlap. A
+    `interval` (seconds, or a `timedelta`), re-armed after each sweep ends, so sweeps never overlap. A
     fatal error (see the module's doc) stops it; it is kept in `error`."""
 
-    def __init__(self, queue: Queue, *, interval_ms: int = 5000, max_stalled: int | None = 1, batch: int = 100):
+    def __init__(self, queue: Queue, *, interval: Duration = 5, max_stalled: int | None = 1, batch: int = 100):
         if not isinstance(queue, Queue):
             raise ArgumentError(f"emq.Stalled: queue must be an emq.Queue, not {type(queue).__name__}")
-        for name, v, lo, none_ok in (
-            ("interval_ms", interval_ms, 1, False),
-            ("max_stalled", max_stalled, 0, True),
-            ("batch", batch, 1, False),
-        ):
-            if not (none_ok and v is None) and (isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= U32):
-                raise ArgumentError(f"emq.Stalled: {name} must be an int from {lo} to {U32}, not {v!r}")
+        call = "emq.Stalled"
+        interval = check_duration(call, "interval", interval, positive=True, maximum=LONGEST_BEAT)
+        max_stalled = None if max_stalled is None else check_integer(call, "max_stalled", max_stalled, 0, U32)
+        batch = check_integer(call, "batch", batch, 1, U32)
         self.queue = Queue(queue.client.sibling(), queue.name)
-        self.interval_ms = interval_ms
+        self.interval = interval
         self.max_stalled = max_stalled
         self.batch = batch
         self.counters = Counters()
@@ -886,14 +886,14 @@ class Stalled:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def sweep(self) -> tuple[list[str], list[str]]:
-        recovered, dead = self.queue.stalled_check(max_stalled=self.max_stalled, batch=self.batch)
-        self.counters.add(sweeps=1, recovered=len(recovered), dead=len(dead))
-        return recovered, dead
+    def sweep(self) -> StalledOutcome:
+        outcome = self.queue.stalled_check(max_stalled=self.max_stalled, batch=self.batch)
+        self.counters.add(sweeps=1, recovered=len(outcome.recovered), dead=len(outcome.dead))
+        return outcome
 
     def _loop(self) -> None:
         streak = 0
-        while not self._stop.wait(self.interval_ms / 1000 if not streak else degraded_sleep(streak)):
+        while not self._stop.wait(self.interval if not streak else degraded_sleep(streak)):
             try:
                 self.sweep()
                 streak = 0

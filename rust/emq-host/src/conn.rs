@@ -31,7 +31,7 @@ pub struct Conn {
     /// A transaction ran or a script answered since `replicated` last looked.
     written: bool,
     /// The ids the last group commit's claim read past those it took, and its
-    /// queue: the next one's hint (`jobs::complete_many_claim`).
+    /// queue's prefix: the next one's hint (`plan_backend`'s `complete_and_claim`).
     pub claim_hint: Option<(Vec<u8>, Vec<Vec<u8>>)>,
     /// Whether a conversation's expected transaction is queued ahead of its
     /// reads' replies (`drive`): until a guess turns out wrong, and again once
@@ -51,16 +51,9 @@ pub struct Conn {
 /// One slot of `Conn::sweep_waits` for each backend (3) and kind (2) of sweep.
 pub const SWEEP_SLOTS: usize = 6;
 
-/// How long a read polls the socket for the server's answer before it sleeps
-/// until woken (`emq.connect(spin_us=…)`). About twice what a wake-up costs on
-/// this project's machines (a virtual machine's idle core takes about 60 µs to
-/// wake): a round trip of a small command drops from about 90 µs to 30, and the
-/// server, whose answers then find the reader awake, spends less on waking it
-/// (benches/README.md). A wait that runs longer sleeps after it, as before.
-pub const DEFAULT_SPIN: Duration = Duration::from_micros(150);
-
-/// The longest spin a caller may ask for: past it, polling costs a core for
-/// nothing a sleep would not give.
+/// The longest spin a caller may ask for (`emq.connect(spin=…)`, whose default
+/// says why a read polls): past it, polling costs a core for nothing a sleep
+/// would not give.
 pub const MAX_SPIN: Duration = Duration::from_millis(10);
 
 /// How long the reads of a sweep poll (`Conn::sweeping`): a little longer than
@@ -224,6 +217,19 @@ impl Conn {
         match e {
             WireError::Timeout => HostError::Timeout(msg),
             WireError::Io(_) => HostError::Connection(msg),
+            // The handshake's refusals say what to do about the URL, not what the
+            // server's own words say about `HELLO` or `AUTH`.
+            WireError::Refused { code, .. } if code == "NOAUTH" => HostError::Authentication(format!(
+                "{}: the server needs a password, and the URL gives none: put it in the URL \
+                 (redis://:PASSWORD@host:port, or redis://USER:PASSWORD@host:port for an ACL user; \
+                 unix:///path?user=USER&pass=PASSWORD), or in EMQ_URL to keep it off a command line",
+                self.address
+            )),
+            WireError::Refused { code, .. } if code == "WRONGPASS" => HostError::Authentication(format!(
+                "{}: the server refused the URL's credentials: the password is wrong, or the user (default: \"default\") \
+                 does not exist or is disabled",
+                self.address
+            )),
             WireError::Refused { code, message } => HostError::classify(&self.address, code, message),
             WireError::Protocol(_) => HostError::Server(msg),
         }
@@ -443,20 +449,22 @@ pub fn redact(url: &str) -> String {
 mod tests {
     use super::*;
 
+    const SPIN: Duration = Duration::from_micros(150);
+
     fn addr(url: &str) -> String {
-        Conn::open(url, Duration::from_secs(1), None, DEFAULT_SPIN, None).unwrap().address
+        Conn::open(url, Duration::from_secs(1), None, SPIN, None).unwrap().address
     }
 
     #[test]
     fn a_sweep_polls_a_little_past_its_last_wait_within_bounds() {
         let us = Duration::from_micros;
         // No sweep yet, or a short one: the connection's own spin.
-        assert_eq!(sweep_spin(DEFAULT_SPIN, Duration::ZERO), DEFAULT_SPIN);
-        assert_eq!(sweep_spin(DEFAULT_SPIN, us(40)), DEFAULT_SPIN);
+        assert_eq!(sweep_spin(SPIN, Duration::ZERO), SPIN);
+        assert_eq!(sweep_spin(SPIN, us(40)), SPIN);
         // A call of 400 µs: the next polls through it.
-        assert_eq!(sweep_spin(DEFAULT_SPIN, us(400)), us(550));
+        assert_eq!(sweep_spin(SPIN, us(400)), us(550));
         // Never past the cap, whatever the last call waited.
-        assert_eq!(sweep_spin(DEFAULT_SPIN, Duration::from_secs(3)), MAX_SPIN);
+        assert_eq!(sweep_spin(SPIN, Duration::from_secs(3)), MAX_SPIN);
         // A connection that never polls never does for a sweep either.
         assert_eq!(sweep_spin(Duration::ZERO, us(400)), Duration::ZERO);
         // A connection's own spin above the cap is kept.
@@ -482,8 +490,7 @@ mod tests {
 
     #[test]
     fn siblings_keep_the_settings() {
-        let c =
-            Conn::open("redis://u:p@h:1/2", Duration::from_secs(3), Some(Duration::from_secs(4)), DEFAULT_SPIN, Some((1, 500))).unwrap();
+        let c = Conn::open("redis://u:p@h:1/2", Duration::from_secs(3), Some(Duration::from_secs(4)), SPIN, Some((1, 500))).unwrap();
         let s = c.sibling(None);
         assert_eq!((s.wait, c.at("other", 7).wait), (Some((1, 500)), Some((1, 500))), "siblings and nodes wait for replicas too");
         assert_eq!(s.address, c.address);

@@ -12,7 +12,7 @@ use emq_plan::protocol::write;
 use emq_plan::{Cmd, Keys, Reply, Write};
 
 use crate::conn::{unknown, Conn};
-use crate::error::{HostError, HostResult};
+use crate::error::{ForCall, HostError, HostResult};
 use crate::jitter::Jitter;
 
 /// How many times a call starts again before it gives up with a contention error.
@@ -24,8 +24,15 @@ const RETRY_CAP_US: u64 = 20_000;
 
 /// Runs the conversations `make` gives until one commits (each attempt a new
 /// call, with its own clock reading). `done` sees the one that committed.
-pub fn drive<C: Conversation>(conn: &mut Conn, make: impl FnMut() -> HostResult<C>, mut done: impl FnMut(&C)) -> HostResult<C::Out> {
-    drive_timed(conn, make, |c, _| done(c))
+/// Every error names `call`, the call the user made (`Queue.add`), not the
+/// conversation's wire verb.
+pub fn drive<C: Conversation>(
+    conn: &mut Conn,
+    call: &str,
+    make: impl FnMut() -> HostResult<C>,
+    mut done: impl FnMut(&C),
+) -> HostResult<C::Out> {
+    drive_timed(conn, call, make, |c, _| done(c))
 }
 
 /// `drive`, where `done` also gets the moment the committed call's first
@@ -33,16 +40,15 @@ pub fn drive<C: Conversation>(conn: &mut Conn, make: impl FnMut() -> HostResult<
 /// caller that waits for a time the call saw.
 pub fn drive_timed<C: Conversation>(
     conn: &mut Conn,
+    call: &str,
     mut make: impl FnMut() -> HostResult<C>,
     mut done: impl FnMut(&C, Instant),
 ) -> HostResult<C::Out> {
     let mut rng = Jitter::new();
-    let mut verb = "emq";
     for attempt in 0..MAX_ATTEMPTS {
         let mut c = make()?;
-        verb = c.verb();
         let mut replied = None;
-        if let Some(out) = attempt_once(conn, &mut c, &mut replied)? {
+        if let Some(out) = attempt_once(conn, call, &mut c, &mut replied)? {
             done(&c, replied.unwrap_or_else(Instant::now));
             return Ok(out);
         }
@@ -50,27 +56,27 @@ pub fn drive_timed<C: Conversation>(
         std::thread::sleep(Duration::try_from_secs_f64(pause_us / 1e6).unwrap_or_default());
     }
     Err(HostError::Contention(format!(
-        "{verb}: gave up after {MAX_ATTEMPTS} attempts: other clients kept changing what it read; nothing was written"
+        "{call}: gave up after {MAX_ATTEMPTS} attempts: other clients kept changing what it read; nothing was written"
     )))
 }
 
 /// One call: `Some(out)`, or `None` when it must start again.
-fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C, replied: &mut Option<Instant>) -> HostResult<Option<C::Out>> {
-    let mut call =
-        Call { watching: false, committed: false, aborts: 0, rng: Jitter::new(), queued: false, exec_sent: false, replied: None };
-    let result = call.run(conn, c);
-    *replied = call.replied;
+fn attempt_once<C: Conversation>(conn: &mut Conn, call: &str, c: &mut C, replied: &mut Option<Instant>) -> HostResult<Option<C::Out>> {
+    let mut state =
+        Call { call, watching: false, committed: false, aborts: 0, rng: Jitter::new(), queued: false, exec_sent: false, replied: None };
+    let result = state.run(conn, c);
+    *replied = state.replied;
     match result {
         // After a group has committed, a broken connection no longer means that
         // nothing was written: say what is known.
-        Err(HostError::Connection(m) | HostError::Timeout(m)) if call.committed => {
+        Err(HostError::Connection(m) | HostError::Timeout(m)) if state.committed => {
             Err(HostError::OutcomeUnknown(format!("{m}; the call's first groups were applied, the rest is unknown")))
         }
         // A redirect (the slot moved) comes before anything of the current group is
         // written: the call ends with the groups it applied, and their members are
         // its reply (the rest are left for the next call). Started again whole on
         // the new node, it would leave them out of its reply.
-        Err(e @ (HostError::Redirect(_) | HostError::Unavailable(_))) if call.committed => match c.applied_so_far() {
+        Err(e @ (HostError::Redirect(_) | HostError::Unavailable(_))) if state.committed => match c.applied_so_far() {
             Some(out) => Ok(Some(out)),
             None => Err(e),
         },
@@ -79,7 +85,9 @@ fn attempt_once<C: Conversation>(conn: &mut Conn, c: &mut C, replied: &mut Optio
 }
 
 /// The state of one call on the connection.
-struct Call {
+struct Call<'a> {
+    /// The call the user made, which every error names.
+    call: &'a str,
     watching: bool,
     /// Whether a group of this call has committed.
     committed: bool,
@@ -96,7 +104,7 @@ struct Call {
     replied: Option<Instant>,
 }
 
-impl Call {
+impl Call<'_> {
     fn run<C: Conversation>(&mut self, conn: &mut Conn, c: &mut C) -> HostResult<Option<C::Out>> {
         let mut step = c.start();
         // What the last step sent and got back, freed while the server works on the
@@ -137,7 +145,7 @@ impl Call {
                     let replies = conn.replies(n)?;
                     self.replied.get_or_insert_with(Instant::now);
                     // Fed while the server still queues: the plan is checked meanwhile.
-                    let fed = fed(c, &replies, skip);
+                    let fed = fed(self.call, c, &replies, skip);
                     let as_expected = matches!(fed, Ok(Step::Exec(_))) && c.exec_as_expected();
                     // The read is the one expected: `EXEC` goes now, so the server runs the
                     // transaction as soon as it has queued it, not a round trip later. A
@@ -154,7 +162,7 @@ impl Call {
                     };
                     spent.1 = replies;
                     match ahead {
-                        Some(_) => self.after_queued(conn, c.verb(), fed, as_expected, refused),
+                        Some(_) => self.after_queued(conn, fed, as_expected, refused),
                         None => {
                             if expected && matches!(fed, Ok(Step::Exec(_))) {
                                 conn.queue_ahead = as_expected;
@@ -179,8 +187,8 @@ impl Call {
                     drop(writes);
                     drop(std::mem::take(&mut spent));
                     self.watching = false; // EXEC ends every watch, run or not
-                    match Self::exec_reply(conn, c.verb(), n)? {
-                        Some(exec) => return Ok(Some(c.finish(&exec)?)),
+                    match Self::exec_reply(conn, self.call, n)? {
+                        Some(exec) => return Ok(Some(c.finish(&exec).for_call(self.call)?)),
                         None => match self.take_up(c) {
                             Some(next) => Ok(next),
                             None => return Ok(None),
@@ -199,7 +207,7 @@ impl Call {
                     drop(std::mem::take(&mut spent));
                     self.watching = false;
                     match Self::exec_reply(conn, c.verb(), n)? {
-                        Some(exec) => return Ok(Some(c.finish(&exec)?)),
+                        Some(exec) => return Ok(Some(c.finish(&exec).for_call(self.call)?)),
                         None => return Ok(None),
                     }
                 }
@@ -220,7 +228,7 @@ impl Call {
                     drop(std::mem::replace(&mut spent, (reads, vec![])));
                     self.watching = skip > 0;
                     c.speculate();
-                    let exec = Self::exec_reply(conn, c.verb(), n_tx);
+                    let exec = Self::exec_reply(conn, self.call, n_tx);
                     // The next group's watch and reads went out behind the EXEC: their
                     // replies are read whatever EXEC gave (a refusal, a redirect), so the
                     // connection's replies stay in step with its commands.
@@ -230,17 +238,17 @@ impl Call {
                         (Err(e), _) | (Ok(_), Err(e)) => Err(e),
                         (Ok(Some(exec)), Ok(replies)) => {
                             self.committed = true;
-                            match c.committed(Some(&exec)) {
-                                Err(e) => Err(e.into()),
+                            match c.committed(Some(&exec)).for_call(self.call) {
+                                Err(e) => Err(e),
                                 Ok(()) => {
-                                    let fed = fed(c, &replies, skip);
+                                    let fed = fed(self.call, c, &replies, skip);
                                     spent.1 = replies;
                                     fed
                                 }
                             }
                         }
                         (Ok(None), Ok(_)) => {
-                            c.committed(None).map_err(HostError::from)?;
+                            c.committed(None).for_call(self.call)?;
                             if self.watching {
                                 conn.unwatch()?;
                                 self.watching = false;
@@ -280,7 +288,6 @@ impl Call {
     fn after_queued<O>(
         &mut self,
         conn: &mut Conn,
-        verb: &str,
         fed: HostResult<Step<O>>,
         expected: bool,
         refused: Option<Reply>,
@@ -298,6 +305,7 @@ impl Call {
             conn.close();
         }
         self.watching = false;
+        let verb = self.call;
         match (fed, refused) {
             // The transaction was its own, and the server refused part of it.
             (Ok(_), Some(r)) if expected => Err(refusal(verb, &r)),
@@ -351,13 +359,13 @@ fn transaction(keys: &Keys, writes: &[Write], out: &mut Vec<u8>) {
 /// Feeds a read's replies (after `skip` replies to watches): an error reply
 /// other than a wrong type (which the plan names as a layout error) is what
 /// the call fails with, by its class.
-fn fed<C: Conversation>(c: &mut C, replies: &[Reply], skip: usize) -> HostResult<Step<C::Out>> {
+fn fed<C: Conversation>(call: &str, c: &mut C, replies: &[Reply], skip: usize) -> HostResult<Step<C::Out>> {
     let refused = first_error(&replies[..skip]).or_else(|| {
         replies[skip..].iter().enumerate().find(|(i, r)| is_error(r) && !r.is_wrongtype() && !c.reads_error(*i, r)).map(|(_, r)| r)
     });
     match refused {
-        Some(r) => Err(refusal(c.verb(), r)),
-        None => c.feed(&replies[skip..]).map_err(HostError::from),
+        Some(r) => Err(refusal(call, r)),
+        None => c.feed(&replies[skip..]).for_call(call),
     }
 }
 

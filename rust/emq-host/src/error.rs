@@ -1,6 +1,8 @@
 //! Host errors and their Python classes (defined in `emq/errors.py`, looked up
 //! once). A server's error reply is classed by its code (`classify`), so the
-//! caller reads what happened from the class: never from an `EXECABORT`.
+//! caller reads what happened from the class: never from an `EXECABORT`. Each
+//! message names the call the user made (`Queue.add: …`), a plan's refusal too
+//! (`ForCall`).
 
 use emq_plan::{Error as PlanError, ErrorKind};
 use pyo3::prelude::*;
@@ -81,15 +83,66 @@ impl HostError {
         }
     }
 
-    /// The error a Lua script's or the module's error reply stands for: their
-    /// own codes (`EMQLAYOUT`, `EMQARG`, the module's `EMQDUP`) as the plan's errors, any other as
-    /// `classify` gives it.
-    pub fn scripted(verb: &str, code: &str, message: &str) -> HostError {
+    /// The error a Lua script's or the module's error reply stands for, naming
+    /// `call` (the call the user made) where the reply names its wire verb
+    /// (`EMQARG EMQ.ADD: …`): their own codes (`EMQLAYOUT`, `EMQARG`, the
+    /// module's `EMQDUP`) as the plan's errors, any other as `classify` gives it.
+    pub fn scripted(call: &str, code: &str, message: &str) -> HostError {
+        let named = || {
+            let detail = message.strip_prefix(code).unwrap_or(message).trim_start();
+            let detail = match detail.split_once(": ") {
+                Some((verb, rest)) if verb.starts_with("EMQ.") && !verb.contains(' ') => rest,
+                _ => detail,
+            };
+            format!("{call}: {detail}")
+        };
         match code {
-            "EMQLAYOUT" => HostError::Layout(message.trim_start_matches("EMQLAYOUT ").to_string()),
-            "EMQARG" => HostError::Argument(message.trim_start_matches("EMQARG ").to_string()),
-            "EMQDUP" => HostError::Duplicate(message.trim_start_matches("EMQDUP ").to_string()),
-            _ => HostError::classify(verb, code, message),
+            "EMQLAYOUT" => HostError::Layout(named()),
+            "EMQARG" => HostError::Argument(named()),
+            "EMQDUP" => HostError::Duplicate(named()),
+            _ => HostError::classify(call, code, message),
+        }
+    }
+
+    /// A plan's refusal as the plan words it (naming its own verb): for a call
+    /// that sent the plan's wire form itself (`emq.wire`).
+    pub fn plan(e: PlanError) -> HostError {
+        let m = e.message;
+        match e.kind {
+            ErrorKind::Layout => HostError::Layout(m),
+            ErrorKind::Argument => HostError::Argument(m),
+            ErrorKind::Conflict => HostError::Contention(m),
+            ErrorKind::Duplicate => HostError::Duplicate(m),
+            ErrorKind::Server => HostError::Server(m),
+        }
+    }
+
+    /// The same error, its message led by `call` (for a connection's errors,
+    /// which name its address: `emq.connect: redis://…: …`).
+    pub fn prefixed(self, call: &str) -> HostError {
+        self.map_message(|m| format!("{call}: {m}"))
+    }
+
+    fn map_message(self, f: impl FnOnce(String) -> String) -> HostError {
+        match self {
+            HostError::Layout(m) => HostError::Layout(f(m)),
+            HostError::Argument(m) => HostError::Argument(f(m)),
+            HostError::Contention(m) => HostError::Contention(f(m)),
+            HostError::Connection(m) => HostError::Connection(f(m)),
+            HostError::Timeout(m) => HostError::Timeout(f(m)),
+            HostError::OutcomeUnknown(m) => HostError::OutcomeUnknown(f(m)),
+            HostError::Scripting(m) => HostError::Scripting(f(m)),
+            HostError::Duplicate(m) => HostError::Duplicate(f(m)),
+            HostError::Authentication(m) => HostError::Authentication(f(m)),
+            HostError::Permission(m) => HostError::Permission(f(m)),
+            HostError::ReadOnly(m) => HostError::ReadOnly(f(m)),
+            HostError::OutOfMemory(m) => HostError::OutOfMemory(f(m)),
+            HostError::Redirect(m) => HostError::Redirect(f(m)),
+            HostError::Unavailable(m) => HostError::Unavailable(f(m)),
+            HostError::Server(m) => HostError::Server(f(m)),
+            HostError::Cluster(m) => HostError::Cluster(f(m)),
+            HostError::NoModule(m) => HostError::NoModule(f(m)),
+            HostError::NotReplicated(m) => HostError::NotReplicated(f(m)),
         }
     }
 
@@ -100,15 +153,15 @@ impl HostError {
     }
 }
 
-impl From<PlanError> for HostError {
-    fn from(e: PlanError) -> Self {
-        match e.kind {
-            ErrorKind::Layout => HostError::Layout(e.message),
-            ErrorKind::Argument => HostError::Argument(e.message),
-            ErrorKind::Conflict => HostError::Contention(e.message),
-            ErrorKind::Duplicate => HostError::Duplicate(e.message),
-            ErrorKind::Server => HostError::Server(e.message),
-        }
+/// A plan's result, its refusal naming the call the user made
+/// (`emq_plan::Error::for_call`): every conversation a call drives says so.
+pub trait ForCall<T> {
+    fn for_call(self, call: &str) -> HostResult<T>;
+}
+
+impl<T> ForCall<T> for emq_plan::error::Result<T> {
+    fn for_call(self, call: &str) -> HostResult<T> {
+        self.map_err(|e| HostError::plan(e.for_call(call)))
     }
 }
 

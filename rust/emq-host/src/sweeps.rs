@@ -1,6 +1,7 @@
 //! Running a sweep: the plan backend (reads, guard, one MULTI/EXEC, retries),
 //! the Lua backend (the reference scripts, by EVALSHA) and the module backend
-//! (the wire form, `EMQ.PROMOTE …`, run by emq's server module from the same plans).
+//! (the wire form, `EMQ.PROMOTE …`, run by emq's server module from the same
+//! plans). Every error names the call the user made (`emq.promote`).
 
 use std::sync::{LazyLock, OnceLock};
 
@@ -9,9 +10,11 @@ use emq_plan::protocol::guard::{LEASE_MARK_KEEP_MS, LEASE_MARK_MS};
 use emq_plan::sweep::{Kind, Outcome, Sweep};
 use emq_plan::{Cmd, Keys, Reply, WAKE_MAX};
 
+use crate::arguments::SweepBackend;
 use crate::conn::Conn;
 use crate::drive::drive_timed;
 use crate::error::{HostError, HostResult};
+use crate::module_backend::refused;
 
 /// The scripts as sent: the constants they share with the plans (written here
 /// from the Rust ones, so each lives in one place), the prelude, the script.
@@ -27,13 +30,6 @@ fn script(body: &str) -> String {
          {}{body}",
         include_str!("../lua/prelude.lua")
     )
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
-    Plan,
-    Lua,
-    Module,
 }
 
 /// The most keys a stalled check watches in one transaction where `WATCH` is
@@ -80,12 +76,20 @@ pub fn group_for(conn: &mut Conn, kind: Kind, batch: u64, group: Option<u64>) ->
 /// its reads poll as long as the last one of the same backend and kind waited
 /// (`Conn::sweeping`). A worker's beat sweeps (`run_plan_timed`) keep the
 /// connection's spin: their calls are small, and the worker's threads want the cores.
-pub fn run(conn: &mut Conn, backend: Backend, kind: Kind, queue: &[u8], batch: u64, group: Option<u64>) -> HostResult<Outcome> {
+pub fn run(
+    conn: &mut Conn,
+    call: &str,
+    backend: SweepBackend,
+    kind: Kind,
+    keys: &Keys,
+    batch: u64,
+    group: Option<u64>,
+) -> HostResult<Outcome> {
     let slot = 2 * backend as usize + usize::from(matches!(kind, Kind::Stalled { .. }));
     conn.sweeping(slot, |conn| match backend {
-        Backend::Plan => run_plan_timed(conn, kind, queue, batch, group).map(|(outcome, _)| outcome),
-        Backend::Lua => run_lua(conn, kind, queue, batch),
-        Backend::Module => run_module(conn, kind, queue, batch),
+        SweepBackend::Plan => run_plan_timed(conn, call, kind, keys, batch, group).map(|(outcome, _)| outcome),
+        SweepBackend::Lua => run_lua(conn, call, kind, keys, batch),
+        SweepBackend::Module => run_module(conn, call, kind, keys, batch),
     })
 }
 
@@ -94,8 +98,14 @@ pub fn run(conn: &mut Conn, backend: Backend, kind: Kind, queue: &[u8], batch: u
 /// until then without reading again. Each attempt is a new call with a new
 /// clock reading; a call applied in groups takes up an aborted group itself
 /// (SPEC §9).
-pub fn run_plan_timed(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64, group: Option<u64>) -> HostResult<(Outcome, Option<f64>)> {
-    let keys = Keys::new(queue);
+pub fn run_plan_timed(
+    conn: &mut Conn,
+    call: &str,
+    kind: Kind,
+    keys: &Keys,
+    batch: u64,
+    group: Option<u64>,
+) -> HostResult<(Outcome, Option<f64>)> {
     let g = group_for(conn, kind, batch, group)?;
     let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
     let (rows, cap) = (size(g.rows), g.watch_cap.map(size));
@@ -105,7 +115,7 @@ pub fn run_plan_timed(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64, gro
     let sorted = conn.backlog && batch >= BARE_SELECTION_MIN && !conn.sort_refused;
     let (mut next, mut refused) = (None, false);
     let make = || Ok(Sweep::grouped(kind, keys.clone(), batch, rows).watch_cap(cap).bare_selection(bare).sorted_selection(sorted));
-    let outcome = drive_timed(conn, make, |s, replied| {
+    let outcome = drive_timed(conn, call, make, |s, replied| {
         next = s.next_in_us().map(|us| (us / 1e6 - replied.elapsed().as_secs_f64()).max(0.0));
         refused = s.sort_refused();
     })?;
@@ -118,8 +128,7 @@ pub fn run_plan_timed(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64, gro
 
 /// The seed's tail of both forms (SPEC §5, §6): the key count, the keys, the
 /// prefix, `max_stalled` (empty: no limit), the batch.
-fn tail(kind: Kind, queue: &[u8], batch: u64) -> Vec<Vec<u8>> {
-    let keys = Keys::new(queue);
+fn tail(kind: Kind, keys: &Keys, batch: u64) -> Vec<Vec<u8>> {
     let mut t = match kind {
         Kind::Promote => vec![b"2".to_vec(), keys.schedule(), keys.pending(), keys.prefix.clone()],
         Kind::Stalled { max_stalled } => vec![
@@ -136,48 +145,46 @@ fn tail(kind: Kind, queue: &[u8], batch: u64) -> Vec<Vec<u8>> {
 }
 
 /// The module backend: the wire form, one command that the server's module runs.
-fn run_module(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<Outcome> {
-    let reply = conn.one_write(Cmd::new(kind.verb()).args(tail(kind, queue, batch)))?;
-    outcome(kind, crate::module::refused(kind.verb(), reply)?)
+fn run_module(conn: &mut Conn, call: &str, kind: Kind, keys: &Keys, batch: u64) -> HostResult<Outcome> {
+    let reply = conn.one_write(Cmd::new(kind.verb()).args(tail(kind, keys, batch)))?;
+    outcome(call, refused(call, reply)?)
 }
 
 /// The Lua backend: `EVALSHA`, loading the script when the server lacks it.
-fn run_lua(conn: &mut Conn, kind: Kind, queue: &[u8], batch: u64) -> HostResult<Outcome> {
+fn run_lua(conn: &mut Conn, call: &str, kind: Kind, keys: &Keys, batch: u64) -> HostResult<Outcome> {
     let script = match kind {
         Kind::Promote => PROMOTE_LUA.as_str(),
         Kind::Stalled { .. } => STALLED_LUA.as_str(),
     };
     let sha = script_sha(kind);
-    let call = Cmd::new("EVALSHA").arg(sha).args(tail(kind, queue, batch));
-    let mut reply = conn.one_write(call.clone())?;
+    let evalsha = Cmd::new("EVALSHA").arg(sha).args(tail(kind, keys, batch));
+    let mut reply = conn.one_write(evalsha.clone())?;
     if matches!(&reply, Reply::Error { code, .. } if code == "NOSCRIPT") {
         let loaded = conn.one(Cmd::new("SCRIPT").arg("LOAD").arg(script))?;
         if let Reply::Error { .. } = loaded {
             reply = loaded;
         } else {
-            reply = conn.one_write(call)?;
+            reply = conn.one_write(evalsha)?;
         }
     }
     match reply {
         Reply::Error { code, message } if code == "NOPERM" && is_script_command_denied(&message) => Err(HostError::Scripting(format!(
-            "{}: scripting is not allowed for this connection's user ({message}); backend=\"plan\" needs no scripts",
-            kind.verb()
+            "{call}: scripting is not allowed for this connection's user ({message}); backend=\"plan\" needs no scripts"
         ))),
-        reply => outcome(kind, reply),
+        reply => outcome(call, reply),
     }
 }
 
 /// A script's or the module's reply (they give the same replies and error codes).
-fn outcome(kind: Kind, reply: Reply) -> HostResult<Outcome> {
-    let verb = kind.verb();
+fn outcome(call: &str, reply: Reply) -> HostResult<Outcome> {
     match reply {
-        Reply::Error { code, message } => Err(HostError::scripted(verb, &code, &message)),
+        Reply::Error { code, message } => Err(HostError::scripted(call, &code, &message)),
         Reply::Int(n) => Ok(Outcome::Promoted(n)),
         Reply::Array(lists) if lists.len() == 2 => {
             let ids = |r: &Reply| r.as_array().unwrap_or(&[]).iter().filter_map(|x| x.as_bytes().map(<[u8]>::to_vec)).collect();
             Ok(Outcome::Stalled { recovered: ids(&lists[0]), dead: ids(&lists[1]) })
         }
-        other => Err(HostError::Server(format!("{verb}: unexpected script reply {other:?}"))),
+        other => Err(HostError::Server(format!("{call}: unexpected script reply {other:?}"))),
     }
 }
 

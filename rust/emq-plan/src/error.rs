@@ -1,4 +1,7 @@
-//! What a plan refuses with. Every message names the verb, then what is wrong.
+//! What a plan refuses with. Every message names a verb, then what is wrong:
+//! the plan's own (its wire verb, `EMQ.ADD`, as a module command sent by
+//! `redis-cli` answers), or the call the user made, once a host names it
+//! (`Error::for_call("Queue.add")`).
 
 use std::fmt;
 
@@ -17,31 +20,56 @@ pub enum ErrorKind {
     Server,
 }
 
+/// A refusal: its kind, and its message, `"{verb}: {detail}"`, whose two parts
+/// `verb` and `detail` give apart.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
     pub kind: ErrorKind,
     pub message: String,
+    /// Where the verb ends in `message` (the `": "` after it follows).
+    verb_len: usize,
 }
 
 impl Error {
+    fn new(kind: ErrorKind, verb: &str, detail: fmt::Arguments<'_>) -> Self {
+        Error { kind, message: format!("{verb}: {detail}"), verb_len: verb.len() }
+    }
+
     pub fn layout(verb: &str, what: impl fmt::Display) -> Self {
-        Error { kind: ErrorKind::Layout, message: format!("{verb}: layout: {what}") }
+        Error::new(ErrorKind::Layout, verb, format_args!("layout: {what}"))
     }
 
     pub fn argument(verb: &str, name: &str, what: impl fmt::Display) -> Self {
-        Error { kind: ErrorKind::Argument, message: format!("{verb}: {name} {what}") }
+        Error::new(ErrorKind::Argument, verb, format_args!("{name} {what}"))
     }
 
     pub fn conflict(verb: &str, what: impl fmt::Display) -> Self {
-        Error { kind: ErrorKind::Conflict, message: format!("{verb}: conflict: {what}") }
+        Error::new(ErrorKind::Conflict, verb, format_args!("conflict: {what}"))
     }
 
     pub fn duplicate(verb: &str, what: impl fmt::Display) -> Self {
-        Error { kind: ErrorKind::Duplicate, message: format!("{verb}: {what}") }
+        Error::new(ErrorKind::Duplicate, verb, format_args!("{what}"))
     }
 
     pub fn server(verb: &str, what: impl fmt::Display) -> Self {
-        Error { kind: ErrorKind::Server, message: format!("{verb}: {what}") }
+        Error::new(ErrorKind::Server, verb, format_args!("{what}"))
+    }
+
+    /// The verb the message names.
+    pub fn verb(&self) -> &str {
+        &self.message[..self.verb_len]
+    }
+
+    /// What is wrong, without the verb.
+    pub fn detail(&self) -> &str {
+        &self.message[self.verb_len + 2..]
+    }
+
+    /// The same refusal, naming `call` (the call the user made, `Queue.add`)
+    /// instead of the plan's verb.
+    #[must_use]
+    pub fn for_call(self, call: &str) -> Self {
+        Error::new(self.kind, call, format_args!("{}", self.detail()))
     }
 }
 
@@ -54,3 +82,21 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_names_the_call_the_user_made() {
+        let e = Error::argument("EMQ.ADD", "delay_ms", "must be an integer");
+        assert_eq!(
+            (e.verb(), e.detail(), e.message.as_str()),
+            ("EMQ.ADD", "delay_ms must be an integer", "EMQ.ADD: delay_ms must be an integer")
+        );
+        let e = e.for_call("Queue.add");
+        assert_eq!((e.kind, e.verb(), e.message.as_str()), (ErrorKind::Argument, "Queue.add", "Queue.add: delay_ms must be an integer"));
+        let l = Error::layout("EMQ.PROMOTE", "key k is a string").for_call("emq.promote");
+        assert_eq!((l.kind, l.to_string()), (ErrorKind::Layout, "emq.promote: layout: key k is a string".to_string()));
+    }
+}

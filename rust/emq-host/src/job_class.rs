@@ -1,5 +1,6 @@
-//! `emq.Job`: a job as the core hands it to Python (a claim, a `get`), and as a
-//! worker hands it back to prove its lease (`extend`, `complete`, `fail`).
+//! The `emq.Job` class: a job as the core hands it to Python (a claim, a
+//! `get`), and as a worker hands it back to prove its lease (`extend`,
+//! `complete`, `fail`).
 
 use std::fmt::Write;
 
@@ -8,8 +9,8 @@ use emq_plan::reads::JobRow;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyByteArray, PyBytes, PyInt, PyString};
 
-use crate::args::{text_arg, type_name};
-use crate::error::{HostError, HostResult};
+use crate::arguments::text::{text as text_arg, type_name};
+use crate::error::HostError;
 
 /// A job. `token` and `lease_deadline_ms` are set while it is claimed; the
 /// token proves the lease to `extend`, `complete` and `fail`. Immutable;
@@ -46,20 +47,20 @@ fn text(b: Vec<u8>) -> String {
     String::from_utf8_lossy(&b).into_owned()
 }
 
-fn opt_text(v: Option<&Bound<'_, PyAny>>, name: &str) -> HostResult<Option<String>> {
+fn opt_text(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<String>> {
     match v.filter(|v| !v.is_none()) {
         None => Ok(None),
         Some(v) => text_arg(VERB, name, v).map(Some),
     }
 }
 
-fn int(v: Option<&Bound<'_, PyAny>>, name: &str) -> HostResult<Option<i64>> {
+fn int(v: Option<&Bound<'_, PyAny>>, name: &str) -> PyResult<Option<i64>> {
     match v.filter(|v| !v.is_none()) {
         None => Ok(None),
         Some(v) if v.is_instance_of::<PyInt>() && !v.is_instance_of::<PyBool>() => {
-            v.extract::<i64>().map(Some).map_err(|_| HostError::Argument(format!("{VERB}: {name} must fit in 64 bits")))
+            v.extract::<i64>().map(Some).map_err(|_| HostError::Argument(format!("{VERB}: {name} must fit in 64 bits")).into())
         }
-        Some(v) => Err(HostError::Argument(format!("{VERB}: {name} must be an int, not {}", type_name(v)))),
+        Some(v) => Err(HostError::Argument(format!("{VERB}: {name} must be an int, not {}", type_name(v))).into()),
     }
 }
 

@@ -1,0 +1,363 @@
+//! The `QueueCore` class: one queue as `emq.Queue` holds it, made once: its
+//! client, its name (checked then), its keys, and its backend (`JobBackend`,
+//! chosen then). One method per call of `emq.Queue`, each checking its
+//! arguments (`arguments`) and naming `Queue.<call>` in every error.
+
+use emq_plan::lanes::lane_control::LaneOp;
+use emq_plan::sweep::{Kind, Outcome};
+use emq_plan::Keys;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+
+use crate::arguments::{self, count, duration, held, held_jobs, integer, optional_count, JobBackendName, Least, Span, MAX_STORED};
+use crate::client::{Client, Setting};
+use crate::conn::Conn;
+use crate::error::HostResult;
+use crate::job_backend::JobBackend;
+use crate::job_class::Job;
+use crate::module_backend::ModuleBackend;
+use crate::plan_backend::{lane_control, PlanBackend};
+use crate::py_values;
+use crate::reads;
+use crate::sweeps;
+
+#[pyclass(frozen, module = "emq._core")]
+pub struct QueueCore {
+    client: Py<Client>,
+    name: String,
+    keys: Keys,
+    backend: &'static dyn JobBackend,
+}
+
+impl QueueCore {
+    fn queue(&self) -> &[u8] {
+        self.name.as_bytes()
+    }
+
+    /// A job operation on the queue's connection, by its backend.
+    fn job_op<T: Send>(
+        &self,
+        py: Python<'_>,
+        call: &str,
+        f: impl Fn(&dyn JobBackend, &mut Conn, &Keys) -> HostResult<T> + Send + Sync,
+    ) -> PyResult<T> {
+        let (backend, keys) = (self.backend, &self.keys);
+        self.client.get().wrote(py, call, self.queue(), |c| f(backend, c, keys))
+    }
+
+    fn lane(&self, py: Python<'_>, call: &str, lane: &Bound<'_, PyAny>, op: LaneOp) -> PyResult<()> {
+        let lane = arguments::name(call, "lane", lane)?;
+        let keys = &self.keys;
+        self.client.get().wrote(py, call, self.queue(), |c| lane_control(c, call, keys, &lane, op))
+    }
+
+    fn sweep(
+        &self,
+        py: Python<'_>,
+        call: &str,
+        kind: Kind,
+        batch: u64,
+        backend: &Bound<'_, PyAny>,
+        group: &Bound<'_, PyAny>,
+    ) -> PyResult<Outcome> {
+        let backend = arguments::sweep_backend(call, backend)?;
+        let group = arguments::group(call, group, backend)?;
+        self.client.get().sweep(py, call, self.queue(), kind, batch, backend, group)
+    }
+
+    /// A worker's beat sweep: the plan's, with how long from now (s) until the
+    /// next due time or lease deadline it saw (`sweeps::run_plan_timed`).
+    fn beat_sweep(&self, py: Python<'_>, call: &str, kind: Kind, batch: u64) -> PyResult<(Outcome, Option<f64>)> {
+        let keys = &self.keys;
+        self.client.get().wrote(py, call, self.queue(), |c| sweeps::run_plan_timed(c, call, kind, keys, batch, None))
+    }
+}
+
+/// A retention field as the plan sets it: left out (`None`), `None` given
+/// (`-1`: forever, no limit), or its value.
+fn retention_field(v: Setting<'_>, parse: impl Fn(&Bound<'_, PyAny>) -> PyResult<u64>) -> PyResult<Option<i64>> {
+    match v {
+        Setting::Unchanged => Ok(None),
+        Setting::Given(v) if v.is_none() => Ok(Some(-1)),
+        // Both parses stay within a stored field's 15 digits (`MAX_STORED`).
+        Setting::Given(v) => Ok(Some(parse(&v)? as i64)),
+    }
+}
+
+#[pymethods]
+impl QueueCore {
+    /// `emq.Queue(client, name, backend=)`'s core: `client` an `emq.Client` or
+    /// a URL, the name checked once (SPEC §1), the backend chosen once.
+    #[new]
+    fn new(client: &Bound<'_, PyAny>, name: &Bound<'_, PyAny>, backend: &Bound<'_, PyAny>) -> PyResult<Self> {
+        const CALL: &str = "emq.Queue";
+        let client = Client::from_arg(CALL, client)?;
+        let queue = arguments::queue_name(CALL, "name", name)?;
+        let backend: &'static dyn JobBackend = match arguments::job_backend(CALL, backend)? {
+            JobBackendName::Plan => &PlanBackend,
+            JobBackendName::Module => &ModuleBackend,
+        };
+        let keys = Keys::new(&queue);
+        Ok(QueueCore { client, name: String::from_utf8(queue).expect("checked UTF-8"), keys, backend })
+    }
+
+    #[getter]
+    fn client(&self, py: Python<'_>) -> Py<Client> {
+        self.client.clone_ref(py)
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    #[getter]
+    fn backend(&self) -> &'static str {
+        self.backend.name()
+    }
+
+    /// ADD (SPEC §7) of one job: its id. `delay` and `at` (at most one of them)
+    /// in ms as every duration and time is (`arguments::Span::ms`, `instant`).
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        id: &Bound<'_, PyAny>,
+        delay: &Bound<'_, PyAny>,
+        at: &Bound<'_, PyAny>,
+        lane: &Bound<'_, PyAny>,
+        max_attempts: &Bound<'_, PyAny>,
+    ) -> PyResult<String> {
+        const CALL: &str = "Queue.add";
+        let job = [arguments::new_job(CALL, data, id, delay, at, lane, max_attempts)?];
+        let ids = self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &job))?;
+        Ok(ids.into_iter().next().map(py_values::text).unwrap_or_default())
+    }
+
+    /// ADD of many jobs in one guarded transaction (all or none): each its data,
+    /// or a dict of `add`'s arguments; `max_attempts` for those that name none.
+    fn add_many(&self, py: Python<'_>, jobs: &Bound<'_, PyAny>, max_attempts: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+        const CALL: &str = "Queue.add_many";
+        let jobs = arguments::new_jobs(CALL, jobs, max_attempts)?;
+        if jobs.is_empty() {
+            return Ok(vec![]);
+        }
+        let ids = self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &jobs))?;
+        Ok(ids.into_iter().map(py_values::text).collect())
+    }
+
+    /// CLAIM: up to `n` jobs, each leased for `lease` (in ms, `Span::ms`).
+    fn claim(&self, py: Python<'_>, n: &Bound<'_, PyAny>, lease: &Bound<'_, PyAny>) -> PyResult<Vec<Job>> {
+        const CALL: &str = "Queue.claim";
+        let n = count(CALL, "n", n, false)?;
+        let lease_ms = duration(CALL, "lease", lease, Least::Positive, None)?.ms();
+        let claimed = self.job_op(py, CALL, |b, c, k| b.claim(c, CALL, k, n, lease_ms))?;
+        Ok(claimed.into_iter().map(Job::claimed).collect())
+    }
+
+    /// EXTEND: whether the lease now ends `lease` from now (`False`: it is lost).
+    fn extend(&self, py: Python<'_>, job: &Bound<'_, PyAny>, lease: &Bound<'_, PyAny>) -> PyResult<bool> {
+        const CALL: &str = "Queue.extend";
+        let job = held(CALL, job)?;
+        let lease_ms = duration(CALL, "lease", lease, Least::Positive, None)?.ms();
+        self.job_op(py, CALL, |b, c, k| b.extend(c, CALL, k, &job, lease_ms))
+    }
+
+    /// EXTEND of many held jobs in one call: whether each was extended.
+    fn extend_many(&self, py: Python<'_>, jobs: &Bound<'_, PyAny>, lease: &Bound<'_, PyAny>) -> PyResult<Vec<bool>> {
+        const CALL: &str = "Queue.extend_many";
+        let jobs = held_jobs(CALL, jobs)?;
+        let lease_ms = duration(CALL, "lease", lease, Least::Positive, None)?.ms();
+        if jobs.is_empty() {
+            return Ok(vec![]);
+        }
+        self.job_op(py, CALL, |b, c, k| b.extend_many(c, CALL, k, &jobs, lease_ms))
+    }
+
+    /// COMPLETE: whether the job is done (`False`: the lease is lost).
+    fn complete(&self, py: Python<'_>, job: &Bound<'_, PyAny>) -> PyResult<bool> {
+        const CALL: &str = "Queue.complete";
+        let job = held(CALL, job)?;
+        self.job_op(py, CALL, |b, c, k| b.complete(c, CALL, k, &job))
+    }
+
+    /// COMPLETE of many held jobs in one call: whether each is done.
+    fn complete_many(&self, py: Python<'_>, jobs: &Bound<'_, PyAny>) -> PyResult<Vec<bool>> {
+        const CALL: &str = "Queue.complete_many";
+        let jobs = held_jobs(CALL, jobs)?;
+        if jobs.is_empty() {
+            return Ok(vec![]);
+        }
+        self.job_op(py, CALL, |b, c, k| b.complete_many(c, CALL, k, &jobs))
+    }
+
+    /// `complete_many` and a claim of up to `n` jobs (0: none), each leased for
+    /// `lease`: the answers, and the jobs taken (`None`: the claim was dropped).
+    fn complete_and_claim(
+        &self,
+        py: Python<'_>,
+        jobs: &Bound<'_, PyAny>,
+        n: &Bound<'_, PyAny>,
+        lease: &Bound<'_, PyAny>,
+    ) -> PyResult<(Vec<bool>, Option<Vec<Job>>)> {
+        const CALL: &str = "Queue.complete_and_claim";
+        let jobs = held_jobs(CALL, jobs)?;
+        let n = count(CALL, "n", n, true)?;
+        let lease_ms = duration(CALL, "lease", lease, Least::Positive, None)?.ms();
+        let (done, claimed) = self.job_op(py, CALL, |b, c, k| b.complete_and_claim(c, CALL, k, &jobs, n, lease_ms))?;
+        Ok((done, claimed.map(|c| c.into_iter().map(Job::claimed).collect())))
+    }
+
+    /// FAIL: an `emq.FailOutcome`. `retry_in` (`None`: the backoff) in ms, `Span::ms`.
+    fn fail<'py>(
+        &self,
+        py: Python<'py>,
+        job: &Bound<'py, PyAny>,
+        error: &Bound<'py, PyAny>,
+        retry_in: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        const CALL: &str = "Queue.fail";
+        let job = held(CALL, job)?;
+        let failure = (arguments::failure(CALL, error)?, arguments::retry_in(CALL, retry_in)?);
+        let settled = self.job_op(py, CALL, |b, c, k| b.fail(c, CALL, k, &job, &failure))?;
+        py_values::fail_outcome(py, settled)
+    }
+
+    /// COMPLETE and FAIL of many held jobs in one call: for each item, what its
+    /// single call answers (`complete`: a bool; `fail`: an `emq.FailOutcome`).
+    fn settle_many<'py>(&self, py: Python<'py>, items: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        const CALL: &str = "Queue.settle_many";
+        let items = arguments::settle_items(CALL, items)?;
+        let answers = if items.is_empty() { vec![] } else { self.job_op(py, CALL, |b, c, k| b.settle_many(c, CALL, k, &items))? };
+        let out = PyList::empty(py);
+        for ((_, failure), settled) in items.iter().zip(answers) {
+            out.append(py_values::settle_answer(py, settled, failure.is_some())?)?;
+        }
+        Ok(out)
+    }
+
+    /// Pauses a lane: it keeps its jobs and leaves the ring.
+    fn pause_lane(&self, py: Python<'_>, lane: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.lane(py, "Queue.pause_lane", lane, LaneOp::Pause)
+    }
+
+    /// Resumes a lane (then offers it).
+    fn resume_lane(&self, py: Python<'_>, lane: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.lane(py, "Queue.resume_lane", lane, LaneOp::Resume)
+    }
+
+    /// At most `n` of the lane's jobs active at once (`0`: no limit), then offers it.
+    fn set_lane_limit(&self, py: Python<'_>, lane: &Bound<'_, PyAny>, n: &Bound<'_, PyAny>) -> PyResult<()> {
+        const CALL: &str = "Queue.set_lane_limit";
+        let n = integer(CALL, "n", n, 0, MAX_STORED)?;
+        self.lane(py, CALL, lane, LaneOp::Limit(n))
+    }
+
+    /// The job under `id`, or `None` (never added, or no longer kept).
+    fn get(&self, py: Python<'_>, id: &Bound<'_, PyAny>) -> PyResult<Option<Job>> {
+        const CALL: &str = "Queue.get";
+        let key = arguments::name(CALL, "id", id)?;
+        let keys = &self.keys;
+        let row = self.client.get().on(py, CALL, self.queue(), |c| reads::get(c, CALL, keys, &key))?;
+        Ok(row.map(|r| Job::row(py_values::text(key), r)))
+    }
+
+    /// The lanes that have a list or a control hash, sorted.
+    fn lanes(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        const CALL: &str = "Queue.lanes";
+        let keys = &self.keys;
+        let names = self.client.get().on(py, CALL, self.queue(), |c| reads::lanes(c, CALL, keys))?;
+        Ok(names.into_iter().map(py_values::text).collect())
+    }
+
+    /// The counts, read at one instant: an `emq.QueueCounts`.
+    fn counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        const CALL: &str = "Queue.counts";
+        let keys = &self.keys;
+        let n = self.client.get().on(py, CALL, self.queue(), |c| reads::counts(c, CALL, keys))?;
+        py_values::queue_counts(py, n)
+    }
+
+    /// The effective retention policy: an `emq.Retention`.
+    fn retention<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        const CALL: &str = "Queue.retention";
+        let keys = &self.keys;
+        let r = self.client.get().on(py, CALL, self.queue(), |c| reads::retention(c, CALL, keys))?;
+        py_values::retention(py, r)
+    }
+
+    /// Sets the retention fields given (each left out stays as it is; `None`:
+    /// forever, no limit). `keep_done` and `keep_dead` in ms, `Span::ms`.
+    #[pyo3(signature = (*, keep_done = Setting::Unchanged, keep_dead = Setting::Unchanged, max_dead = Setting::Unchanged))]
+    fn set_retention(&self, py: Python<'_>, keep_done: Setting<'_>, keep_dead: Setting<'_>, max_dead: Setting<'_>) -> PyResult<()> {
+        const CALL: &str = "Queue.set_retention";
+        let ms = |name: &'static str| move |v: &Bound<'_, PyAny>| duration(CALL, name, v, Least::Zero, None).map(Span::ms);
+        let done_ms = retention_field(keep_done, ms("keep_done"))?;
+        let dead_ms = retention_field(keep_dead, ms("keep_dead"))?;
+        let dead_max = retention_field(max_dead, |v| integer(CALL, "max_dead", v, 0, MAX_STORED))?;
+        let keys = &self.keys;
+        self.client.get().wrote(py, CALL, self.queue(), |c| reads::set_retention(c, CALL, keys, done_ms, dead_ms, dead_max))
+    }
+
+    /// PROMOTE of this queue: the ids taken out of `schedule`.
+    fn promote(&self, py: Python<'_>, batch: &Bound<'_, PyAny>, backend: &Bound<'_, PyAny>, group: &Bound<'_, PyAny>) -> PyResult<i64> {
+        const CALL: &str = "Queue.promote";
+        let batch = count(CALL, "batch", batch, false)?;
+        match self.sweep(py, CALL, Kind::Promote, batch, backend, group)? {
+            Outcome::Promoted(n) => Ok(n),
+            Outcome::Stalled { .. } => unreachable!("promote gives a count"),
+        }
+    }
+
+    /// STALLED CHECK of this queue: an `emq.StalledOutcome`.
+    fn stalled_check<'py>(
+        &self,
+        py: Python<'py>,
+        max_stalled: &Bound<'py, PyAny>,
+        batch: &Bound<'py, PyAny>,
+        backend: &Bound<'py, PyAny>,
+        group: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        const CALL: &str = "Queue.stalled_check";
+        let max_stalled = optional_count(CALL, "max_stalled", max_stalled, true)?;
+        let batch = count(CALL, "batch", batch, false)?;
+        match self.sweep(py, CALL, Kind::Stalled { max_stalled }, batch, backend, group)? {
+            Outcome::Stalled { recovered, dead } => py_values::stalled_outcome(py, recovered, dead),
+            Outcome::Promoted(_) => unreachable!("a stalled check gives two lists"),
+        }
+    }
+
+    /// PROMOTE for a worker's beat: `(moved, due_in)`, where `due_in` is how
+    /// long from now (s) until the first due time past the call's clock reading
+    /// that it saw (`None`: nothing else scheduled; 0: the batch was all due,
+    /// more may be).
+    fn _promote_next(&self, py: Python<'_>, batch: &Bound<'_, PyAny>) -> PyResult<(i64, Option<f64>)> {
+        const CALL: &str = "Queue.promote";
+        let batch = count(CALL, "batch", batch, false)?;
+        match self.beat_sweep(py, CALL, Kind::Promote, batch)? {
+            (Outcome::Promoted(n), due_in) => Ok((n, due_in)),
+            _ => unreachable!("promote gives a count"),
+        }
+    }
+
+    /// STALLED CHECK for a worker's beat: `(recovered, dead, due_in)`, where
+    /// `due_in` is how long from now (s) until the first lease deadline past the
+    /// call's clock reading that it saw (`None`: no other lease; 0: the batch
+    /// was all expired, more may be): an idle worker parks no longer than that.
+    #[allow(clippy::type_complexity)]
+    fn _stalled_next<'py>(
+        &self,
+        py: Python<'py>,
+        max_stalled: &Bound<'py, PyAny>,
+        batch: &Bound<'py, PyAny>,
+    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>, Option<f64>)> {
+        const CALL: &str = "Queue.stalled_check";
+        let max_stalled = optional_count(CALL, "max_stalled", max_stalled, true)?;
+        let batch = count(CALL, "batch", batch, false)?;
+        match self.beat_sweep(py, CALL, Kind::Stalled { max_stalled }, batch)? {
+            (Outcome::Stalled { recovered, dead }, due_in) => Ok((py_values::ids(py, recovered)?, py_values::ids(py, dead)?, due_in)),
+            _ => unreachable!("a stalled check gives two lists"),
+        }
+    }
+}
