@@ -25,9 +25,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ._core import Client, Job, backoff_s, check_duration, check_integer
-from .answers import FailOutcome, StalledOutcome
-from .errors import (
+from .._core import Client, Job, backoff_s, check_duration, check_integer
+from ..answers import FailOutcome, StalledOutcome
+from ..errors import (
     ArgumentError,
     AuthenticationError,
     EmqError,
@@ -36,7 +36,7 @@ from .errors import (
     PermissionError,
     ScriptingError,
 )
-from .queue import Duration, Queue
+from ..queue import Duration, Queue
 
 log = logging.getLogger("emq.worker")
 
