@@ -22,8 +22,6 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Literal
 
 from .._core import Client, Job, backoff_s, check_duration, check_integer
 from ..answers import FailOutcome, StalledOutcome
@@ -37,78 +35,30 @@ from ..errors import (
     ScriptingError,
 )
 from ..queue import Duration, Queue
+from .counters import Counters
+from .options import BUSY_PROMOTE_S, IDLE_BEAT_S, LONGEST_BEAT, U32, WARM_S, YIELD_S, Options, OptionValues, Recovery
+
+__all__ = [
+    "BUSY_PROMOTE_S",
+    "FATAL",
+    "IDLE_BEAT_S",
+    "LONGEST_BEAT",
+    "U32",
+    "WARM_S",
+    "YIELD_S",
+    "Counters",
+    "GroupCommit",
+    "Options",
+    "Recovery",
+    "Stalled",
+    "Worker",
+    "degraded_sleep",
+]
 
 log = logging.getLogger("emq.worker")
 
-Recovery = Literal["reap", "stalled", "off"]
-
 # Errors no retry mends: the worker stops with them.
 FATAL = (ArgumentError, LayoutError, AuthenticationError, PermissionError, ScriptingError, ModuleMissingError)
-
-# A busy worker's beat comes round each time jobs finish; it promotes at most
-# this often (seconds) unless a due time it saw has come or its last promote
-# was cut by its batch. A job due meanwhile starts at most this late, and no
-# worker parks without promoting first.
-BUSY_PROMOTE_S = 0.005
-
-# How long an idle worker parks by default (`idle_beat`, s): it still wakes for
-# every job made ready, every new head of `schedule`, the next due time and the
-# next lease deadline its stalled check saw, so only a lost wake token (or work
-# written behind emq's back) waits this long. 4 idle workers then send about one
-# command a second (benches/README.md, "Idle workers").
-IDLE_BEAT = 30.0
-
-# The workers parked on a queue learn the same next due time. Woken together
-# for it, all but one would promote and claim for nothing, and on a machine of
-# few cores their CPU would hold up the one that runs the job. So a worker
-# that found nothing at a due time it waited for waits this much past the due
-# times it learns after; one that finds work, or learns a due time earlier than
-# it waited for (it may be the only one that knows it), waits for them exactly
-# again. The workers left waiting exactly are few, most often one; if none
-# is (or it is gone), a due job starts this much late.
-YIELD_S = 0.003
-
-# Waking a sleeping thread, and a server that sat idle, costs a fraction of a
-# millisecond each on a virtual machine (here: the first round trip after 30 ms
-# idle took 0.45 ms, a warm one 0.04). A worker waiting exactly for a due time
-# wakes this much early, pings the server (one command a due time), and waits
-# out the rest: the due job's promote and claim then run on warm cores. At
-# light load it took the lateness's median from 1.2 to 0.9 ms here
-# (benches/README.md, "Waking early for a due time").
-WARM_S = 0.0005
-
-
-@dataclass
-class Counters:
-    """What a worker has done; read them at any time."""
-
-    beats: int = 0
-    sweeps: int = 0
-    moved: int = 0
-    recovered: int = 0
-    dead: int = 0
-    claimed: int = 0
-    completed: int = 0
-    failed: int = 0
-    refused: int = 0
-    lost_leases: int = 0
-    degraded_beats: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
-
-    def add(self, **kw: int) -> None:
-        with self._lock:
-            for k, v in kw.items():
-                setattr(self, k, getattr(self, k) + v)
-
-    def snapshot(self) -> dict[str, int]:
-        with self._lock:
-            return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
-
-
-# The most a count option may be, and the longest beat (a stored field's
-# width, as the options had it when they were in ms: about 49.7 days).
-U32 = 2**32 - 1
-LONGEST_BEAT = U32 / 1000
 
 
 def degraded_sleep(streak: int, *, base_ms: int = 50, cap_ms: int = 5000) -> float:
@@ -292,7 +242,7 @@ class GroupCommit:
             self._committed(mine, claimed, max(0, n - len(jobs)))
 
 
-class Worker:
+class Worker(OptionValues):
     """Runs `handler(job)` for the queue's jobs, `concurrency` at a time. `queue`
     may be a list of queues (on one server, or on any nodes of a cluster): one
     beat serves them all, and a token on any of them wakes it.
@@ -325,40 +275,20 @@ class Worker:
         ttl: Duration | None = None,
         grace: Duration = 30,
     ):
-        queues = [queue] if isinstance(queue, Queue) else list(queue) if isinstance(queue, (list, tuple)) else []
-        if not queues or not all(isinstance(q, Queue) for q in queues):
-            raise ArgumentError(f"emq.Worker: queue must be an emq.Queue or a list of them, not {type(queue).__name__}")
-        if len({q.name for q in queues}) != len(queues):
-            raise ArgumentError("emq.Worker: a queue is listed twice")
-        if not callable(handler):
-            raise ArgumentError("emq.Worker: handler must be callable")
-        call = "emq.Worker"
-        concurrency = check_integer(call, "concurrency", concurrency, 1, 10_000)
-        lease = check_duration(call, "lease", lease, positive=True, maximum=None)
-        beat = check_duration(call, "beat", beat, positive=True, maximum=LONGEST_BEAT)
-        idle = max(beat, IDLE_BEAT)
-        if idle_beat is not None:
-            idle = check_duration(call, "idle_beat", idle_beat, positive=True, maximum=LONGEST_BEAT)
-        if idle < beat:
-            raise ArgumentError(f"{call}: idle_beat must be at least beat")
-        pump_batch = check_integer(call, "pump_batch", pump_batch, 1, U32)
-        max_stalled = check_integer(call, "max_stalled", max_stalled, 0, U32)
-        ttl = None if ttl is None else check_duration(call, "ttl", ttl, positive=False, maximum=None)
-        grace = check_duration(call, "grace", grace, positive=False, maximum=None)
-        if recovery not in ("reap", "stalled", "off"):
-            raise ArgumentError("emq.Worker: recovery must be 'reap', 'stalled' or 'off'")
-        self.queues = queues
-        self.queue = queues[0]
-        self.handler = handler
-        self.concurrency = concurrency
-        self.lease = lease
-        self.beat = beat
-        self.idle_beat = idle
-        self.pump_batch = pump_batch
-        self.recovery = recovery
-        self.max_stalled = max_stalled
-        self.ttl = ttl
-        self.grace = grace
+        self.options = Options.check(
+            queue,
+            handler,
+            concurrency=concurrency,
+            lease=lease,
+            beat=beat,
+            idle_beat=idle_beat,
+            pump_batch=pump_batch,
+            recovery=recovery,
+            max_stalled=max_stalled,
+            ttl=ttl,
+            grace=grace,
+        )
+        queues, idle = self.options.queues, self.options.idle_beat
         self.counters = Counters()
         # Connections of its own, siblings of the queues' clients: a beat's and the
         # handlers' for each client, and a park for each queue (it blocks for up to
@@ -384,7 +314,7 @@ class Worker:
                 functools.partial(self._settle, patient=True),
                 functools.partial(self._committed, work),
                 reserve=self._reserve if len(queues) == 1 else None,
-                lease=lease,
+                lease=self.lease,
             )
             self._parks.append(q.client.sibling(read_timeout=idle + 5))
         self._beat, self._park = self._beats[0], self._parks[0]
