@@ -23,20 +23,13 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from .._core import Client, Job, backoff_s, check_duration, check_integer
+from .._core import Client, Job, check_duration, check_integer
 from ..answers import FailOutcome, StalledOutcome
-from ..errors import (
-    ArgumentError,
-    AuthenticationError,
-    EmqError,
-    LayoutError,
-    ModuleMissingError,
-    PermissionError,
-    ScriptingError,
-)
+from ..errors import ArgumentError, EmqError, PermissionError
 from ..queue import Duration, Queue
 from .counters import Counters
 from .options import BUSY_PROMOTE_S, IDLE_BEAT_S, LONGEST_BEAT, U32, WARM_S, YIELD_S, Options, OptionValues, Recovery
+from .shutdown import FATAL, Shutdown, degraded_sleep
 
 __all__ = [
     "BUSY_PROMOTE_S",
@@ -56,15 +49,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("emq.worker")
-
-# Errors no retry mends: the worker stops with them.
-FATAL = (ArgumentError, LayoutError, AuthenticationError, PermissionError, ScriptingError, ModuleMissingError)
-
-
-def degraded_sleep(streak: int, *, base_ms: int = 50, cap_ms: int = 5000) -> float:
-    """Seconds to back off after `streak` failed beats: growing, capped, jittered."""
-    return backoff_s(streak, base_ms, cap_ms)
-
 
 Answer = Callable[[Job, "bool | FailOutcome | None"], None]
 
@@ -290,6 +274,8 @@ class Worker(OptionValues):
         )
         queues, idle = self.options.queues, self.options.idle_beat
         self.counters = Counters()
+        self._shutdown = Shutdown()
+        self._shutdown.on_stop(self._wake_on_stop)
         # Connections of its own, siblings of the queues' clients: a beat's and the
         # handlers' for each client, and a park for each queue (it blocks for up to
         # a beat). In a cluster each reaches the nodes of its queues by itself.
@@ -311,7 +297,7 @@ class Worker(OptionValues):
             # commits would refill every slot they free with its own jobs).
             self._commits[q.name] = GroupCommit(
                 work,
-                functools.partial(self._settle, patient=True),
+                self._shutdown.settle,
                 functools.partial(self._committed, work),
                 reserve=self._reserve if len(queues) == 1 else None,
                 lease=self.lease,
@@ -323,8 +309,7 @@ class Worker(OptionValues):
         # next due time it saw (see `_promote`).
         self._promoted: dict[str, tuple[float, int, float | None]] = {}
         self._woken = threading.Event()  # several queues: a park thread saw a token
-        self._stop = threading.Event()  # claim nothing more
-        self._halt = threading.Event()  # stop extending leases: run() is over
+        self._stop, self._halt = self._shutdown.stopping, self._shutdown.over
         self._jobs: _queue.SimpleQueue[Job | None] = _queue.SimpleQueue()
         # Running jobs by token, with the queue that settles them: a job claimed
         # again after its lease was lost is another run.
@@ -356,13 +341,14 @@ class Worker(OptionValues):
         # `wake` (see `_wait`), and what the last pop raised.
         self._pop_wanted = threading.Event()
         self._pop_error: Exception | None = None
-        self._fatal: EmqError | None = None
 
     # -- control ------------------------------------------------------------
 
     def stop(self) -> None:
         """Stop claiming; `run()` returns once running jobs finish (or `grace`)."""
-        self._stop.set()
+        self._shutdown.stop()
+
+    def _wake_on_stop(self) -> None:
         self._freed.set()
         self._woken.set()
         self._pop_wanted.set()  # the park thread of one queue ends
@@ -391,13 +377,6 @@ class Worker(OptionValues):
     def running(self) -> int:
         with self._running_lock:
             return len(self._running)
-
-    def _give_up(self, e: EmqError) -> None:
-        """A fatal error: stop claiming; `run()` raises it once running jobs end."""
-        if self._fatal is None:
-            self._fatal = e
-            log.error("stopping: %s", e)
-        self.stop()
 
     def run(self) -> dict[str, int]:
         """The beat loop; returns the counters when it stops, or raises the
@@ -440,8 +419,8 @@ class Worker(OptionValues):
             for commit in self._commits.values():
                 commit.close(timeout=5)
             keeper.join(timeout=5)
-        if self._fatal is not None:
-            raise self._fatal
+        if self._shutdown.error is not None:
+            raise self._shutdown.error
         return self.counters.snapshot()
 
     # -- the beat -------------------------------------------------------------
@@ -485,7 +464,7 @@ class Worker(OptionValues):
                 self._yield(due_at)
                 self._wait(None if due_at is None else due_at + self._lag, warm=self._lag == 0)
         except FATAL as e:
-            self._give_up(e)
+            self._shutdown.give_up(e)
         except EmqError as e:
             if self._stop.is_set():  # a signal interrupted a blocking call: we are stopping
                 return
@@ -640,7 +619,7 @@ class Worker(OptionValues):
                     self._woken.set()
                 streak = 0
             except FATAL as e:
-                self._give_up(e)
+                self._shutdown.give_up(e)
             except EmqError:
                 streak += 1
                 self._stop.wait(degraded_sleep(streak))
@@ -731,28 +710,6 @@ class Worker(OptionValues):
             self._running.pop(job.token, None)
         self._freed.set()
 
-    def _settle(self, call: Callable[[], object], *, patient: bool = False) -> object:
-        """Completes or fails, retrying through wire errors until the lease would
-        have run out (after that, recovery owns the job). `patient` (a group
-        commit): until `run()` is over instead, as the keeper extends the
-        leases of finished jobs until their commit answers, and a commit that
-        comes after a lease was lost is refused for that job, harmlessly."""
-        deadline = time.monotonic() + self.lease
-        streak = 0
-        while True:
-            try:
-                return call()
-            except FATAL as e:
-                self._give_up(e)
-                return None
-            except EmqError as e:
-                streak += 1
-                over = self._halt.is_set() if patient else time.monotonic() > deadline
-                if over:
-                    log.warning("gave up settling a job: %s", e)
-                    return None
-                time.sleep(degraded_sleep(streak))
-
     def _runs_unfinished(self, job: Job) -> bool:
         """The job runs here and its handler has not returned."""
         with self._running_lock:
@@ -774,7 +731,7 @@ class Worker(OptionValues):
                 try:
                     kept = work.extend_many(jobs, self.lease)
                 except FATAL as e:
-                    self._give_up(e)
+                    self._shutdown.give_up(e)
                     continue
                 except EmqError as e:
                     log.warning("extending %d jobs of %s: %s", len(jobs), work.name, e)
