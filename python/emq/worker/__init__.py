@@ -15,20 +15,19 @@ is fatal for the queue: the worker stops, and `run()` raises it.
 
 from __future__ import annotations
 
-import functools
 import logging
-import queue as _queue
 import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
 
 from .._core import Client, Job
-from ..answers import FailOutcome
 from ..errors import EmqError, PermissionError
 from ..queue import Duration, Queue
+from .connections import Connections
 from .counters import Counters
 from .group_commit import GroupCommit
+from .handlers import Handlers
 from .options import BUSY_PROMOTE_S, IDLE_BEAT_S, LONGEST_BEAT, U32, WARM_S, YIELD_S, Options, OptionValues, Recovery
 from .shutdown import FATAL, Shutdown, degraded_sleep
 from .stalled import Stalled
@@ -99,37 +98,12 @@ class Worker(OptionValues):
             ttl=ttl,
             grace=grace,
         )
-        queues, idle = self.options.queues, self.options.idle_beat
         self.counters = Counters()
         self._shutdown = Shutdown()
         self._shutdown.on_stop(self._wake_on_stop)
-        # Connections of its own, siblings of the queues' clients: a beat's and the
-        # handlers' for each client, and a park for each queue (it blocks for up to
-        # a beat). In a cluster each reaches the nodes of its queues by itself.
-        beat_of: dict[int, Client] = {}
-        work_of: dict[int, Client] = {}
-        self._beats: list[Queue] = []
-        self._works: dict[str, Queue] = {}
-        self._commits: dict[str, GroupCommit] = {}
-        self._parks: list[Client] = []
-        for q in queues:
-            if id(q.client) not in beat_of:
-                beat_of[id(q.client)], work_of[id(q.client)] = q.client.sibling(), q.client.sibling()
-            # The queue's backend runs the claims and commits (the beats' sweeps are the plan's).
-            self._beats.append(Queue(beat_of[id(q.client)], q.name, backend=q.backend))
-            self._works[q.name] = Queue(work_of[id(q.client)], q.name, backend=q.backend)
-            work = self._works[q.name]
-            # A worker of one queue claims with its commits too; one of several
-            # claims on its beat only, which takes the queues in turn (a queue's
-            # commits would refill every slot they free with its own jobs).
-            self._commits[q.name] = GroupCommit(
-                work,
-                self._shutdown.settle,
-                functools.partial(self._committed, work),
-                reserve=self._reserve if len(queues) == 1 else None,
-                lease=self.lease,
-            )
-            self._parks.append(q.client.sibling(read_timeout=idle + 5))
+        conns = Connections.open(self.options)
+        self._beats, self._parks = conns.beats, conns.parks
+        self._handlers = Handlers(self.options, conns.works, self.counters, self._shutdown)
         self._beat, self._park = self._beats[0], self._parks[0]
         self._turn = 0  # which queue claims first this beat: each in turn
         # Each queue's last promote: when (monotonic s), how many it moved, and the
@@ -137,15 +111,6 @@ class Worker(OptionValues):
         self._promoted: dict[str, tuple[float, int, float | None]] = {}
         self._woken = threading.Event()  # several queues: a park thread saw a token
         self._stop, self._halt = self._shutdown.stopping, self._shutdown.over
-        self._jobs: _queue.SimpleQueue[Job | None] = _queue.SimpleQueue()
-        # Running jobs by token, with the queue that settles them: a job claimed
-        # again after its lease was lost is another run.
-        self._running: dict[str | None, tuple[Job, Queue]] = {}
-        self._running_lock = threading.Lock()
-        self._held = 0  # free slots a group commit holds for the jobs it claims
-        self._finishing: set[str | None] = set()  # finished jobs awaiting their commit
-        self._failing: set[str | None] = set()  # of which, jobs whose handler raised
-        self._freed = threading.Event()
         self._streak = 0
         self._last_recover = 0.0
         # The earliest lease deadline the last stalled checks saw (monotonic s), and
@@ -176,7 +141,7 @@ class Worker(OptionValues):
         self._shutdown.stop()
 
     def _wake_on_stop(self) -> None:
-        self._freed.set()
+        self._handlers.freed.set()
         self._woken.set()
         self._pop_wanted.set()  # the park thread of one queue ends
         # A park blocks for up to a beat: end it now, where this user may (until
@@ -202,8 +167,7 @@ class Worker(OptionValues):
 
     @property
     def running(self) -> int:
-        with self._running_lock:
-            return len(self._running)
+        return self._handlers.running
 
     def run(self) -> dict[str, int]:
         """The beat loop; returns the counters when it stops, or raises the
@@ -211,9 +175,6 @@ class Worker(OptionValues):
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())
-        # Daemon threads: a job that outlasts the grace period must not keep the
-        # process alive; it is left to recovery.
-        threads = [threading.Thread(target=self._handle, name=f"emq-{self.queue.name}-{i}", daemon=True) for i in range(self.concurrency)]
         keeper = threading.Thread(target=self._keep_leases, name="emq-leases", daemon=True)
         if len(self.queues) > 1:
             parks = [
@@ -222,7 +183,8 @@ class Worker(OptionValues):
             ]
         else:
             parks = [threading.Thread(target=self._pop_loop, name=f"emq-park-{self.queue.name}", daemon=True)]
-        for t in [*threads, keeper, *parks]:
+        self._handlers.start()
+        for t in [keeper, *parks]:
             t.start()
         # The time to live ends a park too, as `stop()` does (a park may be long: `idle_beat`).
         ttl = None
@@ -238,13 +200,10 @@ class Worker(OptionValues):
             if ttl is not None:
                 ttl.cancel()
             self._stop.set()
-            self._drain_running()
+            self._handlers.drain(self.grace)
             self._halt.set()
             self._pop_wanted.set()  # the park thread ends (a last `_end_pop` may have cleared it)
-            for _ in threads:
-                self._jobs.put(None)
-            for commit in self._commits.values():
-                commit.close(timeout=5)
+            self._handlers.close()
             keeper.join(timeout=5)
         if self._shutdown.error is not None:
             raise self._shutdown.error
@@ -272,7 +231,7 @@ class Worker(OptionValues):
                 if at is not None:
                     due_at = at if due_at is None else min(due_at, at)
             for beat in order:
-                free = self._free_slots()
+                free = self._handlers.free()
                 if not free or self._stop.is_set():  # a stop may have come during the beat
                     break
                 jobs = beat.claim(free, lease=self.lease)
@@ -281,7 +240,7 @@ class Worker(OptionValues):
                 self._busy = self._busy or bool(jobs)
                 self._found = self._found or bool(jobs)
                 for job in jobs:
-                    self._start(job, self._works[beat.name])
+                    self._handlers.run(job, beat.name)
             self._streak = 0
             if not self._stop.is_set():
                 # How long until the next due time, from what the promotes saw, and,
@@ -350,15 +309,6 @@ class Worker(OptionValues):
                 lease_at = at if lease_at is None else min(lease_at, at)
         self._lease_at = lease_at
 
-    def _free_slots(self) -> int:
-        with self._running_lock:
-            return self._unheld()
-
-    def _unheld(self) -> int:
-        """(Under the running lock.) Slots neither running a job nor held for a
-        group commit's claim."""
-        return max(0, self.concurrency - len(self._running) - self._held)
-
     def _wait(self, due_at: float | None, *, warm: bool = False) -> None:
         """Park: on `wake` while slots are free, else until a slot frees; never
         past the beat (an idle worker's: `idle_beat`) or `due_at` (monotonic
@@ -367,12 +317,10 @@ class Worker(OptionValues):
         if e is not None:
             raise e
         beat_s = self.beat if self._busy else self.idle_beat
-        if self._free_slots() == 0:
+        if self._handlers.free() == 0:
             # A pop now would take tokens meant for workers with room.
             self._end_pop()
-            self._freed.clear()
-            if self._free_slots() == 0:
-                self._freed.wait(self._timeout(beat_s, due_at))
+            self._handlers.wait_for_a_slot(self._timeout(beat_s, due_at))
             return
         if len(self.queues) == 1:
             self._pop_wanted.set()
@@ -461,95 +409,13 @@ class Worker(OptionValues):
                 self._can_unblock = False
         return self._park_id if self._can_unblock else None
 
-    # -- running jobs --------------------------------------------------------
-
-    def _start(self, job: Job, work: Queue) -> None:
-        with self._running_lock:
-            self._running[job.token] = (job, work)
-        self._jobs.put(job)
-
-    def _handle(self) -> None:
-        """A handler thread: runs jobs until it is handed None."""
-        while (job := self._jobs.get()) is not None:
-            self._run_job(job)
-
-    def _run_job(self, job: Job) -> None:
-        """Runs the handler; the job, done or failed, is handed to its queue's
-        group commit and holds its slot until the commit answers (`_committed`)."""
-        with self._running_lock:
-            work = self._running[job.token][1]
-        try:
-            self.handler(job)
-        except BaseException as e:
-            if not isinstance(e, Exception):  # an interrupt: the job is left to recovery
-                self._release(job)
-                raise
-            log.info("job %s failed: %s", job.id, e)
-            with self._running_lock:
-                self._finishing.add(job.token)
-                self._failing.add(job.token)
-            self._commits[work.name].failed(job, e)
-        else:
-            with self._running_lock:
-                self._finishing.add(job.token)
-            self._commits[work.name].finished(job)
-
-    def _reserve(self, finishing: int) -> int:
-        """How many jobs a commit of `finishing` jobs may claim: the slots it
-        frees, and those free now, held for it (the beat claims none of them)
-        until `_committed` gives them back. None once the worker stops."""
-        if self._stop.is_set():
-            return 0
-        with self._running_lock:
-            free = self._unheld()
-            self._held += free
-        return finishing + free
-
-    def _committed(self, work: Queue, answers: list[tuple[Job, bool | FailOutcome | None]], claimed: list[Job], held: int) -> None:
-        """A group commit's outcome: its jobs leave their slots, the jobs it
-        claimed take them (at once, so the beat never sees them free in
-        between), and the slots it held are given back."""
-        with self._running_lock:
-            failed = sum(1 for job, _ in answers if job.token in self._failing)
-            for job, _ in answers:
-                self._running.pop(job.token, None)
-                self._finishing.discard(job.token)
-                self._failing.discard(job.token)
-            self._held -= held
-            for job in claimed:
-                self._running[job.token] = (job, work)
-            free = self._unheld()
-        self.counters.add(
-            completed=sum(1 for _, a in answers if a is True),
-            failed=failed,
-            refused=sum(1 for _, a in answers if a is False or a is FailOutcome.REFUSED),
-            claimed=len(claimed),
-        )
-        for job in claimed:
-            self._jobs.put(job)
-        # The beat waits for a free slot; a commit that refilled every slot it
-        # freed leaves it asleep (waking it for nothing cost a thread switch a commit).
-        if free:
-            self._freed.set()
-
-    def _release(self, job: Job) -> None:
-        with self._running_lock:
-            self._running.pop(job.token, None)
-        self._freed.set()
-
-    def _runs_unfinished(self, job: Job) -> bool:
-        """The job runs here and its handler has not returned."""
-        with self._running_lock:
-            return job.token in self._running and job.token not in self._finishing
-
     def _keep_leases(self) -> None:
         """Extends the leases of running jobs every third of a lease, until
         `run()` is over (jobs left running after the grace period then lose
         their leases, and recovery takes them)."""
         every = self.lease / 3
         while not self._halt.wait(every):
-            with self._running_lock:
-                running = list(self._running.values())
+            running = self._handlers.running_jobs()
             # One call per queue extends all of its running jobs.
             by_queue: dict[str, tuple[Queue, list[Job]]] = {}
             for job, work in running:
@@ -566,14 +432,6 @@ class Worker(OptionValues):
                 for job, ok in zip(jobs, kept):
                     # A finished job's commit may have made it done before this
                     # extend ran; one whose lease was lost, its commit refuses.
-                    if not ok and self._runs_unfinished(job):
+                    if not ok and self._handlers.runs_unfinished(job):
                         self.counters.add(lost_leases=1)
                         log.warning("lease of job %s was lost", job.id)
-
-    def _drain_running(self) -> None:
-        deadline = time.monotonic() + self.grace
-        while self.running and time.monotonic() < deadline:
-            self._freed.clear()
-            self._freed.wait(0.05)
-        if self.running:
-            log.warning("%d jobs still running after the grace period: left to recovery", self.running)
