@@ -28,6 +28,7 @@ from .connections import Connections
 from .counters import Counters
 from .group_commit import GroupCommit
 from .handlers import Handlers
+from .leases import LeaseKeeper
 from .options import BUSY_PROMOTE_S, IDLE_BEAT_S, LONGEST_BEAT, U32, WARM_S, YIELD_S, Options, OptionValues, Recovery
 from .shutdown import FATAL, Shutdown, degraded_sleep
 from .stalled import Stalled
@@ -104,6 +105,7 @@ class Worker(OptionValues):
         conns = Connections.open(self.options)
         self._beats, self._parks = conns.beats, conns.parks
         self._handlers = Handlers(self.options, conns.works, self.counters, self._shutdown)
+        self._leases = LeaseKeeper(self._handlers, self.options.lease, self.counters, self._shutdown)
         self._beat, self._park = self._beats[0], self._parks[0]
         self._turn = 0  # which queue claims first this beat: each in turn
         # Each queue's last promote: when (monotonic s), how many it moved, and the
@@ -175,7 +177,6 @@ class Worker(OptionValues):
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())
-        keeper = threading.Thread(target=self._keep_leases, name="emq-leases", daemon=True)
         if len(self.queues) > 1:
             parks = [
                 threading.Thread(target=self._park_on, args=(park, q.name), name=f"emq-park-{q.name}", daemon=True)
@@ -184,7 +185,8 @@ class Worker(OptionValues):
         else:
             parks = [threading.Thread(target=self._pop_loop, name=f"emq-park-{self.queue.name}", daemon=True)]
         self._handlers.start()
-        for t in [keeper, *parks]:
+        self._leases.start()
+        for t in parks:
             t.start()
         # The time to live ends a park too, as `stop()` does (a park may be long: `idle_beat`).
         ttl = None
@@ -204,7 +206,7 @@ class Worker(OptionValues):
             self._halt.set()
             self._pop_wanted.set()  # the park thread ends (a last `_end_pop` may have cleared it)
             self._handlers.close()
-            keeper.join(timeout=5)
+            self._leases.join(timeout=5)
         if self._shutdown.error is not None:
             raise self._shutdown.error
         return self.counters.snapshot()
@@ -408,30 +410,3 @@ class Worker(OptionValues):
             except PermissionError:
                 self._can_unblock = False
         return self._park_id if self._can_unblock else None
-
-    def _keep_leases(self) -> None:
-        """Extends the leases of running jobs every third of a lease, until
-        `run()` is over (jobs left running after the grace period then lose
-        their leases, and recovery takes them)."""
-        every = self.lease / 3
-        while not self._halt.wait(every):
-            running = self._handlers.running_jobs()
-            # One call per queue extends all of its running jobs.
-            by_queue: dict[str, tuple[Queue, list[Job]]] = {}
-            for job, work in running:
-                by_queue.setdefault(work.name, (work, []))[1].append(job)
-            for work, jobs in by_queue.values():
-                try:
-                    kept = work.extend_many(jobs, self.lease)
-                except FATAL as e:
-                    self._shutdown.give_up(e)
-                    continue
-                except EmqError as e:
-                    log.warning("extending %d jobs of %s: %s", len(jobs), work.name, e)
-                    continue
-                for job, ok in zip(jobs, kept):
-                    # A finished job's commit may have made it done before this
-                    # extend ran; one whose lease was lost, its commit refuses.
-                    if not ok and self._handlers.runs_unfinished(job):
-                        self.counters.add(lost_leases=1)
-                        log.warning("lease of job %s was lost", job.id)
