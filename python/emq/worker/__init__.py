@@ -21,8 +21,8 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from .._core import Client, Job
-from ..errors import EmqError, PermissionError
+from .._core import Job
+from ..errors import EmqError
 from ..queue import Duration, Queue
 from .connections import Connections
 from .counters import Counters
@@ -30,6 +30,7 @@ from .group_commit import GroupCommit
 from .handlers import Handlers
 from .leases import LeaseKeeper
 from .options import BUSY_PROMOTE_S, IDLE_BEAT_S, LONGEST_BEAT, U32, WARM_S, YIELD_S, Options, OptionValues, Recovery
+from .parking import ManyQueuesPark, OneQueuePark, Park
 from .shutdown import FATAL, Shutdown, degraded_sleep
 from .stalled import Stalled
 
@@ -101,17 +102,21 @@ class Worker(OptionValues):
         )
         self.counters = Counters()
         self._shutdown = Shutdown()
-        self._shutdown.on_stop(self._wake_on_stop)
         conns = Connections.open(self.options)
-        self._beats, self._parks = conns.beats, conns.parks
+        self._beats = conns.beats
         self._handlers = Handlers(self.options, conns.works, self.counters, self._shutdown)
         self._leases = LeaseKeeper(self._handlers, self.options.lease, self.counters, self._shutdown)
-        self._beat, self._park = self._beats[0], self._parks[0]
+        self._park: Park
+        if len(self.options.queues) == 1:
+            self._park = OneQueuePark(self.options, self._shutdown, conns.parks[0], conns.beats[0].client)
+        else:
+            self._park = ManyQueuesPark(self.options, self._shutdown, conns.parks)
+        self._shutdown.on_stop(self._handlers.freed.set)
+        self._shutdown.on_stop(self._park.stop)
         self._turn = 0  # which queue claims first this beat: each in turn
         # Each queue's last promote: when (monotonic s), how many it moved, and the
         # next due time it saw (see `_promote`).
         self._promoted: dict[str, tuple[float, int, float | None]] = {}
-        self._woken = threading.Event()  # several queues: a park thread saw a token
         self._stop, self._halt = self._shutdown.stopping, self._shutdown.over
         self._streak = 0
         self._last_recover = 0.0
@@ -127,14 +132,6 @@ class Worker(OptionValues):
         self._waited_for: float | None = None
         self._found = False
         self._lag = 0.0
-        self._park_id: int | None = None
-        self._parking = False  # the park connection is blocked on `wake` (or about to be)
-        self._ending_park = False
-        self._can_unblock = True
-        # A worker of one queue: whether the beat wants its park thread to pop
-        # `wake` (see `_wait`), and what the last pop raised.
-        self._pop_wanted = threading.Event()
-        self._pop_error: Exception | None = None
 
     # -- control ------------------------------------------------------------
 
@@ -142,30 +139,9 @@ class Worker(OptionValues):
         """Stop claiming; `run()` returns once running jobs finish (or `grace`)."""
         self._shutdown.stop()
 
-    def _wake_on_stop(self) -> None:
-        self._handlers.freed.set()
-        self._woken.set()
-        self._pop_wanted.set()  # the park thread of one queue ends
-        # A park blocks for up to a beat: end it now, where this user may (until
-        # run() is over: the stop may come just before the pop blocks).
-        if self._can_unblock and len(self.queues) == 1 and not self._ending_park:
-            self._ending_park = True
-            threading.Thread(target=self._end_park, name="emq-stop", daemon=True).start()
-
     def _ttl_reached(self) -> None:
         log.info("time to live reached")
         self.stop()
-
-    def _end_park(self) -> None:
-        deadline = time.monotonic() + self.idle_beat + 5
-        while not self._halt.is_set() and time.monotonic() < deadline and self._can_unblock:
-            park_id = self._park_id
-            if self._parking and park_id is not None:
-                try:
-                    self._beat.client._unblock(park_id, self.queue.name)
-                except EmqError:
-                    return
-            time.sleep(0.02)
 
     @property
     def running(self) -> int:
@@ -177,17 +153,9 @@ class Worker(OptionValues):
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())
-        if len(self.queues) > 1:
-            parks = [
-                threading.Thread(target=self._park_on, args=(park, q.name), name=f"emq-park-{q.name}", daemon=True)
-                for park, q in zip(self._parks, self.queues)
-            ]
-        else:
-            parks = [threading.Thread(target=self._pop_loop, name=f"emq-park-{self.queue.name}", daemon=True)]
         self._handlers.start()
         self._leases.start()
-        for t in parks:
-            t.start()
+        self._park.start()
         # The time to live ends a park too, as `stop()` does (a park may be long: `idle_beat`).
         ttl = None
         if self.ttl is not None:
@@ -204,7 +172,7 @@ class Worker(OptionValues):
             self._stop.set()
             self._handlers.drain(self.grace)
             self._halt.set()
-            self._pop_wanted.set()  # the park thread ends (a last `_end_pop` may have cleared it)
+            self._park.end()
             self._handlers.close()
             self._leases.join(timeout=5)
         if self._shutdown.error is not None:
@@ -215,7 +183,7 @@ class Worker(OptionValues):
 
     def _beat_once(self) -> None:
         self.counters.add(beats=1)
-        self._woken.clear()  # a token from here on means a new beat
+        self._park.woken.clear()  # a token from here on means a new beat
         # Busy: jobs run, or the last beat's claims took some (they may all be
         # done by now: a claim's jobs run between two beats).
         self._busy = self.running > 0 or self._took
@@ -315,98 +283,28 @@ class Worker(OptionValues):
         """Park: on `wake` while slots are free, else until a slot frees; never
         past the beat (an idle worker's: `idle_beat`) or `due_at` (monotonic
         s, when known); `warm`: ping the server `WARM_S` before `due_at`."""
-        e, self._pop_error = self._pop_error, None
-        if e is not None:
-            raise e
+        self._park.check()
         beat_s = self.beat if self._busy else self.idle_beat
         if self._handlers.free() == 0:
             # A pop now would take tokens meant for workers with room.
-            self._end_pop()
+            self._park.end_pop()
             self._handlers.wait_for_a_slot(self._timeout(beat_s, due_at))
             return
-        if len(self.queues) == 1:
-            self._pop_wanted.set()
+        self._park.arm()
         # A token on `wake` (a park thread pops it) wakes us at once. The due time
         # is kept on our own clock, to the 0.1 ms: the server times out a blocking
         # pop only on its tick (every 1/hz s, 100 ms by default), and a pop left
         # blocking past it costs the due job nothing.
         timeout = self._timeout(beat_s, due_at)
         if warm and due_at is not None and timeout < beat_s and timeout > WARM_S:
-            if self._woken.wait(timeout - WARM_S) or self._stop.is_set():
+            if self._park.woken.wait(timeout - WARM_S) or self._stop.is_set():
                 return
             for client in {id(b.client): b.client for b in self._beats}.values():
                 client.ping()
             timeout = due_at - time.monotonic()
         if timeout > 0:
-            self._woken.wait(timeout)
+            self._park.woken.wait(timeout)
 
     @staticmethod
     def _timeout(beat_s: float, due_at: float | None) -> float:
         return beat_s if due_at is None else min(beat_s, due_at - time.monotonic())
-
-    def _pop_loop(self) -> None:
-        """The park thread of a worker of one queue: pops `wake` while the beat
-        wants it (`_wait`), a beat at a time where this user may not
-        CLIENT UNBLOCK (so that a stop is served within a beat); a token wakes
-        the beat, which asks again when it parks again. Ends with a stop."""
-        name = self.queue.name
-        while True:
-            self._pop_wanted.wait()
-            if self._stop.is_set():
-                return
-            try:
-                self._park_client_id()  # the park connection is free: read its id once
-                chunk = self.idle_beat if self._can_unblock else self.beat
-                self._parking = True
-                # A beat that no longer wants the pop saw `_parking` false, or sees it
-                # true and unblocks it (`_end_pop`); so does a stop (`_end_park`).
-                token = self._pop_wanted.is_set() and not self._stop.is_set() and self._park._park(name, chunk)
-            except Exception as e:  # the beat raises it (`_wait`)
-                self._pop_error, token = e, True
-                self._park_id = None  # the connection may come back as another client
-            finally:
-                self._parking = False
-            if token:
-                self._pop_wanted.clear()
-                self._woken.set()
-
-    def _end_pop(self) -> None:
-        """Ends the park thread's pop, if one blocks and this user may."""
-        self._pop_wanted.clear()
-        for _ in range(100):  # an id that never unblocks is stale: read it again later
-            park_id = self._park_id if self._can_unblock else None
-            if not self._parking or park_id is None:
-                return
-            try:
-                if self._beat.client._unblock(park_id, self.queue.name):
-                    return
-            except PermissionError:
-                self._can_unblock = False
-                return
-            time.sleep(0.0002)  # not blocking yet
-        self._park_id = None
-
-    def _park_on(self, park: Client, name: str) -> None:
-        """A park thread (a worker of several queues): blocks on the queue's `wake`
-        for up to a beat at a time, and wakes the beat when a token comes."""
-        streak = 0
-        while not self._stop.is_set():
-            try:
-                if park._park(name, self.idle_beat):
-                    self._woken.set()
-                streak = 0
-            except FATAL as e:
-                self._shutdown.give_up(e)
-            except EmqError:
-                streak += 1
-                self._stop.wait(degraded_sleep(streak))
-
-    def _park_client_id(self) -> int | None:
-        """The park connection's CLIENT ID, or None where this user may not
-        unblock clients (then its pops last a beat at a time)."""
-        if self._park_id is None and self._can_unblock:
-            try:
-                self._park_id = self._park._client_id(self.queue.name)
-            except PermissionError:
-                self._can_unblock = False
-        return self._park_id if self._can_unblock else None
