@@ -3,11 +3,22 @@
 A worker is a beat (recover, promote, claim, park) that hands the jobs it
 claims to a pool of handler threads; a group commit settles each queue's
 finished jobs together, and a keeper extends the leases of the jobs that run.
-Its modules are those roles, each owning its state:
+It owns three connections, siblings of its queue's client (the same address,
+credentials, TLS, database and timeouts): the beat's (sweeps and claims), the
+park's (a blocking pop on `wake`, so a parked worker never holds up the
+others), and the handlers' (extend, complete, fail).
+
+A wire error (the connection broke, a timeout, an unknown outcome), contention,
+or a server that cannot serve now (a replica, out of memory, loading) degrades a
+beat: it backs off and tries again. An error that no retry can mend (bad
+arguments, a key of the wrong type, credentials refused, a permission denied:
+`FATAL`) is fatal for the queue: the worker stops, and `run()` raises it.
+
+The package's modules are the worker's roles, each owning its state:
 
 - `options`: the options, checked once into a frozen `Options`, and the
   timing constants, with their reasons;
-- `connections`: the worker's own connections (the beat's, the handlers', the parks');
+- `connections`: the worker's own connections;
 - `beat`: the beat loop and its timing (when to promote, how long to park);
 - `parking`: the threads parked on `wake`, for one queue and for several;
 - `handlers`: the handler pool and the slots its jobs hold;
@@ -18,11 +29,11 @@ Its modules are those roles, each owning its state:
 - `stalled`: the opt-in stalled sweeper (`Stalled`);
 - `worker`: `Worker`, which makes these parts and runs them.
 
-Why so: each part is one thread's work, or the state threads share under one
-lock (the slots: the beat, the handlers and the commits), so each part's
-events and locks live with it, and the next capability of a worker is one
-more part it composes. The parts import downwards (options, counters and
-shutdown first, the worker last): no cycle.
+Why so: each part is one thread's work (the beat, a park, the handlers, a
+commit, the keeper), or state that threads share under one lock (the slots),
+so its events and locks live with it and nowhere else, and the worker's next
+capability is one more part it composes. The parts import downwards (options,
+counters and shutdown first, the worker last): no cycle.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """A worker's own connections, so that a parked or busy worker never holds up the others' calls.
 
-Each is a sibling of its queue's client (the same address, credentials, TLS,
-database and timeouts): the beat's (sweeps and claims) and the handlers'
-(extend, complete, fail) for each client, and a park for each queue (a blocking
-pop on `wake`, for up to a beat). In a cluster each reaches the nodes of its
-queues by itself.
+Siblings of its queues' clients (the package's doc says which does what): the
+beat's and the handlers' for each client, and a park for each queue, whose
+read timeout outlasts the longest pop. In a cluster each reaches the nodes of
+its queues by itself.
 """
 
 from __future__ import annotations

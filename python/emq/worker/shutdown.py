@@ -1,15 +1,10 @@
-"""How a worker stops: which errors stop it, which it backs off from, and the two stages of a stop.
+"""How a worker stops: which errors stop it, how long it backs off from the others, and the two stages of a stop.
 
-A wire error (the connection broke, a timeout, an unknown outcome), contention,
-or a server that cannot serve now (a replica, out of memory, loading) degrades
-a beat: it backs off (`degraded_sleep`) and tries again. An error that no retry
-can mend (`FATAL`: bad arguments, a key of the wrong type, credentials refused,
-a permission denied) is fatal for the queue: the worker stops, and `run()`
-raises it.
-
-A stop comes in two stages: `stopping` (claim nothing more; running jobs may
-finish within the grace period), then `over` (`run()` is over: leases are no
-longer extended, commits no longer retried).
+`FATAL` are the errors no retry mends (the package's doc says which); any
+other `emq.EmqError` degrades a beat, which backs off (`degraded_sleep`) and
+tries again. A stop comes in two stages: `stopping` (claim nothing more;
+running jobs may finish within the grace period), then `over` (`run()` is
+over: leases are no longer extended, commits no longer retried).
 """
 
 from __future__ import annotations

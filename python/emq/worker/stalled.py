@@ -19,7 +19,7 @@ log = logging.getLogger("emq.worker")
 class Stalled:
     """The opt-in stalled sweeper: a timer that runs the stalled check every
     `interval` (seconds, or a `timedelta`), re-armed after each sweep ends, so sweeps never overlap. A
-    fatal error (`emq.worker.FATAL`) stops it; it is kept in `error`."""
+    fatal error (see `emq.worker`) stops it; it is kept in `error`."""
 
     def __init__(self, queue: Queue, *, interval: Duration = 5, max_stalled: int | None = 1, batch: int = 100):
         if not isinstance(queue, Queue):

@@ -92,7 +92,7 @@ class Worker(OptionValues):
 
     def run(self) -> dict[str, int]:
         """The beat loop; returns the counters when it stops, or raises the
-        fatal error that stopped it (`emq.worker.FATAL`)."""
+        fatal error that stopped it (see `emq.worker`)."""
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())
