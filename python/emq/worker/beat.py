@@ -85,7 +85,7 @@ class Beat:
                 self._busy = self._busy or bool(jobs)
                 self._found = self._found or bool(jobs)
                 for job in jobs:
-                    self.handlers.run(job, queue.name)
+                    self.handlers.hand(job, queue.name)
             self._streak = 0
             if not stopping.is_set():
                 # How long until the next due time, from what the promotes saw, and,

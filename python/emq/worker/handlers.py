@@ -121,7 +121,7 @@ class Handlers:
 
     # -- running jobs --------------------------------------------------------
 
-    def run(self, job: Job, queue: str) -> None:
+    def hand(self, job: Job, queue: str) -> None:
         """Takes a slot for a job the beat claimed from `queue`, and hands it to a handler thread."""
         with self._lock:
             self._running[job.token] = (job, self._works[queue])
@@ -156,7 +156,7 @@ class Handlers:
     def _reserve(self, finishing: int) -> int:
         """How many jobs a commit of `finishing` jobs may claim: the slots it
         frees, and those free now, held for it (the beat claims none of them)
-        until `_committed` gives them back. None once the worker stops."""
+        until `_committed` gives them back; none once the worker stops."""
         if self.shutdown.stopping.is_set():
             return 0
         with self._lock:
