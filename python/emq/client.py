@@ -33,7 +33,7 @@ def connect(
     virtual machine (an idle core takes about 60 µs to wake): a round trip of a
     small command drops from about 90 µs to 30 on loopback, and the server,
     whose answers then find the reader awake, spends less on waking it
-    (benches/README.md); a sweep waits on three round trips. The poll yields the
+    (benches/JOURNAL.md, "The client's wait"); a sweep waits on three round trips. The poll yields the
     core to any other thread that wants it, and a longer wait sleeps after it.
     TCP and Unix sockets; a TLS connection always sleeps. `emq.promote` and
     `emq.stalled_check` poll longer: a quarter more than the longest wait of the

