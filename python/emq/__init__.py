@@ -1,17 +1,24 @@
-"""emq: the sweeps of a Redis/Valkey job queue, run in-process by a Rust core.
+"""emq: a job queue on Redis or Valkey, run by a Rust core in your process.
 
-from emq import connect, promote, stalled_check
+    import emq
 
-client = connect()                    # EMQ_URL, else an embedded Valkey
-promote(client, "orders")             # due jobs: schedule -> pending / lanes
-recovered, dead = stalled_check(client, "orders")  # expired leases: back to pending, or dead
+    q = emq.Queue(emq.connect(), "orders")   # EMQ_URL, else an embedded Valkey
+    q.add(b"order 7", delay=5)
+    emq.Worker(q, handle).run()
+
+The queue: `emq.Queue(client, name)` adds,
+claims, completes and fails jobs of raw data, `emq.Worker(queue, handler)` runs
+a handler for them, and `emq.promote` and `emq.stalled_check` are the two sweeps
+that move time (SPEC §5, §6). `emq.connect(url)` makes a connection; the errors
+are in `emq.errors`, every one an `emq.EmqError`. Maintenance tools (a queue's
+cluster slot, the sweeps' wire forms) are in `emq.tools`.
 """
 
 from __future__ import annotations
 
 from importlib import metadata as _metadata
 
-from ._core import Client, Job, queue_slot
+from ._core import Client, Job
 from .answers import FailOutcome, QueueCounts, Retention, StalledOutcome
 from .client import connect
 from .errors import (
@@ -37,7 +44,8 @@ from .errors import (
     UnavailableError,
 )
 from .queue import Queue
-from .sweeps import promote, stalled_check, wire
+from .sweeps import promote, stalled_check
+from .tools import queue_slot, wire  # noqa: F401  (emq.tools' since; the tests and older code import them from emq)
 from .worker import Stalled, Worker
 
 try:
@@ -48,38 +56,39 @@ except _metadata.PackageNotFoundError:  # pragma: no cover
     __version__ = "0+unknown"
 
 __all__ = [
+    # the queue
+    "Client",
+    "Job",
+    "Queue",
+    "Stalled",
+    "Worker",
+    "connect",
+    "promote",
+    "stalled_check",
+    # answers
+    "FailOutcome",
+    "QueueCounts",
+    "Retention",
+    "StalledOutcome",
+    # errors
     "ArgumentError",
     "AuthenticationError",
-    "Client",
+    "ClusterError",
     "ConnectionError",
     "ContentionError",
     "DuplicateJobError",
     "EmqError",
-    "FailOutcome",
-    "Job",
     "LayoutError",
     "MissingExtraError",
+    "ModuleMissingError",
     "NotReplicatedError",
     "OutOfMemoryError",
     "OutcomeUnknownError",
     "PermissionError",
-    "Queue",
-    "QueueCounts",
     "ReadOnlyError",
     "RedirectError",
-    "Retention",
     "ScriptingError",
-    "ModuleMissingError",
     "ServerError",
-    "Stalled",
-    "StalledOutcome",
     "TimeoutError",
     "UnavailableError",
-    "ClusterError",
-    "Worker",
-    "connect",
-    "promote",
-    "queue_slot",
-    "stalled_check",
-    "wire",
 ]
