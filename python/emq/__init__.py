@@ -2,11 +2,18 @@
 
     import emq
 
-    q = emq.Queue(emq.connect(), "orders")   # EMQ_URL, else an embedded Valkey
-    q.add(b"order 7", delay=5)
-    emq.Worker(q, handle).run()
+    app = emq.App()                 # EMQ_URL, else the per-user development server
 
-The queue: `emq.Queue(client, name)` adds,
+    @app.task
+    def add(x: int, y: int) -> int:
+        return x + y
+
+    add(1, 2)                       # a plain call, here
+    handle = add.enqueue(1, 2)      # a job: the call, as JSON, on the queue "default"
+    # and in another terminal: emq worker tasks:app
+
+The task layer (`emq.App`, `emq.Task`, `emq.Handle`, `emq.Context`; the
+module `emq.tasks`) stands on the queue itself: `emq.Queue(client, name)` adds,
 claims, completes and fails jobs of raw data, `emq.Worker(queue, handler)` runs
 a handler for them, and `emq.promote` and `emq.stalled_check` are the two sweeps
 that move time (SPEC §5, §6). `emq.connect(url)` makes a connection; the errors
@@ -27,6 +34,7 @@ from .errors import (
     ClusterError,
     ConnectionError,
     ContentionError,
+    CorruptCallError,
     DuplicateJobError,
     EmqError,
     LayoutError,
@@ -35,16 +43,21 @@ from .errors import (
     NotReplicatedError,
     OutcomeUnknownError,
     OutOfMemoryError,
+    PermanentJobError,
     PermissionError,
     ReadOnlyError,
     RedirectError,
+    ResultError,
+    ResultTooLargeError,
     ScriptingError,
     ServerError,
     TimeoutError,
     UnavailableError,
+    UnknownTaskError,
 )
 from .queue import Queue
 from .sweeps import promote, stalled_check
+from .tasks import App, Context, ContextTask, Handle, Task, TaskOptions
 from .tools import queue_slot, wire  # noqa: F401  (emq.tools' since; the tests and older code import them from emq)
 from .worker import Stalled, Worker
 
@@ -56,6 +69,13 @@ except _metadata.PackageNotFoundError:  # pragma: no cover
     __version__ = "0+unknown"
 
 __all__ = [
+    # the task layer
+    "App",
+    "Context",
+    "ContextTask",
+    "Handle",
+    "Task",
+    "TaskOptions",
     # the queue
     "Client",
     "Job",
@@ -76,6 +96,7 @@ __all__ = [
     "ClusterError",
     "ConnectionError",
     "ContentionError",
+    "CorruptCallError",
     "DuplicateJobError",
     "EmqError",
     "LayoutError",
@@ -84,11 +105,15 @@ __all__ = [
     "NotReplicatedError",
     "OutOfMemoryError",
     "OutcomeUnknownError",
+    "PermanentJobError",
     "PermissionError",
     "ReadOnlyError",
     "RedirectError",
+    "ResultError",
+    "ResultTooLargeError",
     "ScriptingError",
     "ServerError",
     "TimeoutError",
     "UnavailableError",
+    "UnknownTaskError",
 ]
