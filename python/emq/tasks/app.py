@@ -28,7 +28,7 @@ from .codec import encode_call
 from .context import Context, takes_context
 from .handle import Handle
 from .options import Options, queue_name_problem
-from .task import ContextTask, Task, add_job, check_task_name, default_name, vars_of
+from .task import ContextTask, Task, add_job, check_task_name, default_name
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -217,7 +217,7 @@ class App:
         name = check_task_name("emq.App.task", default_name(fn) if name is None else name)
         try:
             hints: dict[str, Any] | None = typing.get_type_hints(fn, include_extras=True)
-        except Exception:  # names defined later in the module: resolved on first use
+        except Exception:  # names defined later in the module (resolved on first use), or not a function
             hints = None
         context = takes_context(fn, hints)
         task: Task[Any, Any] = (ContextTask if context else Task)(fn, app=self, name=name, options=options, context=context)
@@ -298,7 +298,7 @@ class AppOptions:
         """The options given."""
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={v!r}" for k, v in vars_of(self.given).items())
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.given.given().items())
         return f"<emq.AppOptions {shown}>"
 
     def enqueue(self, name: str, /, *args: Any, **kwargs: Any) -> Handle:

@@ -489,6 +489,10 @@ class Parameters:
         (`typing.get_type_hints` with `include_extras`); raises `TypeError`
         naming the task when they do not resolve."""
         if self._hints is None:
+            if not (inspect.isfunction(self.fn) or inspect.ismethod(self.fn)):
+                # A callable object or a partial: get_type_hints reads no signature from it.
+                self._hints = {}
+                return self._hints
             try:
                 self._hints = typing.get_type_hints(self.fn, include_extras=True)
             except Exception as e:

@@ -57,12 +57,16 @@ class Options:
 
     def merged(self, verb: str, over: Options) -> Options:
         """These options with those `over` gives in their place."""
-        given = {f.name: getattr(over, f.name) for f in fields(over) if getattr(over, f.name) is not None}
+        given = over.given()
         out = replace(self, **given)
         if out.delay is not None and out.at is not None:
             # A call's `at` replaces the task's `delay` and the other way round; both in one call are refused.
             out = replace(out, **({"delay": None} if "at" in given else {"at": None}))
         return out
+
+    def given(self) -> dict[str, Any]:
+        """The options given, by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
     def add_arguments(self) -> dict[str, Any]:
         """The keyword arguments of `Queue.add` that these options give (the others

@@ -183,7 +183,7 @@ class TaskOptions(Generic[P]):
         """The options this enqueue uses: the task's, and those given over them."""
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{k}={v!r}" for k, v in vars_of(self.given).items())
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.given.given().items())
         return f"<emq.TaskOptions {self.task.name!r} {shown}>"
 
     def enqueue(self, *args: P.args, **kwargs: P.kwargs) -> Handle:
@@ -218,11 +218,6 @@ class TaskOptions(Generic[P]):
             keep_result=keep_result,
         )
         return TaskOptions(self.task, self.given.merged(verb, more))
-
-
-def vars_of(options: Options) -> dict[str, Any]:
-    """The options given, by name (for a repr)."""
-    return {k: v for k, v in options.__dict__.items() if v is not None}
 
 
 def add_job(app: TaskOwner, verb: str, options: Options, data: bytes, *, task: str | None, returns: Any = Any) -> Handle:
