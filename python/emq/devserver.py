@@ -170,7 +170,12 @@ def default_url() -> str:
 
 
 def _make_directory(where: Path) -> None:
-    where.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        where.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConnectionError(
+            f"emq: could not make the development server's directory {where} ({e.strerror}): set XDG_RUNTIME_DIR or EMQ_URL"
+        ) from None
     info = where.stat()
     if info.st_uid != os.getuid():
         raise ConnectionError(f"emq: the development server's directory {where} belongs to another user: set XDG_RUNTIME_DIR or EMQ_URL")
