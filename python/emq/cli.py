@@ -1,4 +1,4 @@
-"""The `emq` command: worker, promote, stalled, stats, demo."""
+"""The `emq` command: worker, promote, stalled, stats, demo, dashboard."""
 
 from __future__ import annotations
 
@@ -108,6 +108,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(url=url, jobs=args.jobs, seconds=args.seconds, workers=args.workers)
 
 
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from .dashboard.serve import run
+
+    return run(args)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="emq", description="emq: move time in a Redis/Valkey job queue")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO")
@@ -166,6 +172,12 @@ def main(argv: list[str] | None = None) -> None:
     d.add_argument("--seconds", type=float, default=6.0, help="the window the due times spread over")
     d.add_argument("--workers", type=int, default=3)
     d.set_defaults(run=cmd_demo)
+
+    from .dashboard.serve import add_arguments as dashboard_arguments
+
+    b = sub.add_parser("dashboard", help="the web dashboard (emq[dashboard]): emq dashboard --queue Q [--password | --token]")
+    dashboard_arguments(b)
+    b.set_defaults(run=cmd_dashboard)
 
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
