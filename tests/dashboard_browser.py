@@ -38,6 +38,41 @@ document.addEventListener("securitypolicyviolation", function (e) {
 });
 """
 
+MOUNTING_APP = """
+# A host application that mounts two dashboards: /emq guarded by the host (auth=None),
+# /guarded by the host's own check (auth=callable: the header X-User: ops).
+import sys
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Mount, Route
+
+import emq
+from emq.dashboard import create_app
+
+url, port = sys.argv[1], int(sys.argv[2])
+client = emq.connect(url)
+
+
+async def home(request):
+    return PlainTextResponse("the host application")
+
+
+def ops_only(request):
+    return request.headers.get("x-user") == "ops"
+
+
+app = Starlette(
+    routes=[
+        Route("/", home),
+        Mount("/emq", create_app(client, queues=["orders"], auth=None, refresh=3600)),
+        Mount("/guarded", create_app(client, queues=["orders"], auth=ops_only)),
+    ]
+)
+uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+"""
+
 XSS_DATA = ("<script>alert(1)</script>", "<img src=x onerror=alert(1)>")
 XSS_LANE = '"><svg onload=alert(1)>'
 XSS_QUEUE = '"><svg/onload=alert(3)>'  # a queue name has no whitespace (SPEC §1)
@@ -95,6 +130,9 @@ class Dashboard:
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
     log: Path | None = None
+    script: str | None = None
+    """Python source run instead of `emq dashboard`, with argv `[url-args..., port]` (a host app that mounts it)."""
+    ready_path: str = "/static/dashboard.css"
 
     @property
     def base(self) -> str:
@@ -103,15 +141,17 @@ class Dashboard:
     def start(self, timeout: float = 20.0) -> Dashboard:
         self.log = Path(tempfile.mkstemp(prefix="emq-dashboard-", suffix=".log")[1])
         with self.log.open("wb") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "emq", "dashboard", "--port", str(self.port), *self.args], stdout=out, stderr=out
-            )
+            if self.script is None:
+                command = [sys.executable, "-m", "emq", "dashboard", "--port", str(self.port), *self.args]
+            else:
+                command = [sys.executable, "-c", self.script, *self.args, str(self.port)]
+            self.proc = subprocess.Popen(command, stdout=out, stderr=out)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"emq dashboard exited {self.proc.returncode}: {self.output()}")
             try:
-                urllib.request.urlopen(self.base + "/static/dashboard.css", timeout=1).close()
+                urllib.request.urlopen(self.base + self.ready_path, timeout=1).close()
                 return self
             except urllib.error.HTTPError:  # up, and asking for a login
                 return self

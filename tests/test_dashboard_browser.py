@@ -30,6 +30,7 @@ from emq.dashboard.source import counts_by_state
 from emq.embedded import Server
 
 from dashboard_browser import (
+    MOUNTING_APP,
     XSS_DATA,
     XSS_ERROR,
     XSS_LANE,
@@ -110,6 +111,14 @@ def with_token(seeded):
 @pytest.fixture(scope="module")
 def with_password(seeded):
     yield from _started("--url", seeded.url, "--queue", QUEUE, "--password", PASSWORD)
+
+
+@pytest.fixture(scope="module")
+def mounted(seeded):
+    """A host application with the dashboard mounted at /emq (auth=None) and /guarded (auth=callable)."""
+    d = Dashboard([seeded.url], script=MOUNTING_APP, ready_path="/").start()
+    yield d
+    d.stop()
 
 
 @pytest.fixture(scope="module")
@@ -561,6 +570,30 @@ def test_listening_beyond_loopback_without_auth_is_refused(host, seeded):
     assert len(lines) == 1 and lines[0].startswith(f"emq dashboard: refusing to listen on {host} without --password or --token")
 
 
+def test_mounted_in_a_host_app_it_serves_and_acts_under_its_path(page, mounted, state):
+    """Mounted at /emq: its links, static files, fragments and actions live under /emq (a
+    link or a stylesheet that lost the prefix would 404 and show in the console); the
+    host's own route is untouched; with auth= a callable, the host's check decides (401
+    without the header it wants)."""
+    base = mounted.base + "/emq"
+    open_page(page, base + "/")
+    link = by_css(page, "#queues tbody th a")[0]
+    assert link.get_attribute("href") == base + "/queues/orders"
+    assert http(base + "/fragments/overview").status == 200
+    link.click()
+    assert_clean(page)
+    lane_row(page, "eu").find_element("css selector", "button[data-action=pause]").click()
+    wait_for_notice(page, "Lane eu paused.")
+    assert page.current_url == base + "/queues/orders"
+    assert_clean(page)
+    assert keyspace(state.r) == as_api_would(state, lambda q: q.pause_lane("eu"))
+    assert http(mounted.base + "/").body == "the host application"
+
+    assert http(mounted.base + "/guarded/").status == 401
+    assert http(mounted.base + "/guarded/metrics").status == 401
+    assert http(mounted.base + "/guarded/", headers={"X-User": "ops"}).status == 200
+
+
 # -- metrics -----------------------------------------------------------------------------------
 
 
@@ -584,31 +617,40 @@ def test_metrics_are_the_counts_by_state(dashboard, state):
 
 
 @pytest.mark.screenshots
-def test_screenshots(page, dashboard, state, tmp_path):
-    """Each page as a PNG under 200 KB (into docs/screenshots/ with EMQ_SCREENSHOTS=1)."""
+def test_screenshots(page, seeded, state, tmp_path):
+    """Each page, whole, as a PNG under 200 KB, light and (the queue's) dark; into
+    docs/screenshots/ with EMQ_SCREENSHOTS=1. A dashboard of its own shows the default refresh."""
     out = SCREENSHOTS if os.environ.get("EMQ_SCREENSHOTS") == "1" else tmp_path
     out.mkdir(parents=True, exist_ok=True)
+    shown = Dashboard(["--url", seeded.url, "--queue", QUEUE, "--queue", XSS_QUEUE]).start()
     shots = {
-        "overview": dashboard.base + "/",
-        "queue": queue_url(dashboard.base),
-        "job": job_url(dashboard.base, state.ids["json"]),
-        "job-dead": job_url(dashboard.base, state.ids["dead"]),
-        "job-binary": job_url(dashboard.base, state.ids["binary"]),
-        "workers": dashboard.base + "/workers",
+        "overview": shown.base + "/",
+        "queue": queue_url(shown.base),
+        "job": job_url(shown.base, state.ids["json"]),
+        "job-dead": job_url(shown.base, state.ids["dead"]),
+        "job-binary": job_url(shown.base, state.ids["binary"]),
     }
     try:
         for scheme in ("light", "dark"):
             page.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": scheme}]})
             for name, url in shots.items():
-                if scheme == "dark" and name not in ("overview", "queue"):
+                if scheme == "dark" and name != "queue":
                     continue
                 open_page(page, url)
+                # The whole page, not the window: the viewport made as tall as the document.
+                page.execute_cdp_cmd(
+                    "Emulation.setDeviceMetricsOverride", {"width": 1280, "height": 600, "deviceScaleFactor": 1, "mobile": False}
+                )
                 height = page.execute_script("return document.documentElement.scrollHeight")
-                page.set_window_size(1280, max(600, min(height, 1600)))
+                page.execute_cdp_cmd(
+                    "Emulation.setDeviceMetricsOverride",
+                    {"width": 1280, "height": min(height, 2000), "deviceScaleFactor": 1, "mobile": False},
+                )
                 path = out / (f"{name}-dark.png" if scheme == "dark" else f"{name}.png")
                 assert page.save_screenshot(str(path))
                 size = path.stat().st_size
                 assert 2_000 < size < 200_000, (path, size)
     finally:
+        page.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
         page.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
-        page.set_window_size(1280, 900)
+        shown.stop()

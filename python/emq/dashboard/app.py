@@ -44,6 +44,8 @@ HERE = Path(__file__).parent
 MAX_FORM_BYTES = 16 * 1024
 """The largest form body accepted: the dashboard's forms are a few fields."""
 FLASH_COOKIE = "emq_flash"
+NAV = {"overview.html": "overview", "queue.html": "overview", "job.html": "job", "workers.html": "workers"}
+"""The header's link each page lights up."""
 PUBLIC_PREFIXES = ("/static/", "/login")
 """What a browser gets before it logs in: the login page and its stylesheet."""
 
@@ -92,7 +94,7 @@ class Dashboard:
             logged_in=self.guard.mode is AuthMode.TOKEN and self.guard.session_ok(request.cookies.get(SESSION_COOKIE)),
             flash=unquote(flash)[:300] if flash and page else None,
             states=STATES,
-            nav=template.removesuffix(".html"),
+            nav=NAV.get(template, ""),
             **context,
         )
         response = HTMLResponse(html, status)
