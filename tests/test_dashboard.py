@@ -28,7 +28,7 @@ def test_json_data_is_pretty_printed_and_keeps_its_characters():
     [
         (b"", "empty"),
         (b"plain text\twith a tab\nand lines", "text"),
-        ("<script>alert(1)</script>".encode(), "text"),
+        (b"<script>alert(1)</script>", "text"),
         (b"\xff\xfe not UTF-8", "hex"),
         (b"UTF-8 with a NUL \x00 inside", "hex"),
         (b"an escape \x1b[31m sequence", "hex"),
