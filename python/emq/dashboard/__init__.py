@@ -16,16 +16,12 @@ shown), `metrics` (`/metrics`), `serve` (the `emq dashboard` command).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import check_extra
 
 if TYPE_CHECKING:
-    from starlette.applications import Starlette
-
-    from .._core import Client
-    from .security import AuthCheck
+    from .app import create_app
 
 __all__ = ["LOOPBACK_ONLY", "create_app"]
 
@@ -40,56 +36,15 @@ class _LoopbackOnly:
 LOOPBACK_ONLY: Any = _LoopbackOnly()
 
 
-def create_app(
-    client: Client | None = None,
-    *,
-    url: str | None = None,
-    queues: Sequence[str] = (),
-    read_only: bool = False,
-    password: str | None = None,
-    token: str | None = None,
-    auth: AuthCheck | None = LOOPBACK_ONLY,
-    secret: bytes | str | None = None,
-    refresh: float = 3.0,
-) -> Starlette:
-    """The dashboard as an ASGI application (Starlette).
-
-    `client`: an `emq.Client`; else `emq.connect(url)` (`url` left out:
-    `EMQ_URL`, else an embedded Valkey). `queues`: the queues the overview and
-    `/metrics` list (until emq keeps a registry of queues); any queue can be
-    opened by name. `read_only`: no action is offered, and every action's POST
-    is refused (403).
-
-    Who may use it, one of: `password` (HTTP basic, any user name), `token`
-    (`Authorization: Bearer`, or the login page's session cookie), `auth` a
-    callable `auth(request) -> bool` (or an awaitable bool) that the host
-    application supplies, or `auth=None`: no check of its own, the host
-    application guards the mount. With none of them (`LOOPBACK_ONLY`, the
-    default), it answers only requests that reach it on a loopback address and
-    name a loopback host.
-
-    `secret`: the key that signs its CSRF tokens and login sessions (at least 16
-    bytes); give every process that serves the dashboard the same one. Left out:
-    a random key per process, so a restart logs everyone out. `refresh`: how
-    often (s) an open page fetches its live parts again.
-
-    A bad argument raises `emq.ArgumentError` naming it. Without the
-    `dashboard` extra, `emq.MissingExtraError`.
-    """
-    try:
-        from . import app
-    except ModuleNotFoundError as e:
-        for module in ("starlette", "jinja2", "prometheus_client"):
-            check_extra(e, module, "dashboard", "emq.dashboard")
-        raise
-    return app.create_app(
-        client,
-        url=url,
-        queues=queues,
-        read_only=read_only,
-        password=password,
-        token=token,
-        secret=secret,
-        refresh=refresh,
-        auth=auth,
-    )
+def __getattr__(name: str) -> Any:
+    # `create_app` is imported on first use, so that `emq dashboard --help` and the CLI's
+    # other verbs work without the extra, and a missing one is named.
+    if name == "create_app":
+        try:
+            from .app import create_app
+        except ModuleNotFoundError as e:
+            for module in ("starlette", "jinja2", "prometheus_client"):
+                check_extra(e, module, "dashboard", "emq.dashboard")
+            raise
+        return create_app
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

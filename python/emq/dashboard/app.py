@@ -339,7 +339,30 @@ def create_app(
     secret: bytes | str | None = None,
     refresh: float = 3.0,
 ) -> Starlette:
-    """See `emq.dashboard.create_app`."""
+    """The dashboard as an ASGI application (Starlette).
+
+    `client`: an `emq.Client`; else `emq.connect(url)` (`url` left out:
+    `EMQ_URL`, else an embedded Valkey). `queues`: the queues the overview and
+    `/metrics` list (until emq keeps a registry of queues); any queue can be
+    opened by name. `read_only`: no action is offered, and every action's POST
+    is refused (403).
+
+    Who may use it, one of: `password` (HTTP basic, any user name), `token`
+    (`Authorization: Bearer`, or the login page's session cookie), `auth` a
+    callable `auth(request) -> bool` (or an awaitable bool) that the host
+    application supplies, or `auth=None`: no check of its own, the host
+    application guards the mount. With none of them (`LOOPBACK_ONLY`, the
+    default), it answers only requests that reach it on a loopback address and
+    name a loopback host.
+
+    `secret`: the key that signs its CSRF tokens and login sessions (at least 16
+    bytes); give every process that serves the dashboard the same one. Left out:
+    a random key per process, so a restart logs everyone out. `refresh`: how
+    often (s) an open page fetches its live parts again.
+
+    A bad argument raises `emq.ArgumentError` naming it. Without the
+    `dashboard` extra, `emq.MissingExtraError`.
+    """
     call = "emq.dashboard.create_app"
     if client is not None and url is not None:
         raise ArgumentError(f"{call}: give client= or url=, not both")
