@@ -233,9 +233,12 @@ def test_every_page_loads_and_shows_what_the_api_answers(page, dashboard, state)
     open_page(page, queue_url(dashboard.base))
     cards = {c.find_element("css selector", ".label").text: c.find_element("css selector", ".value").text for c in by_css(page, ".card")}
     assert {k.lower(): int(v) for k, v in cards.items()} == counts
-    eu, us = lane_row(page, "eu"), lane_row(page, "us")
-    assert [c.text for c in eu.find_elements("css selector", "td")][:4] == ["3", "0", "4", "running"]
-    assert [c.text for c in us.find_elements("css selector", "td")][:4] == ["1", "0", "none", "paused"]
+    lanes = {
+        r.find_element("css selector", "th").text: r.find_element("css selector", "td.num").text
+        for r in by_css(page, "table.lanes tbody tr")
+    }
+    assert lanes == {"eu": "3", "us": "1", XSS_LANE: "1"}  # ready, as counts().lanes says
+    assert "appear here once emq answers a lane's controls" in text(page)
     assert "1 h" in text(page) and "30 d" in text(page)  # keep_done 3600 s; keep_dead's default
     assert "appear here once emq has Queue.jobs" in text(page)
 
@@ -284,7 +287,6 @@ def test_pause_and_resume_clicked_change_the_keyspace_as_the_api_does(page, dash
     clicked = keyspace(state.r)
     assert clicked != before
     assert clicked == as_api_would(state, lambda q: q.pause_lane("eu"))
-    assert lane_row(page, "eu").find_elements("css selector", "td")[3].text == "paused"
 
     paused = snapshot(state.r)
     lane_row(page, "eu").find_element("css selector", "button[data-action=resume]").click()
@@ -293,7 +295,6 @@ def test_pause_and_resume_clicked_change_the_keyspace_as_the_api_does(page, dash
     restore(state.r, paused)
     state.queue().resume_lane("eu")
     assert clicked == keyspace(state.r)
-    assert lane_row(page, "eu").find_elements("css selector", "td")[3].text == "running"
 
 
 def test_set_limit_clicked_changes_the_keyspace_as_the_api_does(page, dashboard, state):
@@ -307,7 +308,6 @@ def test_set_limit_clicked_changes_the_keyspace_as_the_api_does(page, dashboard,
     wait_for_notice(page, "Lane us: at most 7 active.")
     clicked = keyspace(state.r)
     assert clicked == as_api_would(state, lambda q: q.set_lane_limit("us", 7))
-    assert lane_row(page, "us").find_elements("css selector", "td")[2].text == "7"
 
     before = keyspace(state.r)
     field = lane_row(page, XSS_LANE).find_element("css selector", "input[name=limit]")
@@ -371,7 +371,8 @@ def test_markup_in_jobs_lanes_and_queue_names_renders_as_text(page, dashboard, s
 
 def test_pages_send_a_strict_policy_and_the_safety_headers(dashboard, state):
     """Every response (pages, fragments, static files, errors, /metrics) carries the CSP and
-    the safety headers; a page missing one would be framable, sniffable or leak referrers."""
+    the safety headers; a page missing one would be framable, sniffable, leak referrers, or
+    be kept in a cache."""
     for path in ("/", "/fragments/overview", "/queues/orders", "/job", "/static/htmx.min.js", "/queues/bad%20name", "/metrics"):
         r = http(dashboard.base + path)
         assert r.status in (200, 400), path
@@ -381,6 +382,8 @@ def test_pages_send_a_strict_policy_and_the_safety_headers(dashboard, state):
         assert r.headers["x-content-type-options"] == "nosniff"
         assert r.headers["x-frame-options"] == "DENY"
         assert r.headers["referrer-policy"] == "no-referrer"
+        # Pages never cached (they show the live queue); the versioned static files a day.
+        assert r.headers["cache-control"] == ("private, max-age=86400" if path.startswith("/static/") else "no-store"), path
     bad = http(dashboard.base + "/queues/bad%20name")
     assert bad.status == 400 and "emq.Queue: name must have no" in bad.body
 

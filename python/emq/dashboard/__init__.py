@@ -19,21 +19,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import check_extra
+from .security import LOOPBACK_ONLY
 
 if TYPE_CHECKING:
     from .app import create_app
 
 __all__ = ["LOOPBACK_ONLY", "create_app"]
-
-
-class _LoopbackOnly:
-    """`create_app`'s default `auth`: no login of its own, and loopback requests only."""
-
-    def __repr__(self) -> str:
-        return "LOOPBACK_ONLY"
-
-
-LOOPBACK_ONLY: Any = _LoopbackOnly()
 
 
 def __getattr__(name: str) -> Any:

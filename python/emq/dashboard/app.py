@@ -33,9 +33,21 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._core import Client
 from ..errors import ArgumentError, ConnectionError, EmqError
-from . import LOOPBACK_ONLY, present
+from . import present
 from .metrics import metrics_response
-from .security import CSRF_COOKIE, CSRF_FIELD, SESSION_COOKIE, SESSION_S, AuthCheck, AuthMode, Guard, Refusal, SecurityHeaders
+from .security import (
+    CSRF_COOKIE,
+    CSRF_FIELD,
+    LOOPBACK_ONLY,
+    SESSION_COOKIE,
+    SESSION_S,
+    AuthCheck,
+    AuthMode,
+    Guard,
+    Refusal,
+    SecurityHeaders,
+    app_path,
+)
 from .source import STATES, Source
 
 log = logging.getLogger("emq.dashboard")
@@ -156,7 +168,7 @@ class Dashboard:
 
     async def job(self, request: Request) -> Response:
         queue = request.query_params.get("queue", "").strip()
-        id = request.query_params.get("id", "").strip()
+        id = request.query_params.get("id", "")  # as given: an id may hold spaces
         fragment = request.url.path.endswith("/fragments/job")
         if not queue or not id:
             return self.render(request, "job.html", queue=queue, id=id, view=None, shown=None, missing=False)
@@ -299,8 +311,7 @@ class GuardMiddleware:
             await self.app(scope, receive, send)
             return
         request = Request(scope, receive)
-        path = scope["path"][len(scope.get("root_path", "")) :] if scope["path"].startswith(scope.get("root_path", "")) else scope["path"]
-        public = any(path.startswith(p) for p in PUBLIC_PREFIXES)
+        public = any(app_path(scope).startswith(p) for p in PUBLIC_PREFIXES)
         refusal = await self.dashboard.guard.refusal(request)
         # The login page is public only where there is a login: never past the loopback check.
         if refusal is not None and not (public and self.dashboard.guard.mode is AuthMode.TOKEN):

@@ -26,7 +26,8 @@ the signature; another site can neither read the cookie nor send it.
 **Headers** (`SecurityHeaders`): a strict `Content-Security-Policy` (only the
 app's own scripts, styles and images; no inline script or style, no frames),
 `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`,
-`X-Frame-Options: DENY` and `Cache-Control: no-store` on every response.
+`X-Frame-Options: DENY` on every response, and `Cache-Control: no-store` on
+every one but the static files'.
 """
 
 from __future__ import annotations
@@ -42,12 +43,24 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from starlette.requests import HTTPConnection, Request
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+if TYPE_CHECKING:  # only types: `emq dashboard`'s checks and `LOOPBACK_ONLY` need no Starlette
+    from starlette.requests import HTTPConnection, Request
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-AuthCheck = Callable[[Request], "bool | Awaitable[bool]"]
+AuthCheck = Callable[["Request"], "bool | Awaitable[bool]"]
+
+
+class _LoopbackOnly:
+    """`create_app`'s default `auth`: no login of its own, and loopback requests only."""
+
+    def __repr__(self) -> str:
+        return "LOOPBACK_ONLY"
+
+
+LOOPBACK_ONLY: Any = _LoopbackOnly()
 
 CSRF_COOKIE = "emq_csrf"
 CSRF_FIELD = "csrf_token"
@@ -56,7 +69,7 @@ SESSION_S = 12 * 3600
 """How long a token login lasts."""
 
 CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
 HEADERS = [
@@ -64,8 +77,10 @@ HEADERS = [
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
     (b"x-frame-options", b"DENY"),
-    (b"cache-control", b"no-store"),
 ]
+PAGE_CACHE = (b"cache-control", b"no-store")
+STATIC_CACHE = (b"cache-control", b"private, max-age=86400")
+"""The static files' URLs carry the version (`?v=`): a browser may keep them a day."""
 
 LOOPBACK_NAMES = {"localhost", "localhost.", "ip6-localhost"}
 
@@ -215,6 +230,12 @@ class Guard:
         return None
 
 
+def app_path(scope: Scope) -> str:
+    """The request's path inside the app, past the mount's (`root_path`)."""
+    root, path = str(scope.get("root_path", "")), str(scope["path"])
+    return path[len(root) :] if root and path.startswith(root) else path
+
+
 class SecurityHeaders:
     """ASGI middleware: the headers of the module's docstring, on every response."""
 
@@ -226,10 +247,12 @@ class SecurityHeaders:
             await self.app(scope, receive, send)
             return
 
+        headers = [*HEADERS, STATIC_CACHE if app_path(scope).startswith("/static/") else PAGE_CACHE]
+
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 names = {name.lower() for name, _ in message.get("headers", [])}
-                extra = [(n, v) for n, v in HEADERS if n not in names]
+                extra = [(n, v) for n, v in headers if n not in names]
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 

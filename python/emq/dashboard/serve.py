@@ -17,6 +17,7 @@ import secrets
 import sys
 
 from ..errors import check_extra
+from .security import is_loopback_host
 
 ENV_PASSWORD = "EMQ_DASHBOARD_PASSWORD"
 ENV_TOKEN = "EMQ_DASHBOARD_TOKEN"
@@ -73,15 +74,6 @@ def _token(given: str | None) -> str | None:
 
 def run(args: argparse.Namespace) -> int:
     """Serves the dashboard until stopped (Ctrl-C); 2 when the options are refused."""
-    try:
-        import uvicorn
-
-        from .app import create_app
-        from .security import is_loopback_host
-    except ModuleNotFoundError as e:
-        for module in ("uvicorn", "starlette", "jinja2", "prometheus_client"):
-            check_extra(e, module, "dashboard", "emq dashboard")
-        raise
     if not 0 < args.port < 65536:
         print(f"emq dashboard: --port must be from 1 to 65535, not {args.port}", file=sys.stderr)
         return 2
@@ -92,6 +84,14 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    try:
+        import uvicorn
+
+        from .app import create_app
+    except ModuleNotFoundError as e:
+        for module in ("uvicorn", "starlette", "jinja2", "prometheus_client"):
+            check_extra(e, module, "dashboard", "emq dashboard")
+        raise
     password, token = _password(args.password), _token(args.token)
     if args.password is not None and not password:
         print("emq dashboard: the password is empty", file=sys.stderr)

@@ -14,8 +14,8 @@ call exists. These are the seams the operations API fills:
 - `workers`: `None` until the workers' registry exists;
 - `throughput`: `None` until the per-minute counters exist;
 - `jobs_by_state`: `None` until `Queue.jobs(state, offset=, limit=)` exists;
-- `_lane_controls`: reads each lane's control hash (SPEC §2, `P lanectl:L`)
-  itself, until the core answers a lane's paused flag, limit and active count.
+- `lane_controls`: `None` until the core answers a lane's paused flag, limit
+  and active count (only the core reads keys: the facade never spells one).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from dataclasses import dataclass
 
 from .._core import Client, Job
 from ..answers import QueueCounts, Retention
-from ..errors import RedirectError
 from ..queue import Queue
 
 STATES = ("scheduled", "pending", "active", "dead", "done")
@@ -50,18 +49,23 @@ class QueueSummary:
 
 
 @dataclass(frozen=True)
+class LaneControls:
+    """A lane's control fields (SPEC §2, lane control), as the core will answer them."""
+
+    paused: bool
+    limit: int
+    """0: no limit."""
+    active: int
+
+
+@dataclass(frozen=True)
 class LaneView:
-    """One lane, as the queue page shows it. `active`, `limit`, `paused` and
-    `in_ring` are None when the lane's controls could not be read (a cluster
-    node that does not hold the queue answered the read)."""
+    """One lane, as the queue page shows it: its ready jobs (`Queue.counts`), and its
+    controls, None until emq answers them (`Source.lane_controls`)."""
 
     name: str
     ready: int
-    active: int | None
-    limit: int | None
-    """0: no limit."""
-    paused: bool | None
-    in_ring: bool | None
+    controls: LaneControls | None
 
 
 @dataclass(frozen=True)
@@ -97,12 +101,6 @@ def counts_by_state(counts: QueueCounts) -> dict[str, int]:
         "dead": counts.dead,
         "done": counts.done,
     }
-
-
-def _integer(value: object) -> int:
-    """A stored integer of SPEC §2; anything else counts as absent (0)."""
-    text = value.decode() if isinstance(value, bytes) else str(value)
-    return int(text) if text.lstrip("-").isdigit() and len(text.lstrip("-")) <= 15 else 0
 
 
 class Source:
@@ -141,6 +139,10 @@ class Source:
         """A page of the queue's jobs in `state`: `None` until `Queue.jobs` exists."""
         return None
 
+    def lane_controls(self, queue: str, lanes: Sequence[str]) -> Mapping[str, LaneControls] | None:
+        """Each lane's paused flag, limit and active count: `None` until the core answers them."""
+        return None
+
     # -- reads -------------------------------------------------------------------
 
     def now_ms(self) -> int:
@@ -153,45 +155,13 @@ class Source:
         q = self.queue(name)
         counts = q.counts()
         names = sorted(set(q.lanes()) | set(counts.lanes))
-        controls = self._lane_controls(q, names)
-        lanes = []
-        for lane in names:
-            c = controls.get(lane)
-            lanes.append(
-                LaneView(
-                    name=lane,
-                    ready=counts.lanes.get(lane, 0),
-                    active=None if c is None else _integer(c.get(b"active", b"0")),
-                    limit=None if c is None else _integer(c.get(b"limit", b"0")),
-                    paused=None if c is None else c.get(b"paused") == b"1",
-                    in_ring=None if c is None else c.get(b"ring") == b"1",
-                )
-            )
+        controls = self.lane_controls(q.name, names) or {}
+        lanes = [LaneView(lane, counts.lanes.get(lane, 0), controls.get(lane)) for lane in names]
         return QueueView(name=q.name, counts=counts, lanes=lanes, retention=q.retention(), now_ms=self.now_ms())
 
     def job(self, queue: str, id: str) -> JobView | None:
         job = self.queue(queue).get(id)
         return None if job is None else JobView(queue=queue, job=job, now_ms=self.now_ms())
-
-    def _lane_controls(self, q: Queue, lanes: list[str]) -> dict[str, dict[bytes, bytes]]:
-        """Each lane's control hash, in one round trip. The core has no call that
-        answers it yet, so this reads the key of SPEC §2 on the client's first
-        connection; where that node does not serve the queue (a cluster), the
-        lanes' controls are left out and the page shows them as unknown."""
-        if not lanes:
-            return {}
-        prefix = f"emq:{{{q.name}}}:lanectl:"
-        try:
-            replies = self.client.pipeline([["HGETALL", prefix + lane] for lane in lanes])
-        except RedirectError:
-            return {}
-        out: dict[str, dict[bytes, bytes]] = {}
-        for lane, reply in zip(lanes, replies):
-            if isinstance(reply, dict):
-                out[lane] = {_bytes(k): _bytes(v) for k, v in reply.items()}
-            elif isinstance(reply, list):  # RESP2: field, value, field, value
-                out[lane] = {_bytes(reply[i]): _bytes(reply[i + 1]) for i in range(0, len(reply) - 1, 2)}
-        return out
 
     # -- actions -----------------------------------------------------------------
 
@@ -207,9 +177,3 @@ class Source:
     def promote(self, queue: str) -> int:
         """PROMOTE once (`emq.promote`): the jobs due now become ready; how many moved."""
         return self.queue(queue).promote()
-
-
-def _bytes(value: object) -> bytes:
-    if isinstance(value, bytes):
-        return value
-    return str(value).encode()
