@@ -1,4 +1,4 @@
-"""The `emq` command: worker, promote, stalled, stats, demo, and server (the
+"""The `emq` command: worker, promote, stalled, stats, demo, dashboard, and server (the
 per-user development server).
 
 Every verb's first line (on stderr) says which server it talks to: the one
@@ -241,6 +241,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return run_demo(url=url, jobs=args.jobs, seconds=args.seconds, workers=args.workers)
 
 
+def cmd_dashboard(args: argparse.Namespace) -> int:
+    from .dashboard.serve import run
+
+    return run(args, connect)
+
+
 def cmd_server(args: argparse.Namespace) -> int:
     from . import devserver
 
@@ -345,6 +351,13 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("server", parents=[verbose], help="the per-user development server: emq server status|start|stop")
     v.add_argument("action", choices=("status", "start", "stop"))
     v.set_defaults(run=cmd_server)
+
+    from .dashboard.serve import add_arguments as dashboard_arguments
+
+    b = sub.add_parser("dashboard", help="the web dashboard (emq[dashboard]): emq dashboard --queue Q [--password | --token]")
+    dashboard_arguments(b)
+    b.set_defaults(run=cmd_dashboard)
+
     return parser
 
 
