@@ -184,7 +184,23 @@ def lane_row(driver, lane: str):
 def wait_for_notice(driver, expected: str) -> None:
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, 10).until(lambda d: any(expected in n.text for n in by_css(d, ".notice")))
+    # Read in one script: an htmx swap between finding a notice and reading it would make it stale.
+    WebDriverWait(driver, 10).until(
+        lambda d: any(expected in t for t in d.execute_script("return [...document.querySelectorAll('.notice')].map(n => n.innerText)"))
+    )
+
+
+def wait_for_text(driver, expected: str) -> None:
+    """Waits until the page says `expected`: an htmx swap or a form's navigation lands after the click returns."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 10).until(lambda d: expected in text(d))
+
+
+def wait_for_css(driver, css: str) -> None:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, 10).until(lambda d: by_css(d, css))
 
 
 def injected_elements(driver) -> list[str]:
@@ -315,7 +331,7 @@ def test_set_limit_clicked_changes_the_keyspace_as_the_api_does(page, dashboard,
     field.clear()
     field.send_keys("-3")
     lane_row(page, XSS_LANE).find_element("css selector", "button[data-action=limit]").click()
-    assert "a lane's limit is a whole number of jobs" in text(page)
+    wait_for_text(page, "a lane's limit is a whole number of jobs")
     assert_clean(page)
     assert keyspace(state.r) == before
 
@@ -527,10 +543,11 @@ def test_with_a_token_whoever_has_none_gets_401(page, with_token, state):
     assert by_css(page, "input#token")
     by_css(page, "input#token")[0].send_keys("not the token")
     by_css(page, ".login button")[0].click()
-    assert "That is not the token." in text(page)
+    wait_for_text(page, "That is not the token.")
     assert_clean(page)
     by_css(page, "input#token")[0].send_keys(TOKEN)
     by_css(page, ".login button")[0].click()
+    wait_for_css(page, "#queues tbody th a")
     assert [a.text for a in by_css(page, "#queues tbody th a")] == [QUEUE]
     assert_clean(page)
     session = page.get_cookie("emq_session")

@@ -36,9 +36,10 @@ def home(tmp_path, monkeypatch):
 
 
 def env() -> dict[str, str]:
+    """The tests' environment without EMQ_URL. emq is the one installed in this interpreter
+    (the editable build, or CI's wheel): the source tree's `python/` has no `_core` in CI."""
     e = dict(os.environ)
     e.pop("EMQ_URL", None)
-    e["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "python"), e.get("PYTHONPATH")]))
     return e
 
 
