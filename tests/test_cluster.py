@@ -180,10 +180,10 @@ def test_a_worker_serves_a_queue_on_another_node(cluster):
 
 
 def test_an_acl_user_limited_to_emq_keys_runs_everything_on_every_node(cluster):
-    """The user that test_production.py holds a worker to (`~emq:*`, no scripting,
+    """The user that test_auth_and_tls.py holds a worker to (`~emq:*`, no scripting,
     no CLUSTER): without `CLUSTER SLOTS` the client learns each slot from the
     `MOVED` that names it. Every node's connections run as that user."""
-    from test_production import WORKER_COMMANDS
+    from test_auth_and_tls import WORKER_COMMANDS
 
     user, password = "emq-cluster", "cluster-pw"
     for i in range(3):
