@@ -308,3 +308,18 @@ def test_the_registry_is_routed_by_its_tag_in_a_cluster(cluster):
     emq._core.worker_leave(c, "w-cluster")
     assert all(w.id != "w-cluster" for w in emq.workers(c))
     c.close()
+
+
+def test_a_module_backend_queue_runs_the_same_operations_by_the_plan(client, r):
+    """The server module has no verb for an operator's actions: a queue with
+    `backend="module"` runs them by the plan on the host, with the same answers and writes."""
+    q, P = fresh(client)
+    m = emq.Queue(client, q.name, backend="module")
+    d = q.add("d", max_attempts=1)
+    q.fail(q.claim(1, lease=60)[0], "x")
+    s = q.add("s", delay=LATER)
+    assert m.retry([d]) == {d: emq.ActionOutcome.RETRIED}
+    assert m.promote_now([s]) == {s: emq.ActionOutcome.PROMOTED}
+    assert [j.id for j in m.jobs("pending").jobs] == [d, s]
+    assert m.delete([d, s]) == {d: emq.ActionOutcome.DELETED, s: emq.ActionOutcome.DELETED}
+    assert_invariants(r, P)

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .._core import Client, Job
-from ..answers import ActionOutcome, QueueCounts, Retention, WorkerInfo
+from ..answers import ActionOutcome, LaneControl, QueueCounts, Retention, WorkerInfo
 from ..queue import JobPage, Queue
 from ..registry import queues as registered_queues
 from ..registry import workers as live_workers
@@ -44,14 +44,8 @@ class QueueSummary:
         return sum(self.by_state.values())
 
 
-@dataclass(frozen=True)
-class LaneControls:
-    """A lane's control fields (SPEC §2, lane control), as `Queue.lane_controls` answers them."""
-
-    paused: bool
-    limit: int
-    """0: no limit."""
-    active: int
+LaneControls = LaneControl
+"""A lane's control fields (SPEC §2, lane control), as `Queue.lane_controls` answers them."""
 
 
 @dataclass(frozen=True)
@@ -138,8 +132,7 @@ class Source:
 
     def lane_controls(self, queue: str, lanes: Sequence[str]) -> Mapping[str, LaneControls]:
         """Each lane's paused flag, limit and active count (`Queue.lane_controls`)."""
-        controls = self.queue(queue).lane_controls(lanes)
-        return {name: LaneControls(paused=c.paused, limit=c.limit, active=c.active) for name, c in controls.items()}
+        return self.queue(queue).lane_controls(lanes)
 
     def oldest_waiting_ms(self, queue: str, counts: QueueCounts, now_ms: int) -> int | None:
         """How long the oldest ready job has waited since it was due (ms): the head of
