@@ -194,6 +194,7 @@ def test_promote_now_makes_scheduled_jobs_ready_and_counts_as_a_promote(client, 
         (lambda q: q.jobs("dead", limit=1001), "Queue.jobs: limit"),
         (lambda q: q.jobs("dead", offset=-1), "Queue.jobs: offset"),
         (lambda q: q.lane_controls([""]), "Queue.lane_controls: lanes must each be"),
+        (lambda q: q.lane_controls("eu"), "Queue.lane_controls: lanes must be a list of ids, not str"),
     ],
 )
 def test_bad_input_names_the_call_and_argument_and_writes_nothing(client, r, call, message):

@@ -241,7 +241,7 @@ class Queue:
 
     def lane_controls(self, lanes: Iterable[str]) -> dict[str, LaneControl]:
         """Each lane's control as it stands (paused, limit, active count, in the ring)."""
-        names = list(lanes)
+        names = lanes if isinstance(lanes, str) else list(lanes)  # a str goes on, for the core to refuse
         return {n: LaneControl(*c) for n, c in zip(names, self._core.lane_controls(names), strict=True)}
 
     # -- retention ------------------------------------------------------------

@@ -52,6 +52,19 @@ impl QueueCore {
         self.client.get().wrote(py, call, self.queue(), |c| f(backend, c, keys))
     }
 
+    /// An add's result, once the queue is registered if the add landed or may
+    /// have (`emq.OutcomeUnknownError`: a retry of it then writes nothing new).
+    fn added<T>(&self, py: Python<'_>, result: PyResult<T>) -> PyResult<T> {
+        let landed = match &result {
+            Ok(_) => true,
+            Err(e) => e.get_type(py).name().is_ok_and(|n| n == "OutcomeUnknownError"),
+        };
+        if landed {
+            registry::register(py, self.client.get(), self.queue(), &self.registered);
+        }
+        result
+    }
+
     /// An operator's action on the jobs `ids` (checked first): each id and its answer.
     fn act(&self, py: Python<'_>, call: &str, action: Action, ids: &Bound<'_, PyAny>) -> PyResult<Vec<(String, &'static str)>> {
         let ids = arguments::ids(call, "ids", ids)?;
@@ -154,8 +167,7 @@ impl QueueCore {
     ) -> PyResult<String> {
         const CALL: &str = "Queue.add";
         let job = [arguments::new_job(CALL, data, id, delay, at, lane, max_attempts)?];
-        let ids = self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &job))?;
-        registry::register(py, self.client.get(), self.queue(), &self.registered);
+        let ids = self.added(py, self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &job)))?;
         Ok(ids.into_iter().next().map(py_values::text).unwrap_or_default())
     }
 
@@ -167,8 +179,7 @@ impl QueueCore {
         if jobs.is_empty() {
             return Ok(vec![]);
         }
-        let ids = self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &jobs))?;
-        registry::register(py, self.client.get(), self.queue(), &self.registered);
+        let ids = self.added(py, self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &jobs)))?;
         Ok(ids.into_iter().map(py_values::text).collect())
     }
 
