@@ -584,8 +584,10 @@ def test_a_post_without_this_browsers_csrf_token_is_refused_and_writes_nothing(d
         r = http(url, **attempt)
         assert r.status == 403, (attempt, r.status, r.body)
         assert "refused" in r.body
-    for action in ("resume-lane", "set-lane-limit", "promote"):
-        assert http(dashboard.base + "/actions/" + action, data={**form, "limit": "1"}).status == 403
+    for action in ("resume-lane", "set-lane-limit", "promote", "retry", "delete", "promote-now", "retry-dead"):
+        assert http(dashboard.base + "/actions/" + action, data={**form, "limit": "1", "id": state.ids["dead"]}).status == 403
+        forged_pair = {"csrf_token": forged}
+        assert http(dashboard.base + "/actions/" + action, data={**form, **forged_pair, "id": state.ids["dead"]}).status == 403
     assert keyspace(state.r) == before
 
     r = http(url, data={**form, "csrf_token": field}, cookies={"emq_csrf": cookie}, headers={"Origin": dashboard.base})
@@ -613,13 +615,17 @@ def test_read_only_offers_no_action_and_refuses_every_post(page, read_only, stat
     assert by_css(page, ".badge-read-only")[0].text == "read-only"
     open_page(page, job_url(read_only.base, state.ids["dead"]))
     assert by_css(page, "form[method=post]") == []
+    for s in ("scheduled", "pending", "active", "dead", "done"):  # the jobs tables: no selection, no action
+        open_page(page, queue_url(read_only.base) + f"?state={s}")
+        assert job_ids_shown(page), s
+        assert by_css(page, "form[method=post], input[type=checkbox], button[data-bulk], button[data-action]") == [], s
 
     field, cookie = _token_and_cookie(read_only.base)
     before = keyspace(state.r)
-    for action in ("pause-lane", "resume-lane", "set-lane-limit", "promote"):
+    for action in ("pause-lane", "resume-lane", "set-lane-limit", "promote", "retry", "delete", "promote-now", "retry-dead"):
         r = http(
             read_only.base + "/actions/" + action,
-            data={"queue": QUEUE, "lane": "eu", "limit": "1", "csrf_token": field},
+            data={"queue": QUEUE, "lane": "eu", "limit": "1", "id": state.ids["dead"], "csrf_token": field},
             cookies={"emq_csrf": cookie},
         )
         assert r.status == 403 and "read-only" in r.body, action
