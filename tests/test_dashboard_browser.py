@@ -415,6 +415,23 @@ def test_a_job_action_clicked_changes_the_keyspace_as_the_api_does(page, dashboa
     assert f"state={listed}" in page.current_url  # back on the page it was clicked on
 
 
+def test_a_dead_job_read_and_retried_from_its_own_page(page, dashboard, state):
+    """The newcomer's path: the dead job's page shows its traceback and a Retry; clicked, the
+    keyspace is the one `Queue.retry` makes, and the browser is back on the queue's dead jobs.
+    An active job's page offers no action (a worker holds it)."""
+    id = state.ids["dead"]
+    open_page(page, job_url(dashboard.base, id))
+    assert "Traceback (most recent call last)" in by_css(page, "pre.error-text")[0].text
+    by_css(page, ".job-actions button[data-action=retry]")[0].click()
+    wait_for_notice(page, "Retried 1 of 1 job.")
+    assert_clean(page)
+    clicked = keyspace(state.r)
+    assert without_due(clicked, [id]) == without_due(as_api_would(state, lambda q: q.retry([id])), [id])
+    assert "state=dead" in page.current_url
+    open_page(page, job_url(dashboard.base, state.ids["active"]))
+    assert by_css(page, ".job-actions") == []
+
+
 def test_bulk_actions_on_a_selection_change_the_keyspace_as_the_api_does(page, dashboard, state):
     """Two pending jobs ticked and "Delete selected", then every dead job retried: each equals
     its API call (`delete` of the two ids, `retry_dead`); an active job is never offered an
