@@ -69,6 +69,9 @@ WORKER_COMMANDS = [
     "get",
     "hlen",
     "set",
+    "sadd",
+    "smembers",
+    "lrem",
 ]
 
 

@@ -223,6 +223,29 @@ def injected_elements(driver) -> list[str]:
     )
 
 
+def job_ids_shown(driver) -> list[str]:
+    """The ids of the jobs table's rows, in order, as a user reads them."""
+    return [row.find_element("css selector", "th").text for row in by_css(driver, "table.jobs tbody tr")]
+
+
+def job_row(driver, id: str):
+    for row in by_css(driver, "table.jobs tbody tr"):
+        if row.find_element("css selector", "th").text == id:
+            return row
+    raise AssertionError(f"no row for job {id!r}: {job_ids_shown(driver)}")
+
+
+def without_due(space: dict, ids) -> dict:
+    """The keyspace with the `due` of rows `ids` left out: a retry sets it to the server's
+    clock at the call, which two calls never share (the test checks it apart)."""
+    out = dict(space)
+    for id in ids:
+        key = f"emq:{{{QUEUE}}}:job:{id}".encode()
+        kind, row = out[key]
+        out[key] = (kind, {f: v for f, v in row.items() if f != b"due"})
+    return out
+
+
 def as_api_would(state: Seeded, act) -> dict:
     """The keyspace the API call `act(queue)` makes from the seeded one."""
     restore(state.r, state.saved)
@@ -254,9 +277,17 @@ def test_every_page_loads_and_shows_what_the_api_answers(page, dashboard, state)
         for r in by_css(page, "table.lanes tbody tr")
     }
     assert lanes == {"eu": "3", "us": "1", XSS_LANE: "1"}  # ready, as counts().lanes says
-    assert "appear here once emq answers a lane's controls" in text(page)
+    controls = state.queue().lane_controls(["eu", "us", XSS_LANE])
+    for lane, c in controls.items():
+        cells = [td.text for td in lane_row(page, lane).find_elements("css selector", "td.num")]
+        assert cells[1:] == [str(c.active), str(c.limit) if c.limit else "none"], lane
+        assert lane_row(page, lane).find_element("css selector", ".badge").text == ("paused" if c.paused else "running")
     assert "1 h" in text(page) and "30 d" in text(page)  # keep_done 3600 s; keep_dead's default
-    assert "appear here once emq has Queue.jobs" in text(page)
+    # The jobs open on the dead ones (there is one): the page `Queue.jobs` gives.
+    assert job_ids_shown(page) == [j.id for j in state.queue().jobs("dead").jobs]
+    for s in ("scheduled", "pending", "active", "done"):
+        open_page(page, queue_url(dashboard.base) + f"?state={s}")
+        assert job_ids_shown(page) == [j.id for j in state.queue().jobs(s).jobs], s
 
     for what in ("json", "dead", "active", "scheduled", "done", "binary"):
         job = state.queue().get(state.ids[what])
@@ -274,7 +305,7 @@ def test_every_page_loads_and_shows_what_the_api_answers(page, dashboard, state)
     open_page(page, job_url(dashboard.base, "no-such-job"))
     assert "no longer kept" in text(page)
     open_page(page, dashboard.base + "/workers")
-    assert "appear here once emq keeps a workers' registry" in text(page)
+    assert "No worker alive" in text(page)
     open_page(page, dashboard.base + "/job")
     assert by_css(page, "form.search input[name=id]")
 
@@ -353,6 +384,128 @@ def test_promote_clicked_moves_due_jobs_as_the_api_does(page, dashboard, state):
     assert clicked == keyspace(state.r)
 
 
+@pytest.mark.parametrize(
+    ("listed", "action", "which", "api"),
+    [
+        ("dead", "retry", "dead", lambda q, ids: q.retry(ids)),
+        ("dead", "delete", "dead", lambda q, ids: q.delete(ids)),
+        ("scheduled", "promote-now", "scheduled", lambda q, ids: q.promote_now(ids)),
+        ("scheduled", "delete", "scheduled", lambda q, ids: q.delete(ids)),
+        ("pending", "delete", "json", lambda q, ids: q.delete(ids)),
+        ("done", "delete", "done", lambda q, ids: q.delete(ids)),
+    ],
+)
+def test_a_job_action_clicked_changes_the_keyspace_as_the_api_does(page, dashboard, state, listed, action, which, api):
+    """Each row's action (retry, delete, promote now), clicked on the job's row of its state's
+    page: the keyspace after it equals the one the API call makes from the same state, and the
+    notice says what was done. An action that wrote something else, or acted on another job
+    or queue, would differ."""
+    id = state.ids[which]
+    open_page(page, queue_url(dashboard.base) + f"?state={listed}")
+    job_row(page, id).find_element("css selector", f"button[data-action={action}]").click()
+    wait_for_notice(page, " 1 of 1 job.")
+    assert_clean(page)
+    clicked = keyspace(state.r)
+    t0 = state.client.time_ms()
+    wanted = as_api_would(state, lambda q: api(q, [id]))
+    if action == "retry":
+        assert int(clicked[f"emq:{{{QUEUE}}}:job:{id}".encode()][1][b"due"]) <= t0
+        clicked, wanted = without_due(clicked, [id]), without_due(wanted, [id])
+    assert clicked == wanted
+    assert f"state={listed}" in page.current_url  # back on the page it was clicked on
+
+
+def test_a_dead_job_read_and_retried_from_its_own_page(page, dashboard, state):
+    """The newcomer's path: the dead job's page shows its traceback and a Retry; clicked, the
+    keyspace is the one `Queue.retry` makes, and the browser is back on the queue's dead jobs.
+    An active job's page offers no action (a worker holds it)."""
+    id = state.ids["dead"]
+    open_page(page, job_url(dashboard.base, id))
+    assert "Traceback (most recent call last)" in by_css(page, "pre.error-text")[0].text
+    by_css(page, ".job-actions button[data-action=retry]")[0].click()
+    wait_for_notice(page, "Retried 1 of 1 job.")
+    assert_clean(page)
+    clicked = keyspace(state.r)
+    assert without_due(clicked, [id]) == without_due(as_api_would(state, lambda q: q.retry([id])), [id])
+    assert "state=dead" in page.current_url
+    open_page(page, job_url(dashboard.base, state.ids["active"]))
+    assert by_css(page, ".job-actions") == []
+
+
+def test_bulk_actions_on_a_selection_change_the_keyspace_as_the_api_does(page, dashboard, state):
+    """Two pending jobs ticked and "Delete selected", then every dead job retried: each equals
+    its API call (`delete` of the two ids, `retry_dead`); an active job is never offered an
+    action (delete refuses it: it runs)."""
+    q = state.queue()
+    open_page(page, queue_url(dashboard.base) + "?state=pending")
+    chosen = [state.ids["script"], state.ids["img"]]
+    for id in chosen:
+        job_row(page, id).find_element("css selector", "input[type=checkbox]").click()
+    by_css(page, "button[data-bulk=delete]")[0].click()
+    wait_for_notice(page, "Deleted 2 of 2 jobs.")
+    assert keyspace(state.r) == as_api_would(state, lambda q: q.delete(chosen))
+
+    restore(state.r, state.saved)
+    open_page(page, queue_url(dashboard.base) + "?state=dead")
+    by_css(page, "button[data-bulk=retry-dead]")[0].click()
+    wait_for_notice(page, "Retried 1 dead job.")
+    clicked = keyspace(state.r)
+    assert without_due(clicked, [state.ids["dead"]]) == without_due(as_api_would(state, lambda q: q.retry_dead()), [state.ids["dead"]])
+    assert q.counts().dead == 0
+
+    open_page(page, queue_url(dashboard.base) + "?state=active")
+    assert job_ids_shown(page) == [state.ids["active"]]
+    assert by_css(page, "table.jobs button, button[data-bulk]") == []
+
+
+def test_a_bulk_action_with_no_job_or_a_bad_id_is_refused_and_writes_nothing(dashboard, state):
+    """A retry that names no job, or an id emq refuses (a control character), answers 400
+    with emq's own message and writes nothing: the same check as `Queue.retry`."""
+    token, cookie = _token_and_cookie(dashboard.base)
+    before = keyspace(state.r)
+    form = {"csrf_token": token, "queue": QUEUE, "state": "dead", "offset": "0"}
+    r = http(dashboard.base + "/actions/retry", data=form, cookies={"emq_csrf": cookie})
+    assert r.status == 400 and "no job was chosen" in r.body
+    r = http(dashboard.base + "/actions/retry", data={**form, "id": "a\x01b"}, cookies={"emq_csrf": cookie})
+    assert r.status == 400 and "Queue.retry: ids must each be" in r.body
+    assert keyspace(state.r) == before
+
+
+WORKER_SCRIPT = """
+import sys, time
+import emq, emq.worker.registry as registry
+registry.PERIOD_S = 0.3
+q = emq.Queue(emq.connect(sys.argv[1]), sys.argv[2])
+emq.Worker(q, lambda job: time.sleep(60), concurrency=3, ttl=120).run()
+"""
+
+
+def test_workers_appear_and_a_killed_one_drops_out(page, dashboard, state):
+    """A worker started on the queue shows on the workers page with its queue, concurrency and
+    the job it runs (a link to it); SIGKILLed, it is gone from the page within its heartbeat's
+    expiry (three beats), with no one removing it."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    proc = subprocess.Popen([sys.executable, "-c", WORKER_SCRIPT, state.url, QUEUE], env={**os.environ})
+    try:
+
+        def row(d):
+            d.get(dashboard.base + "/workers")
+            rows = [r for r in by_css(d, "#workers tr[data-worker]") if f"pid {proc.pid}" in r.text]
+            return rows[0] if rows and by_css(d, "#workers tr.current a") else False
+
+        found = WebDriverWait(page, 20, poll_frequency=0.3).until(row)
+        assert QUEUE in found.text
+        assert by_css(page, "#workers tr.current a")  # what it runs, linked to the job
+        assert_clean(page)
+        proc.kill()
+        proc.wait()
+        WebDriverWait(page, 10, poll_frequency=0.3).until(lambda d: d.get(dashboard.base + "/workers") or f"pid {proc.pid}" not in text(d))
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 # -- escaping -----------------------------------------------------------------------
 
 
@@ -374,6 +527,13 @@ def test_markup_in_jobs_lanes_and_queue_names_renders_as_text(page, dashboard, s
 
     open_page(page, queue_url(dashboard.base))
     assert lane_row(page, XSS_LANE)
+    assert injected_elements(page) == []
+    # The jobs tables: an id that is markup (pending), an error that is markup (dead).
+    open_page(page, queue_url(dashboard.base) + "?state=pending")
+    assert "<img src=x onerror=alert(4)>" in job_ids_shown(page)
+    assert injected_elements(page) == []
+    open_page(page, queue_url(dashboard.base) + "?state=dead")
+    assert "ValueError: <b>not bold</b>" in job_row(page, state.ids["dead"]).text
     assert injected_elements(page) == []
     open_page(page, dashboard.base + "/")
     assert XSS_QUEUE in [a.text for a in by_css(page, "#queues tbody th a")]
@@ -441,8 +601,10 @@ def test_a_post_without_this_browsers_csrf_token_is_refused_and_writes_nothing(d
         r = http(url, **attempt)
         assert r.status == 403, (attempt, r.status, r.body)
         assert "refused" in r.body
-    for action in ("resume-lane", "set-lane-limit", "promote"):
-        assert http(dashboard.base + "/actions/" + action, data={**form, "limit": "1"}).status == 403
+    for action in ("resume-lane", "set-lane-limit", "promote", "retry", "delete", "promote-now", "retry-dead"):
+        assert http(dashboard.base + "/actions/" + action, data={**form, "limit": "1", "id": state.ids["dead"]}).status == 403
+        forged_pair = {"csrf_token": forged}
+        assert http(dashboard.base + "/actions/" + action, data={**form, **forged_pair, "id": state.ids["dead"]}).status == 403
     assert keyspace(state.r) == before
 
     r = http(url, data={**form, "csrf_token": field}, cookies={"emq_csrf": cookie}, headers={"Origin": dashboard.base})
@@ -470,13 +632,17 @@ def test_read_only_offers_no_action_and_refuses_every_post(page, read_only, stat
     assert by_css(page, ".badge-read-only")[0].text == "read-only"
     open_page(page, job_url(read_only.base, state.ids["dead"]))
     assert by_css(page, "form[method=post]") == []
+    for s in ("scheduled", "pending", "active", "dead", "done"):  # the jobs tables: no selection, no action
+        open_page(page, queue_url(read_only.base) + f"?state={s}")
+        assert job_ids_shown(page), s
+        assert by_css(page, "form[method=post], input[type=checkbox], button[data-bulk], button[data-action]") == [], s
 
     field, cookie = _token_and_cookie(read_only.base)
     before = keyspace(state.r)
-    for action in ("pause-lane", "resume-lane", "set-lane-limit", "promote"):
+    for action in ("pause-lane", "resume-lane", "set-lane-limit", "promote", "retry", "delete", "promote-now", "retry-dead"):
         r = http(
             read_only.base + "/actions/" + action,
-            data={"queue": QUEUE, "lane": "eu", "limit": "1", "csrf_token": field},
+            data={"queue": QUEUE, "lane": "eu", "limit": "1", "id": state.ids["dead"], "csrf_token": field},
             cookies={"emq_csrf": cookie},
         )
         assert r.status == 403 and "read-only" in r.body, action
@@ -548,7 +714,8 @@ def test_with_a_token_whoever_has_none_gets_401(page, with_token, state):
     by_css(page, "input#token")[0].send_keys(TOKEN)
     by_css(page, ".login button")[0].click()
     wait_for_css(page, "#queues tbody th a")
-    assert [a.text for a in by_css(page, "#queues tbody th a")] == [QUEUE]
+    # The queue given (--queue) first, then the registry's others.
+    assert [a.text for a in by_css(page, "#queues tbody th a")] == [QUEUE, XSS_QUEUE]
     assert_clean(page)
     session = page.get_cookie("emq_session")
     assert session["httpOnly"] and session["sameSite"] == "Strict"
@@ -624,7 +791,12 @@ def test_metrics_are_the_counts_by_state(dashboard, state):
     r = http(dashboard.base + "/metrics")
     assert r.status == 200 and r.headers["content-type"].startswith("text/plain; version=")
     families = {f.name: f for f in text_string_to_metric_families(r.body)}
-    assert set(families) == {"emq_jobs"}
+    assert set(families) == {"emq_jobs", "emq_workers", "emq_oldest_waiting_seconds"}
+    assert families["emq_workers"].samples[0].value == len(emq.workers(state.client))
+    oldest = {s.labels["queue"]: s.value for s in families["emq_oldest_waiting_seconds"].samples}
+    assert set(oldest) == {QUEUE, XSS_QUEUE} and all(v >= 0 for v in oldest.values())
+    heads = [j for j in state.queue().jobs("pending", limit=1).jobs]
+    assert oldest[QUEUE] >= (state.client.time_ms() - 60_000 - heads[0].due_ms) / 1000  # the flat head waited at least that
     got = {(s.labels["queue"], s.labels["state"]): s.value for s in families["emq_jobs"].samples}
     want = {}
     for name in (QUEUE, XSS_QUEUE):
@@ -649,6 +821,8 @@ def test_screenshots(page, seeded, state, tmp_path):
         "job": job_url(shown.base, state.ids["json"]),
         "job-dead": job_url(shown.base, state.ids["dead"]),
         "job-binary": job_url(shown.base, state.ids["binary"]),
+        "workers": shown.base + "/workers",
+        "queue-scheduled": queue_url(shown.base) + "?state=scheduled",
     }
     try:
         for scheme in ("light", "dark"):

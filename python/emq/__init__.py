@@ -18,7 +18,8 @@ claims, completes and fails jobs of raw data, `emq.Worker(queue, handler)` runs
 a handler for them, and `emq.promote` and `emq.stalled_check` are the two sweeps
 that move time (SPEC §5, §6). `emq.connect(url)` makes a connection; the errors
 are in `emq.errors`, every one an `emq.EmqError`. Maintenance tools (a queue's
-cluster slot, the sweeps' wire forms) are in `emq.tools`.
+cluster slot, the sweeps' wire forms) are in `emq.tools`. `emq.queues` and
+`emq.workers` read the registry of the queues used and the workers alive.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from ._core import Client, Job
-from .answers import FailOutcome, QueueCounts, Retention, StalledOutcome
+from .answers import ActionOutcome, CurrentJob, FailOutcome, LaneControl, QueueCounts, Retention, StalledOutcome, WorkerInfo
 from .client import connect
 from .errors import (
     ArgumentError,
@@ -55,7 +56,8 @@ from .errors import (
     UnavailableError,
     UnknownTaskError,
 )
-from .queue import Queue
+from .queue import JobPage, Queue
+from .registry import queues, workers
 from .sweeps import promote, stalled_check
 from .tasks import App, Context, ContextTask, Handle, Task, TaskOptions
 from .tools import queue_slot, wire  # noqa: F401  (emq.tools' since; the tests and older code import them from emq)
@@ -85,11 +87,19 @@ __all__ = [
     "connect",
     "promote",
     "stalled_check",
+    # the registry
+    "queues",
+    "workers",
     # answers
+    "ActionOutcome",
+    "CurrentJob",
     "FailOutcome",
+    "JobPage",
+    "LaneControl",
     "QueueCounts",
     "Retention",
     "StalledOutcome",
+    "WorkerInfo",
     # errors
     "ArgumentError",
     "AuthenticationError",

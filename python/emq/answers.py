@@ -1,7 +1,8 @@
 """What emq's calls answer, as types a checker reads: `Queue.fail`'s
 `FailOutcome`, `Queue.counts`'s `QueueCounts`, `Queue.retention`'s `Retention`,
-and a stalled check's `StalledOutcome`. The core makes them (`emq._core`);
-none of them holds anything but what the server said."""
+a stalled check's `StalledOutcome`, an operator's `ActionOutcome` and
+`LaneControl` (`Queue.jobs`' `JobPage` is `emq.queue`'s), and `emq.workers`' `WorkerInfo`. The core reads them
+(`emq._core`); none of them holds anything but what the server said."""
 
 from __future__ import annotations
 
@@ -63,4 +64,80 @@ class StalledOutcome(NamedTuple):
     """Sent to `dead`: they stalled more than `max_stalled` times."""
 
 
-__all__ = ["FailOutcome", "QueueCounts", "Retention", "StalledOutcome"]
+class ActionOutcome(str, enum.Enum):
+    """What `Queue.retry`, `Queue.delete` and `Queue.promote_now` did with one id.
+    A `str` too (`ActionOutcome.RETRIED == "retried"`)."""
+
+    RETRIED = "retried"
+    """The dead job is ready again, its attempts back to 0 (its error kept)."""
+    DELETED = "deleted"
+    """The job and its row are gone."""
+    PROMOTED = "promoted"
+    """The scheduled job is ready now."""
+    NOT_FOUND = "not_found"
+    """No such job (never added, or no longer kept): nothing changed."""
+    NOT_DEAD = "not_dead"
+    """Retry refused: the job is not dead. Nothing changed."""
+    ACTIVE = "active"
+    """Delete refused: a worker holds the job (cancel it instead). Nothing changed."""
+    NOT_SCHEDULED = "not_scheduled"
+    """Promote now refused: the job is not scheduled. Nothing changed."""
+
+
+@dataclass(frozen=True)
+class LaneControl:
+    """A lane's control as it stands (`Queue.lane_controls`)."""
+
+    paused: bool
+    limit: int
+    """At most this many of its jobs active at once; 0: no limit."""
+    active: int
+    """Its jobs active now."""
+    in_ring: bool
+    """Whether it is offered to claims now (it has ready jobs and may run)."""
+
+
+@dataclass(frozen=True)
+class CurrentJob:
+    """A job a worker runs, as its heartbeat says."""
+
+    queue: str
+    id: str
+    since: float
+    """When it started, seconds since the epoch."""
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """A live worker, as its last heartbeat says (`emq.workers`)."""
+
+    id: str
+    host: str
+    pid: int
+    queues: list[str]
+    concurrency: int
+    started: float
+    """Seconds since the epoch (the server's clock)."""
+    beat: float
+    """Its last heartbeat, seconds since the epoch (the server's clock)."""
+    expires: float
+    """When it drops out unless it beats again."""
+    done: int
+    """Jobs it has completed."""
+    failed: int
+    """Jobs that failed in it."""
+    current: list[CurrentJob]
+    """What it runs now (at most the first 50)."""
+    version: str
+
+
+__all__ = [
+    "ActionOutcome",
+    "CurrentJob",
+    "FailOutcome",
+    "LaneControl",
+    "QueueCounts",
+    "Retention",
+    "StalledOutcome",
+    "WorkerInfo",
+]

@@ -1,5 +1,6 @@
-"""The `emq` command: worker, promote, stalled, stats, demo, dashboard, and server (the
-per-user development server).
+"""The `emq` command: worker, promote, stalled, stats, demo, dashboard, server (the
+per-user development server), and the operator's verbs on jobs and workers
+(jobs, job, retry, delete, promote-now, workers, queues: `emq.cli_operations`).
 
 Every verb's first line (on stderr) says which server it talks to: the one
 `--url` names, `EMQ_URL`, or, with neither, the development server (started on
@@ -351,6 +352,10 @@ def _parser() -> argparse.ArgumentParser:
     v = sub.add_parser("server", parents=[verbose], help="the per-user development server: emq server status|start|stop")
     v.add_argument("action", choices=("status", "start", "stop"))
     v.set_defaults(run=cmd_server)
+
+    from .cli_operations import add_verbs
+
+    add_verbs(sub, verbose, url_option, connect)
 
     from .dashboard.serve import add_arguments as dashboard_arguments
 

@@ -15,11 +15,12 @@ and a positive duration under half a millisecond is 1 ms, never 0.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from ._core import Client, Job, QueueCore
-from .answers import FailOutcome, QueueCounts, Retention, StalledOutcome
+from .answers import ActionOutcome, FailOutcome, LaneControl, QueueCounts, Retention, StalledOutcome
 from .sweeps import Backend, ClientLike
 
 JobBackend = Literal["plan", "module"]
@@ -36,6 +37,30 @@ class _Unchanged:
 
 
 UNCHANGED: Any = _Unchanged()
+
+JobState = Literal["scheduled", "pending", "active", "dead", "done"]
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """One page of a queue's jobs in one state (`Queue.jobs`)."""
+
+    jobs: list[Job]
+    """The page's jobs, as `Queue.get` gives them (a job gone between the reads is left out)."""
+    total: int
+    """How many jobs the state holds."""
+    offset: int
+    limit: int
+
+    @property
+    def has_next(self) -> bool:
+        return self.offset + self.limit < self.total
+
+
+def _outcomes(answers: list[tuple[str, str]], done: ActionOutcome, refused: ActionOutcome) -> dict[str, ActionOutcome]:
+    """The core's answers (`done`, `missing`, `refused` for each id) as this action names them."""
+    names = {"done": done, "missing": ActionOutcome.NOT_FOUND, "refused": refused}
+    return {id: names[a] for id, a in answers}
 
 
 class Queue:
@@ -180,6 +205,44 @@ class Queue:
         """The jobs in each place, read at one instant; `done` counts the done
         rows still kept."""
         return self._core.counts()
+
+    # -- operating ------------------------------------------------------------
+
+    def jobs(self, state: JobState, *, lane: str | None = None, offset: int = 0, limit: int = 50) -> JobPage:
+        """A page of the jobs in `state`, by rank: `scheduled` soonest due first,
+        `pending` next to be claimed first (`lane`: that lane's ready jobs),
+        `active` soonest lease end first, `dead` and `done` newest first. At
+        most 1,000 a page. Its cost is the page's, whatever the queue holds:
+        the place's size, the window of ids, and the rows of those ids only."""
+        jobs, total = self._core.jobs(state, lane, offset, limit)
+        return JobPage(jobs=jobs, total=total, offset=offset, limit=limit)
+
+    def retry(self, ids: Iterable[str]) -> dict[str, ActionOutcome]:
+        """Dead jobs back to ready (attempts and stalls back to 0, the error
+        kept; lane jobs to their lane): for each id, `RETRIED`, `NOT_DEAD` or
+        `NOT_FOUND`. One guarded transaction per 500 ids."""
+        return _outcomes(self._core.retry(ids), ActionOutcome.RETRIED, ActionOutcome.NOT_DEAD)
+
+    def retry_dead(self, limit: int | None = None) -> int:
+        """`retry` of the oldest dead jobs, up to `limit` (`None`: as many as are
+        dead when it starts); how many were retried."""
+        return self._core.retry_dead(limit)
+
+    def delete(self, ids: Iterable[str]) -> dict[str, ActionOutcome]:
+        """Deletes jobs from wherever they wait (scheduled, ready, dead, done),
+        rows and all: for each id, `DELETED`, `ACTIVE` (refused: a worker holds
+        it) or `NOT_FOUND`. A ready job is found in its list by `LREM`, whose
+        cost grows with its position."""
+        return _outcomes(self._core.delete(ids), ActionOutcome.DELETED, ActionOutcome.ACTIVE)
+
+    def promote_now(self, ids: Iterable[str]) -> dict[str, ActionOutcome]:
+        """Scheduled jobs ready now: for each id, `PROMOTED`, `NOT_SCHEDULED` or `NOT_FOUND`."""
+        return _outcomes(self._core.promote_now(ids), ActionOutcome.PROMOTED, ActionOutcome.NOT_SCHEDULED)
+
+    def lane_controls(self, lanes: Iterable[str]) -> dict[str, LaneControl]:
+        """Each lane's control as it stands (paused, limit, active count, in the ring)."""
+        names = lanes if isinstance(lanes, str) else list(lanes)  # a str goes on, for the core to refuse
+        return {n: LaneControl(*c) for n, c in zip(names, self._core.lane_controls(names), strict=True)}
 
     # -- retention ------------------------------------------------------------
 

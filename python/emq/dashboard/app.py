@@ -53,10 +53,16 @@ from .source import STATES, Source
 log = logging.getLogger("emq.dashboard")
 
 HERE = Path(__file__).parent
-MAX_FORM_BYTES = 16 * 1024
-"""The largest form body accepted: the dashboard's forms are a few fields."""
+MAX_FORM_BYTES = 64 * 1024
+"""The largest form body accepted: a few fields, and the ids of a page's jobs selected."""
+PAGE = 50
+"""Jobs a page of the queue page shows."""
+MAX_FORM_FIELDS = 16 + PAGE
+"""A form's fields at most: its own few, and an `id` for each job of a page."""
+JOB_ACTIONS = {"retry": "Retried", "delete": "Deleted", "promote-now": "Promoted"}
+"""The actions on chosen jobs, and the word the notice says of each."""
 FLASH_COOKIE = "emq_flash"
-NAV = {"overview.html": "overview", "queue.html": "overview", "job.html": "job", "workers.html": "workers"}
+NAV = {"overview.html": "overview", "queue.html": "overview", "job.html": "job", "workers.html": "workers", "_workers_live.html": "workers"}
 """The header's link each page lights up."""
 PUBLIC_PREFIXES = ("/static/", "/login")
 """What a browser gets before it logs in: the login page and its stylesheet."""
@@ -144,12 +150,15 @@ class Dashboard:
         if isinstance(summaries, EmqError):
             return self.failed(request, summaries)
         fragment = request.url.path.endswith("/fragments/overview")
+        workers = await self.call(request, self.source.workers)
+        if isinstance(workers, EmqError):
+            return self.failed(request, workers)
         return self.render(
             request,
             "_overview_queues.html" if fragment else "overview.html",
             summaries=summaries,
             throughput=self.source.throughput(),
-            workers=self.source.workers(),
+            workers=workers,
         )
 
     async def open_queue(self, request: Request) -> Response:
@@ -162,9 +171,17 @@ class Dashboard:
         view = await self.call(request, self.source.queue_view, name)
         if isinstance(view, EmqError):
             return self.failed(request, view)
+        state = request.query_params.get("state") or ("dead" if view.by_state["dead"] else "pending")
+        offset_text = request.query_params.get("offset", "0")
+        if state not in STATES or not (offset_text.isascii() and offset_text.isdigit()) or len(offset_text) > 15:
+            message = f"state must be one of {', '.join(STATES)} and offset a whole number of jobs"
+            return self.render(request, "error.html", status=400, kind="ArgumentError", message=message)
+        offset = int(offset_text)
+        jobs = await self.call(request, self.source.jobs_by_state, name, state, offset, PAGE)
+        if isinstance(jobs, EmqError):
+            return self.failed(request, jobs)
         fragment = request.url.path.startswith(request.scope.get("root_path", "") + "/fragments/")
-        jobs = {state: self.source.jobs_by_state(name, state) for state in STATES}
-        return self.render(request, "_queue_live.html" if fragment else "queue.html", view=view, jobs=jobs)
+        return self.render(request, "_queue_live.html" if fragment else "queue.html", view=view, jobs=jobs, state=state, offset=offset)
 
     async def job(self, request: Request) -> Response:
         queue = request.query_params.get("queue", "").strip()
@@ -192,7 +209,14 @@ class Dashboard:
         )
 
     async def workers(self, request: Request) -> Response:
-        return self.render(request, "workers.html", workers=self.source.workers())
+        workers = await self.call(request, self.source.workers)
+        if isinstance(workers, EmqError):
+            return self.failed(request, workers)
+        now_ms = await self.call(request, self.source.now_ms)
+        if isinstance(now_ms, EmqError):
+            return self.failed(request, now_ms)
+        fragment = request.url.path.endswith("/fragments/workers")
+        return self.render(request, "_workers_live.html" if fragment else "workers.html", workers=workers, now_ms=now_ms)
 
     async def metrics(self, request: Request) -> Response:
         body = await self.call(request, metrics_response, self.source)
@@ -248,10 +272,11 @@ class Dashboard:
             if len(body) > MAX_FORM_BYTES:
                 return PlainTextResponse("emq dashboard: the form is too large\n", 413)
         try:
-            parsed = parse_qs(body.decode("ascii"), keep_blank_values=True, max_num_fields=32, errors="strict")
+            parsed = parse_qs(body.decode("ascii"), keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS, errors="strict")
         except (UnicodeDecodeError, ValueError):
             return PlainTextResponse("emq dashboard: the form could not be read\n", 400)
         fields = {name: values[0] for name, values in parsed.items()}
+        request.state.ids = parsed.get("id", [])  # the jobs an action on chosen jobs acts on
         why = self.guard.csrf_refusal(request, fields.get(CSRF_FIELD))
         if why is not None:
             log.warning("refused %s %s: %s", request.method, request.url.path, why)
@@ -268,9 +293,26 @@ class Dashboard:
         queue, lane = form.get("queue", ""), form.get("lane", "")
         if not queue:
             return self.render(request, "error.html", status=400, kind="ArgumentError", message="the form names no queue")
+        back = ""
+        if name in JOB_ACTIONS or name == "retry-dead":
+            state, offset = form.get("state", ""), form.get("offset", "0")
+            if state in STATES and offset.isascii() and offset.isdigit():
+                back = f"?state={state}&offset={offset}"
         if name == "promote":
             result = await self.call(request, self.source.promote, queue)
             notice = f"Promoted {result} due job{'s' if result != 1 else ''}." if isinstance(result, int) else ""
+        elif name == "retry-dead":
+            result = await self.call(request, self.source.retry_dead, queue)
+            notice = f"Retried {result} dead job{'s' if result != 1 else ''}." if isinstance(result, int) else ""
+        elif name in JOB_ACTIONS:
+            ids = request.state.ids
+            if not ids:
+                return self.render(request, "error.html", status=400, kind="ArgumentError", message="no job was chosen")
+            act = {"retry": self.source.retry, "delete": self.source.delete, "promote-now": self.source.promote_now}[name]
+            result = await self.call(request, act, queue, ids)
+            notice = "" if isinstance(result, EmqError) else present.outcomes(JOB_ACTIONS[name], result)
+        elif name not in ("pause-lane", "resume-lane", "set-lane-limit"):
+            return self.render(request, "error.html", status=404, kind="ArgumentError", message=f"no action {name!r}")
         else:
             if not lane:
                 return self.render(request, "error.html", status=400, kind="ArgumentError", message="the form names no lane")
@@ -294,7 +336,7 @@ class Dashboard:
         if isinstance(result, EmqError):
             return self.failed(request, result)
         root = request.scope.get("root_path", "")
-        response = RedirectResponse(f"{root}/queues/{quote(queue, safe='')}", status_code=303)
+        response = RedirectResponse(f"{root}/queues/{quote(queue, safe='')}{back}", status_code=303)
         response.set_cookie(FLASH_COOKIE, quote(notice), max_age=30, httponly=True, samesite="strict", path=root or "/")
         return response
 
@@ -330,6 +372,7 @@ def _routes(d: Dashboard) -> list[BaseRoute]:
         Route("/job", d.job, methods=["GET"]),
         Route("/fragments/job", d.job, methods=["GET"]),
         Route("/workers", d.workers, methods=["GET"]),
+        Route("/fragments/workers", d.workers, methods=["GET"]),
         Route("/metrics", d.metrics, methods=["GET"]),
         Route("/login", d.login, methods=["GET", "POST"]),
         Route("/logout", d.logout, methods=["POST"]),
@@ -354,8 +397,8 @@ def create_app(
 
     `client`: an `emq.Client`; else `emq.connect(url)` (`url` left out:
     `EMQ_URL`, else an embedded Valkey). `queues`: the queues the overview and
-    `/metrics` list (until emq keeps a registry of queues); any queue can be
-    opened by name. `read_only`: no action is offered, and every action's POST
+    `/metrics` list first; every other queue in emq's registry (`emq.queues`)
+    follows them, and any queue can be opened by name. `read_only`: no action is offered, and every action's POST
     is refused (403).
 
     Who may use it, one of: `password` (HTTP basic, any user name), `token`

@@ -10,8 +10,11 @@ a hex dump otherwise, at most `SHOWN_BYTES` of it.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
+
+from ..answers import ActionOutcome
 
 SHOWN_BYTES = 64 * 1024
 """The most bytes of a job's data a page shows: a page stays small whatever a job holds."""
@@ -117,3 +120,15 @@ def relative(ms: int | None, now_ms: int) -> str:
 def count(n: int) -> str:
     """An integer with thin groups of three: `1 234 567`."""
     return f"{n:,}".replace(",", "\u202f")
+
+
+def outcomes(done_word: str, answers: Mapping[str, ActionOutcome]) -> str:
+    """An action's notice: `Retried 3 of 4 jobs (1 not dead).`"""
+    acted = sum(1 for a in answers.values() if a.value in ("retried", "deleted", "promoted"))
+    others: dict[str, int] = {}
+    for a in answers.values():
+        if a.value not in ("retried", "deleted", "promoted"):
+            others[a.value.replace("_", " ")] = others.get(a.value.replace("_", " "), 0) + 1
+    total = len(answers)
+    rest = f" ({', '.join(f'{n} {why}' for why, n in sorted(others.items()))})" if others else ""
+    return f"{done_word} {acted} of {total} job{'s' if total != 1 else ''}{rest}."

@@ -1,21 +1,15 @@
 """What the dashboard shows, read through emq's own API: one `Source` answers each page.
 
 The pages ask a `Source`; it asks `emq.Queue` (`counts`, `lanes`, `get`,
-`retention`) and acts through it (`pause_lane`, `resume_lane`,
-`set_lane_limit`, `promote`), so the dashboard checks and refuses exactly as
-the API does. Its calls block on the server: the app runs them in a thread.
+`retention`, `jobs`, `lane_controls`) and the registry (`emq.queues`,
+`emq.workers`), and acts through `emq.Queue` (`pause_lane`, `resume_lane`,
+`set_lane_limit`, `promote`, `retry`, `retry_dead`, `delete`,
+`promote_now`), so the dashboard checks and refuses exactly as the API does.
+Its calls block on the server: the app runs them in a thread.
 
 Where emq has no call yet for what a page wants, the method says so by
 answering `None`, and the page says plainly that the section appears once the
-call exists. These are the seams the operations API fills:
-
-- `queue_names`: the queues given to `create_app(queues=...)` (or `--queue`),
-  until the queue registry lists every queue that has been used;
-- `workers`: `None` until the workers' registry exists;
-- `throughput`: `None` until the per-minute counters exist;
-- `jobs_by_state`: `None` until `Queue.jobs(state, offset=, limit=)` exists;
-- `lane_controls`: `None` until the core answers a lane's paused flag, limit
-  and active count (only the core reads keys: the facade never spells one).
+call exists: `throughput`, until emq keeps per-minute counters.
 """
 
 from __future__ import annotations
@@ -24,8 +18,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .._core import Client, Job
-from ..answers import QueueCounts, Retention
-from ..queue import Queue
+from ..answers import ActionOutcome, LaneControl, QueueCounts, Retention, WorkerInfo
+from ..queue import JobPage, Queue
+from ..registry import queues as registered_queues
+from ..registry import workers as live_workers
 
 STATES = ("scheduled", "pending", "active", "dead", "done")
 """The places a job can be, in the order the pages show them (SPEC §2, the row's `state`)."""
@@ -48,20 +44,14 @@ class QueueSummary:
         return sum(self.by_state.values())
 
 
-@dataclass(frozen=True)
-class LaneControls:
-    """A lane's control fields (SPEC §2, lane control), as the core will answer them."""
-
-    paused: bool
-    limit: int
-    """0: no limit."""
-    active: int
+LaneControls = LaneControl
+"""A lane's control fields (SPEC §2, lane control), as `Queue.lane_controls` answers them."""
 
 
 @dataclass(frozen=True)
 class LaneView:
     """One lane, as the queue page shows it: its ready jobs (`Queue.counts`), and its
-    controls, None until emq answers them (`Source.lane_controls`)."""
+    controls (`Source.lane_controls`; None for a lane that went between the two reads)."""
 
     name: str
     ready: int
@@ -120,28 +110,42 @@ class Source:
                 self._queue_objects[name] = q
         return q
 
-    # -- seams the operations API fills ----------------------------------------
+    # -- the registry, the pages of jobs, the lanes' controls ----------------------
 
     def queue_names(self) -> list[str]:
-        """The queues the overview lists: those given to the dashboard. Once emq
-        keeps a registry of the queues used, this reads it instead."""
-        return list(self._queues)
+        """The queues the overview lists: those given to the dashboard, then every
+        other queue in the registry (`emq.queues`), sorted."""
+        given = set(self._queues)
+        return list(self._queues) + [q for q in registered_queues(self.client) if q not in given]
 
-    def workers(self) -> Sequence[object] | None:
-        """The workers alive and what they run: `None` until emq keeps a workers' registry."""
-        return None
+    def workers(self) -> list[WorkerInfo]:
+        """The workers alive and what they run (`emq.workers`)."""
+        return live_workers(self.client)
 
     def throughput(self, queue: str | None = None) -> Mapping[str, object] | None:
         """Jobs completed, retried and dead per minute: `None` until emq keeps per-minute counters."""
         return None
 
-    def jobs_by_state(self, queue: str, state: str, *, offset: int = 0, limit: int = 50) -> Sequence[object] | None:
-        """A page of the queue's jobs in `state`: `None` until `Queue.jobs` exists."""
-        return None
+    def jobs_by_state(self, queue: str, state: str, offset: int = 0, limit: int = 50) -> JobPage:
+        """A page of the queue's jobs in `state` (`Queue.jobs`): what it shows is all it reads."""
+        return self.queue(queue).jobs(state, offset=offset, limit=limit)  # type: ignore[arg-type]
 
-    def lane_controls(self, queue: str, lanes: Sequence[str]) -> Mapping[str, LaneControls] | None:
-        """Each lane's paused flag, limit and active count: `None` until the core answers them."""
-        return None
+    def lane_controls(self, queue: str, lanes: Sequence[str]) -> Mapping[str, LaneControls]:
+        """Each lane's paused flag, limit and active count (`Queue.lane_controls`)."""
+        return self.queue(queue).lane_controls(lanes)
+
+    def oldest_waiting_ms(self, queue: str, counts: QueueCounts, now_ms: int) -> int | None:
+        """How long the oldest ready job has waited since it was due (ms): the head of
+        `pending` and of each lane with ready jobs, one row each; None when none waits."""
+        q = self.queue(queue)
+        heads: list[Job] = []
+        if counts.pending:
+            heads += q.jobs("pending", limit=1).jobs
+        for lane, n in counts.lanes.items():
+            if n:
+                heads += q.jobs("pending", lane=lane, limit=1).jobs
+        dues = [j.due_ms for j in heads if j.due_ms is not None]
+        return max(0, now_ms - min(dues)) if dues else None
 
     # -- reads -------------------------------------------------------------------
 
@@ -155,7 +159,7 @@ class Source:
         q = self.queue(name)
         counts = q.counts()
         names = sorted(set(q.lanes()) | set(counts.lanes))
-        controls = self.lane_controls(q.name, names) or {}
+        controls = self.lane_controls(q.name, names)
         lanes = [LaneView(lane, counts.lanes.get(lane, 0), controls.get(lane)) for lane in names]
         return QueueView(name=q.name, counts=counts, lanes=lanes, retention=q.retention(), now_ms=self.now_ms())
 
@@ -177,3 +181,15 @@ class Source:
     def promote(self, queue: str) -> int:
         """PROMOTE once (`emq.promote`): the jobs due now become ready; how many moved."""
         return self.queue(queue).promote()
+
+    def retry(self, queue: str, ids: Sequence[str]) -> dict[str, ActionOutcome]:
+        return self.queue(queue).retry(ids)
+
+    def retry_dead(self, queue: str) -> int:
+        return self.queue(queue).retry_dead()
+
+    def delete(self, queue: str, ids: Sequence[str]) -> dict[str, ActionOutcome]:
+        return self.queue(queue).delete(ids)
+
+    def promote_now(self, queue: str, ids: Sequence[str]) -> dict[str, ActionOutcome]:
+        return self.queue(queue).promote_now(ids)

@@ -16,6 +16,7 @@ from .handlers import Handlers
 from .leases import LeaseKeeper
 from .options import Options, OptionValues, Recovery
 from .parking import ManyQueuesPark, OneQueuePark, Park
+from .registry import Heartbeat
 from .shutdown import Shutdown
 
 log = logging.getLogger("emq.worker")
@@ -79,6 +80,7 @@ class Worker(OptionValues):
             self._park = ManyQueuesPark(options, self._shutdown, conns.parks)
         self._beat = Beat(options, conns.beats, self._handlers, self._park, self.counters, self._shutdown)
         self._leases = LeaseKeeper(self._handlers, options.lease, self.counters, self._shutdown)
+        self._heartbeat = Heartbeat(options.queue.client, options.queues, options.concurrency, self.counters, self._handlers.running_jobs)
         self._shutdown.on_stop(self._handlers.freed.set)
         self._shutdown.on_stop(self._park.stop)
 
@@ -98,6 +100,7 @@ class Worker(OptionValues):
                 signal.signal(sig, lambda *_: self.stop())
         self._handlers.start()
         self._leases.start()
+        self._heartbeat.start()
         self._park.start()
         # The time to live ends a park too, as `stop()` does (a park may be long: `idle_beat`).
         ttl = None
@@ -120,6 +123,7 @@ class Worker(OptionValues):
             self._park.end()
             self._handlers.close()
             self._leases.join(timeout=5)
+            self._heartbeat.stop()
         if self._shutdown.error is not None:
             raise self._shutdown.error
         return self.counters.snapshot()

@@ -28,7 +28,7 @@ use crate::sweeps;
 pub struct Client {
     conn: Mutex<Router>,
     #[pyo3(get)]
-    address: String,
+    pub(crate) address: String,
 }
 
 /// An argument that may be left out, told apart from one given as `None`

@@ -2,7 +2,7 @@
 //! `QueueCore`, `Job`), functions and constants. The work is the modules':
 //! `arguments` (every argument checked), `client` and `queue_core` (the calls),
 //! `job_backend` (`plan_backend`, `module_backend`), `sweep_calls` and
-//! `sweeps`, `reads`,
+//! `sweeps`, `reads`, `operations` (an operator's), `registry` (queues and workers),
 //! `drive` (a conversation on the wire), `conn` and `cluster` (connections),
 //! `py_values` (answers as Python values), `error` (the exception classes).
 
@@ -19,10 +19,12 @@ mod job_backend;
 mod job_class;
 mod job_ids;
 mod module_backend;
+mod operations;
 mod plan_backend;
 mod py_values;
 mod queue_core;
 mod reads;
+mod registry;
 mod signals;
 mod sweep_calls;
 mod sweeps;
@@ -43,6 +45,10 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sweep_calls::stalled_check, m)?)?;
     m.add_function(wrap_pyfunction!(sweep_calls::wire_form, m)?)?;
     m.add_function(wrap_pyfunction!(tools::queue_slot, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::registered_queues, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::live_workers, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::worker_beat, m)?)?;
+    m.add_function(wrap_pyfunction!(registry::worker_leave, m)?)?;
     m.add_function(wrap_pyfunction!(tools::parse_info, m)?)?;
     m.add_function(wrap_pyfunction!(worker_helpers::backoff_s, m)?)?;
     m.add_function(wrap_pyfunction!(worker_helpers::check_duration, m)?)?;
@@ -61,6 +67,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LEASE_MARK_KEEP_MS", emq_plan::protocol::guard::LEASE_MARK_KEEP_MS)?;
     m.add("ROW_GROUP", emq_plan::protocol::rows::GROUP)?;
     m.add("MAX_ATTEMPTS", drive::MAX_ATTEMPTS)?;
+    m.add("MAX_PAGE", emq_plan::operations::MAX_PAGE)?;
+    m.add("ACT_BATCH", emq_plan::operations::act::ACT_BATCH)?;
     let defaults = PyDict::new(m.py());
     defaults.set_item("done_ms", emq_plan::jobs::retention::DONE_MS)?;
     defaults.set_item("dead_ms", emq_plan::jobs::retention::DEAD_MS)?;

@@ -3,7 +3,10 @@
 //! chosen then). One method per call of `emq.Queue`, each checking its
 //! arguments (`arguments`) and naming `Queue.<call>` in every error.
 
+use std::sync::atomic::AtomicBool;
+
 use emq_plan::lanes::lane_control::LaneOp;
+use emq_plan::operations::{Action, Answer, Place};
 use emq_plan::sweep::{Kind, Outcome};
 use emq_plan::Keys;
 use pyo3::prelude::*;
@@ -12,13 +15,15 @@ use pyo3::types::PyList;
 use crate::arguments::{self, count, duration, held, held_jobs, integer, optional_count, JobBackendName, Least, Span, MAX_STORED};
 use crate::client::{Client, Setting};
 use crate::conn::Conn;
-use crate::error::HostResult;
+use crate::error::{ForCall, HostResult};
 use crate::job_backend::JobBackend;
 use crate::job_class::Job;
 use crate::module_backend::ModuleBackend;
+use crate::operations;
 use crate::plan_backend::{lane_control, PlanBackend};
 use crate::py_values;
 use crate::reads;
+use crate::registry;
 use crate::sweeps;
 
 #[pyclass(frozen, module = "emq._core")]
@@ -27,6 +32,8 @@ pub struct QueueCore {
     name: String,
     keys: Keys,
     backend: &'static dyn JobBackend,
+    /// Whether this process has added the name to the registry (`registry::register`).
+    registered: AtomicBool,
 }
 
 impl QueueCore {
@@ -43,6 +50,35 @@ impl QueueCore {
     ) -> PyResult<T> {
         let (backend, keys) = (self.backend, &self.keys);
         self.client.get().wrote(py, call, self.queue(), |c| f(backend, c, keys))
+    }
+
+    /// An add's result, once the queue is registered if the add landed or may
+    /// have (`emq.OutcomeUnknownError`: a retry of it then writes nothing new).
+    fn added<T>(&self, py: Python<'_>, result: PyResult<T>) -> PyResult<T> {
+        let landed = match &result {
+            Ok(_) => true,
+            Err(e) => e.get_type(py).name().is_ok_and(|n| n == "OutcomeUnknownError"),
+        };
+        if landed {
+            registry::register(py, self.client.get(), self.queue(), &self.registered);
+        }
+        result
+    }
+
+    /// An operator's action on the jobs `ids` (checked first): each id and its answer.
+    fn act(&self, py: Python<'_>, call: &str, action: Action, ids: &Bound<'_, PyAny>) -> PyResult<Vec<(String, &'static str)>> {
+        let ids = arguments::ids(call, "ids", ids)?;
+        if ids.is_empty() {
+            return Ok(vec![]);
+        }
+        let keys = &self.keys;
+        let answers = self.client.get().wrote(py, call, self.queue(), |c| operations::act(c, call, keys, action, &ids))?;
+        let word = |a: Answer| match a {
+            Answer::Done => "done",
+            Answer::Missing => "missing",
+            Answer::Refused => "refused",
+        };
+        Ok(ids.into_iter().map(py_values::text).zip(answers.into_iter().map(word)).collect())
     }
 
     fn lane(&self, py: Python<'_>, call: &str, lane: &Bound<'_, PyAny>, op: LaneOp) -> PyResult<()> {
@@ -98,7 +134,7 @@ impl QueueCore {
             JobBackendName::Module => &ModuleBackend,
         };
         let keys = Keys::new(&queue);
-        Ok(QueueCore { client, name: String::from_utf8(queue).expect("checked UTF-8"), keys, backend })
+        Ok(QueueCore { client, name: String::from_utf8(queue).expect("checked UTF-8"), keys, backend, registered: AtomicBool::new(false) })
     }
 
     #[getter]
@@ -131,7 +167,7 @@ impl QueueCore {
     ) -> PyResult<String> {
         const CALL: &str = "Queue.add";
         let job = [arguments::new_job(CALL, data, id, delay, at, lane, max_attempts)?];
-        let ids = self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &job))?;
+        let ids = self.added(py, self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &job)))?;
         Ok(ids.into_iter().next().map(py_values::text).unwrap_or_default())
     }
 
@@ -143,7 +179,7 @@ impl QueueCore {
         if jobs.is_empty() {
             return Ok(vec![]);
         }
-        let ids = self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &jobs))?;
+        let ids = self.added(py, self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &jobs)))?;
         Ok(ids.into_iter().map(py_values::text).collect())
     }
 
@@ -277,6 +313,59 @@ impl QueueCore {
         let keys = &self.keys;
         let n = self.client.get().on(py, CALL, self.queue(), |c| reads::counts(c, CALL, keys))?;
         py_values::queue_counts(py, n)
+    }
+
+    /// A page of the jobs in `state` (`lane`: a lane's, for `pending`), by
+    /// rank: `(jobs, total)`, the rows read only for the page.
+    fn jobs(
+        &self,
+        py: Python<'_>,
+        state: &Bound<'_, PyAny>,
+        lane: &Bound<'_, PyAny>,
+        offset: &Bound<'_, PyAny>,
+        limit: &Bound<'_, PyAny>,
+    ) -> PyResult<(Vec<Job>, i64)> {
+        const CALL: &str = "Queue.jobs";
+        let state = arguments::text(CALL, "state", state)?;
+        let lane = arguments::text::optional_name(CALL, "lane", lane)?;
+        let place = Place::parse(CALL, state.as_bytes(), lane).for_call(CALL)?;
+        let offset = integer(CALL, "offset", offset, 0, MAX_STORED)?;
+        let limit = integer(CALL, "limit", limit, 1, emq_plan::operations::MAX_PAGE)?;
+        let keys = &self.keys;
+        let page = self.client.get().on(py, CALL, self.queue(), |c| operations::page(c, CALL, keys, &place, offset, limit))?;
+        Ok((page.jobs.into_iter().map(|(id, row)| Job::row(py_values::text(id), row)).collect(), page.total))
+    }
+
+    /// RETRY of dead jobs: each id and `"done"`, `"missing"` or `"refused"` (not dead).
+    fn retry(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<Vec<(String, &'static str)>> {
+        self.act(py, "Queue.retry", Action::Retry, ids)
+    }
+
+    /// DELETE of jobs from wherever they wait: `"refused"` for an active one.
+    fn delete(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<Vec<(String, &'static str)>> {
+        self.act(py, "Queue.delete", Action::Delete, ids)
+    }
+
+    /// PROMOTE NOW of scheduled jobs: `"refused"` for one not scheduled.
+    fn promote_now(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<Vec<(String, &'static str)>> {
+        self.act(py, "Queue.promote_now", Action::PromoteNow, ids)
+    }
+
+    /// RETRY of the oldest dead jobs, up to `limit` (`None`: those dead now): how many.
+    fn retry_dead(&self, py: Python<'_>, limit: &Bound<'_, PyAny>) -> PyResult<u64> {
+        const CALL: &str = "Queue.retry_dead";
+        let limit = optional_count(CALL, "limit", limit, true)?;
+        let keys = &self.keys;
+        self.client.get().wrote(py, CALL, self.queue(), |c| operations::retry_dead(c, CALL, keys, limit))
+    }
+
+    /// Each lane's control as it stands: `(paused, limit, active, in_ring)`, in the order asked.
+    fn lane_controls(&self, py: Python<'_>, lanes: &Bound<'_, PyAny>) -> PyResult<Vec<(bool, i64, i64, bool)>> {
+        const CALL: &str = "Queue.lane_controls";
+        let lanes = arguments::ids(CALL, "lanes", lanes)?;
+        let keys = &self.keys;
+        let ctls = self.client.get().on(py, CALL, self.queue(), |c| operations::lane_controls(c, CALL, keys, &lanes))?;
+        Ok(ctls.into_iter().map(|c| (c.paused, c.limit, c.active, c.in_ring)).collect())
     }
 
     /// The effective retention policy: an `emq.Retention`.

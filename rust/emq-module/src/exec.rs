@@ -249,6 +249,19 @@ impl Host {
                     Some(r) => r,
                     None => self.call_write(keys, w),
                 },
+                // The operator's actions and the registry run on the client host
+                // only (no module verb makes them); as commands, should one ever.
+                Write::DropFinished { .. }
+                | Write::LeaveDead(_)
+                | Write::LeaveDone(_)
+                | Write::Unready { .. }
+                | Write::RegisterQueue(_)
+                | Write::ListWorker { .. }
+                | Write::SetWorker { .. }
+                | Write::ExpireWorker { .. }
+                | Write::TrimWorkers { .. }
+                | Write::UnlistWorker(_)
+                | Write::DeleteWorker(_) => self.call_write(keys, w),
             };
             match reply {
                 Reply::Error { message, .. } => return Err(Error::server(verb, message)),

@@ -18,8 +18,11 @@
 //! - the conversations: `sweep` (PROMOTE §5, STALLED CHECK §6), `jobs` (add,
 //!   claim, extend/complete/fail, retention), `batch` (a worker's jobs at once,
 //!   and the group commit that claims), `lanes` (offer(L) and lane control),
-//!   `reads` (a row, the lanes, the counts), `schedules` (the time arithmetic of
-//!   periodic schedules, SPEC §14: cron, zones, due ticks);
+//!   `reads` (a row, the lanes, the counts), `operations` (an operator's: a
+//!   page of jobs by state, retry, delete, promote now, the lanes' controls),
+//!   `registry` (the queues used and the workers alive, SPEC §17),
+//!   `schedules` (the time arithmetic of periodic schedules, SPEC §14: cron,
+//!   zones, due ticks);
 //! - `wire`: the forms of the module's commands and their replies.
 //!
 //! Modules import one another, never this root: it only declares and re-exports.
@@ -34,8 +37,10 @@ pub mod jobs;
 pub mod lanes;
 pub mod names;
 pub mod numbers;
+pub mod operations;
 pub mod protocol;
 pub mod reads;
+pub mod registry;
 pub mod schedules;
 pub mod sweep;
 pub mod wire;

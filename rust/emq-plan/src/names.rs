@@ -53,7 +53,15 @@ pub mod kind {
     pub const LANE: &[u8] = b"lane:";
     pub const LANECTL: &[u8] = b"lanectl:";
     pub const LEASES: &[u8] = b"leases:";
+    /// The registry's own keys (`R queues`, `R workers`) and a worker's (`R worker:ID`).
+    pub const QUEUES: &[u8] = b"queues";
+    pub const WORKERS: &[u8] = b"workers";
+    pub const WORKER: &[u8] = b"worker:";
 }
+
+/// The tag of the registry's keys, `R = "emq:{emq registry}:"` (SPEC §2): a
+/// queue name has no whitespace (SPEC §1), so no queue's keys can share it.
+pub const REGISTRY: &[u8] = b"emq registry";
 
 /// The keys of one queue. `P` is `emq:{q}:`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,6 +146,26 @@ impl Keys {
     }
     pub fn lanectl(&self, lane: &[u8]) -> Vec<u8> {
         self.key2(kind::LANECTL, lane)
+    }
+
+    /// The registry's keys (`R`, [`REGISTRY`]), rendered as a queue's are.
+    pub fn registry() -> Self {
+        Keys::new(REGISTRY)
+    }
+
+    /// `R workers` (with the registry's keys).
+    pub fn workers(&self) -> Vec<u8> {
+        self.key(kind::WORKERS)
+    }
+
+    /// `R worker:ID` (with the registry's keys).
+    pub fn worker(&self, id: &[u8]) -> Vec<u8> {
+        self.key2(kind::WORKER, id)
+    }
+
+    /// `R queues` (with the registry's keys).
+    pub fn queues(&self) -> Vec<u8> {
+        self.key(kind::QUEUES)
     }
 }
 

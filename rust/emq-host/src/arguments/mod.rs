@@ -20,4 +20,4 @@ pub use backends::{group, job_backend, sweep_backend, JobBackendName, SweepBacke
 pub use durations::{duration, optional_duration, retry_in, Least, Span};
 pub use jobs::{held, held_jobs, new_job, new_jobs, settle_items};
 pub use numbers::{count, integer, optional_count, MAX_STORED};
-pub use text::{command, command_arg, failure, name, queue_name, refused, text, type_name};
+pub use text::{command, command_arg, failure, ids, name, queue_name, refused, text, type_name};

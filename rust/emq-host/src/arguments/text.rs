@@ -114,3 +114,22 @@ pub fn command<'py>(args: impl Iterator<Item = Bound<'py, PyAny>>) -> PyResult<C
     }
     Ok(Cmd::from_args(parts))
 }
+
+/// Job ids (`name` each) from a list, tuple or other iterable that is not
+/// text itself, each kept once in the order given.
+pub fn ids(call: &str, what: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
+    if v.is_instance_of::<PyString>() || bytes_of(v)?.is_some() {
+        return Err(refused(call, format_args!("{what} must be a list of ids, not {}", type_name(v))));
+    }
+    let items = v.try_iter().map_err(|_| refused(call, format_args!("{what} must be a list of ids, not {}", type_name(v))))?;
+    let mut seen = std::collections::HashSet::new();
+    let mut out = vec![];
+    for item in items {
+        let id = name(call, what, &item?)
+            .map_err(|_| refused(call, format_args!("{what} must each be a str of 1 to 256 bytes of UTF-8 with no control characters")))?;
+        if seen.insert(id.clone()) {
+            out.push(id);
+        }
+    }
+    Ok(out)
+}

@@ -97,6 +97,32 @@ pub enum Write {
     // -- the retention policy, `P retention`
     /// `HSET P retention field value…`.
     SetRetention(Vec<(&'static str, i64)>),
+
+    // -- an operator's actions on jobs (`crate::operations`)
+    /// `HDEL P job:ID finished`: a dead job retried is no longer finished.
+    DropFinished { id: Vec<u8> },
+    /// `ZREM P dead id…`: dead jobs retried or deleted.
+    LeaveDead(Members),
+    /// `ZREM P done id…`: done rows deleted.
+    LeaveDone(Members),
+    /// `LREM P pending 1 id` (`lane: None`) or `LREM P lane:L 1 id`: a ready job deleted.
+    Unready { lane: Option<Vec<u8>>, id: Vec<u8> },
+
+    // -- the registry (`crate::registry`: rendered with the registry's keys, `R`)
+    /// `SADD R queues name`: a queue that has been used.
+    RegisterQueue(Vec<u8>),
+    /// `ZADD R workers expiry id`: a worker alive until `expiry` (ms).
+    ListWorker { id: Vec<u8>, expiry: i64 },
+    /// `HSET R worker:ID field value…`: what a worker says of itself.
+    SetWorker { id: Vec<u8>, fields: Vec<(Vec<u8>, Vec<u8>)> },
+    /// `PEXPIREAT R worker:ID at`.
+    ExpireWorker { id: Vec<u8>, at: i64 },
+    /// `ZREMRANGEBYSCORE R workers -inf (before`: workers that stopped beating.
+    TrimWorkers { before: i64 },
+    /// `ZREM R workers id`: a worker that stopped cleanly.
+    UnlistWorker(Vec<u8>),
+    /// `DEL R worker:ID`.
+    DeleteWorker(Vec<u8>),
 }
 
 /// The fields a [`Write::SetRow`] sets, by the change of the row it records
@@ -121,6 +147,9 @@ pub enum RowFields {
     Dead { error: Vec<u8>, finished: i64 },
     /// COMPLETE of a row that is kept: `state done finished`.
     Done { finished: i64 },
+    /// A dead job retried by an operator: `state pending attempts 0 stalls 0 due`,
+    /// due now (its `error` is kept).
+    Revived { due: i64 },
 }
 
 /// The whole row of a new job, `pending` when `ready`, else `scheduled`:
@@ -366,6 +395,9 @@ mod word {
     pub const LEFT: Word = Word::new("LEFT");
     pub const RIGHT: Word = Word::new("RIGHT");
     pub const PX: Word = Word::new("PX");
+
+    pub const SADD: Word = Word::new("SADD");
+    pub const LREM: Word = Word::new("LREM");
 }
 
 impl RowFields {
@@ -378,6 +410,7 @@ impl RowFields {
             RowFields::Stalled { dead, .. } => 2 + usize::from(*dead),
             RowFields::Retry { .. } | RowFields::Dead { .. } => 3,
             RowFields::Done { .. } => 2,
+            RowFields::Revived { .. } => 4,
         }
     }
 
@@ -428,6 +461,12 @@ impl RowFields {
                 f(&word::STATE, Arg::Word(&word::DONE));
                 f(&word::FINISHED, Arg::Int(*finished));
             }
+            RowFields::Revived { due } => {
+                f(&word::STATE, Arg::Word(&word::PENDING));
+                f(&word::ATTEMPTS, Arg::Word(&word::ZERO));
+                f(&word::STALLS, Arg::Word(&word::ZERO));
+                f(&word::DUE, Arg::Int(*due));
+            }
         }
     }
 }
@@ -454,10 +493,15 @@ impl Write {
     /// The command's name, as a word.
     pub fn command(&self) -> &'static Word {
         match self {
-            Write::SetRow { .. } | Write::SetLane { .. } | Write::SetRetention(_) => &word::HSET,
-            Write::DropLease { .. } => &word::HDEL,
-            Write::ExpireRow { .. } => &word::PEXPIREAT,
-            Write::DeleteRows(_) => &word::DEL,
+            Write::SetRow { .. } | Write::SetLane { .. } | Write::SetRetention(_) | Write::SetWorker { .. } => &word::HSET,
+            Write::DropLease { .. } | Write::DropFinished { .. } => &word::HDEL,
+            Write::ExpireRow { .. } | Write::ExpireWorker { .. } => &word::PEXPIREAT,
+            Write::DeleteRows(_) | Write::DeleteWorker(_) => &word::DEL,
+            Write::LeaveDead(_) | Write::LeaveDone(_) | Write::UnlistWorker(_) => &word::ZREM,
+            Write::Unready { .. } => &word::LREM,
+            Write::RegisterQueue(_) => &word::SADD,
+            Write::ListWorker { .. } => &word::ZADD,
+            Write::TrimWorkers { .. } => &word::ZREMRANGEBYSCORE,
             Write::TakeSlots { .. } => &word::HINCRBY,
             Write::Schedule(_) | Write::Lease { .. } | Write::ExtendLeases { .. } | Write::Bury { .. } | Write::ListDone { .. } => {
                 &word::ZADD
@@ -478,7 +522,16 @@ impl Write {
     pub fn key<R>(&self, keys: &Keys, f: impl FnOnce([&[u8]; 3]) -> R) -> R {
         let own = |k: &'static [u8]| keys.parts(k, b"");
         match self {
-            Write::SetRow { id, .. } | Write::DropLease { id } | Write::ExpireRow { id, .. } => f(keys.parts(kind::JOB, id)),
+            Write::SetRow { id, .. } | Write::DropLease { id } | Write::ExpireRow { id, .. } | Write::DropFinished { id } => {
+                f(keys.parts(kind::JOB, id))
+            }
+            Write::LeaveDead(_) => f(own(kind::DEAD)),
+            Write::LeaveDone(_) => f(own(kind::DONE)),
+            Write::Unready { lane: None, .. } => f(own(kind::PENDING)),
+            Write::Unready { lane: Some(lane), .. } => f(keys.parts(kind::LANE, lane)),
+            Write::RegisterQueue(_) => f(own(kind::QUEUES)),
+            Write::ListWorker { .. } | Write::TrimWorkers { .. } | Write::UnlistWorker(_) => f(own(kind::WORKERS)),
+            Write::SetWorker { id, .. } | Write::ExpireWorker { id, .. } | Write::DeleteWorker(id) => f(keys.parts(kind::WORKER, id)),
             Write::DeleteRows(ids) => f(keys.parts(kind::JOB, ids.first().unwrap_or_default())),
             Write::SetLane { lane, .. } | Write::TakeSlots { lane, .. } => f(keys.parts(kind::LANECTL, lane)),
             Write::Schedule(_) | Write::Unschedule(_) => f(own(kind::SCHEDULE)),
@@ -513,7 +566,29 @@ impl Write {
                 f(Arg::Word(&word::TOKEN));
                 f(Arg::Word(&word::LEASE));
             }
-            Write::ExpireRow { at, .. } => f(Arg::Int(*at)),
+            Write::ExpireRow { at, .. } | Write::ExpireWorker { at, .. } => f(Arg::Int(*at)),
+            Write::DropFinished { .. } => f(Arg::Word(&word::FINISHED)),
+            Write::LeaveDead(ids) | Write::LeaveDone(ids) => ids.iter().for_each(|id| f(Arg::Bytes(id))),
+            Write::Unready { id, .. } => {
+                f(Arg::Word(&word::ONE));
+                f(Arg::Bytes(id));
+            }
+            Write::RegisterQueue(member) | Write::UnlistWorker(member) => f(Arg::Bytes(member)),
+            Write::ListWorker { id, expiry } => {
+                f(Arg::Int(*expiry));
+                f(Arg::Bytes(id));
+            }
+            Write::SetWorker { fields, .. } => {
+                for (name, value) in fields {
+                    f(Arg::Bytes(name));
+                    f(Arg::Bytes(value));
+                }
+            }
+            Write::TrimWorkers { before } => {
+                f(Arg::Word(&word::NEG_INF));
+                f(Arg::Below(*before));
+            }
+            Write::DeleteWorker(_) => {}
             Write::DeleteRows(ids) => ids.iter().skip(1).for_each(|id| f(Arg::Key(keys.parts(kind::JOB, id)))),
             Write::SetLane { field, .. } => {
                 let (name, value) = field.pair();
@@ -577,7 +652,12 @@ impl Write {
         match self {
             Write::SetRow { fields, .. } => 2 + 2 * fields.count(),
             Write::DropLease { .. } | Write::SetLane { .. } | Write::TakeSlots { .. } | Write::TrimDone { .. } | Write::TrimWake => 4,
-            Write::ExpireRow { .. } | Write::TakePending { .. } => 3,
+            Write::ExpireRow { .. } | Write::TakePending { .. } | Write::DropFinished { .. } | Write::ExpireWorker { .. } => 3,
+            Write::RegisterQueue(_) | Write::UnlistWorker(_) => 3,
+            Write::DeleteWorker(_) => 2,
+            Write::LeaveDead(ids) | Write::LeaveDone(ids) => 2 + ids.len(),
+            Write::Unready { .. } | Write::ListWorker { .. } | Write::TrimWorkers { .. } => 4,
+            Write::SetWorker { fields, .. } => 2 + 2 * fields.len(),
             Write::DeleteRows(ids) => 1 + ids.len(),
             Write::Schedule(due) => 2 + 2 * due.len(),
             Write::Lease { ids, .. } | Write::Bury { ids, .. } | Write::ListDone { ids, .. } => 2 + 2 * ids.len(),
@@ -979,6 +1059,25 @@ mod tests {
             (Write::TrimWake, cmd(&["LTRIM", "emq:{q}:wake", "-64", "-1"])),
             (Write::MarkLease { second: 1_700_000 }, cmd(&["SET", "emq:{q}:leases:1700000", "1", "PX", "60000"])),
             (Write::CountPromotion, cmd(&["INCR", "emq:{q}:promotions"])),
+            (
+                row(RowFields::Revived { due: 12 }),
+                cmd(&["HSET", "emq:{q}:job:a", "state", "pending", "attempts", "0", "stalls", "0", "due", "12"]),
+            ),
+            (Write::DropFinished { id: b"a".to_vec() }, cmd(&["HDEL", "emq:{q}:job:a", "finished"])),
+            (Write::LeaveDead(ids(&["a", "b"])), cmd(&["ZREM", "emq:{q}:dead", "a", "b"])),
+            (Write::LeaveDone(ids(&["a"])), cmd(&["ZREM", "emq:{q}:done", "a"])),
+            (Write::Unready { lane: None, id: b"a".to_vec() }, cmd(&["LREM", "emq:{q}:pending", "1", "a"])),
+            (Write::Unready { lane: Some(b"L".to_vec()), id: b"a".to_vec() }, cmd(&["LREM", "emq:{q}:lane:L", "1", "a"])),
+            (Write::RegisterQueue(b"orders".to_vec()), cmd(&["SADD", "emq:{q}:queues", "orders"])),
+            (Write::ListWorker { id: b"w".to_vec(), expiry: 15 }, cmd(&["ZADD", "emq:{q}:workers", "15", "w"])),
+            (
+                Write::SetWorker { id: b"w".to_vec(), fields: vec![(b"pid".to_vec(), b"7".to_vec())] },
+                cmd(&["HSET", "emq:{q}:worker:w", "pid", "7"]),
+            ),
+            (Write::ExpireWorker { id: b"w".to_vec(), at: 15 }, cmd(&["PEXPIREAT", "emq:{q}:worker:w", "15"])),
+            (Write::TrimWorkers { before: 9 }, cmd(&["ZREMRANGEBYSCORE", "emq:{q}:workers", "-inf", "(9"])),
+            (Write::UnlistWorker(b"w".to_vec()), cmd(&["ZREM", "emq:{q}:workers", "w"])),
+            (Write::DeleteWorker(b"w".to_vec()), cmd(&["DEL", "emq:{q}:worker:w"])),
             (
                 Write::SetRetention(vec![("done_ms", 0), ("dead_max", -1)]),
                 cmd(&["HSET", "emq:{q}:retention", "done_ms", "0", "dead_max", "-1"]),
