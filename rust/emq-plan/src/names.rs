@@ -53,6 +53,8 @@ pub mod kind {
     pub const LANE: &[u8] = b"lane:";
     pub const LANECTL: &[u8] = b"lanectl:";
     pub const LEASES: &[u8] = b"leases:";
+    pub const TIMERS: &[u8] = b"timers";
+    pub const SCHEDULES: &[u8] = b"schedules";
 }
 
 /// The keys of one queue. `P` is `emq:{q}:`.
@@ -125,6 +127,15 @@ impl Keys {
     }
     pub fn wake(&self) -> Vec<u8> {
         self.key(kind::WAKE)
+    }
+    /// `P timers` (zset: member -> ms): the times at which something other than
+    /// a due job or a lease must happen, typed by prefix (`tick:<schedule>`).
+    pub fn timers(&self) -> Vec<u8> {
+        self.key(kind::TIMERS)
+    }
+    /// `P schedules` (hash: schedule name -> its record, `schedules::record`).
+    pub fn schedules(&self) -> Vec<u8> {
+        self.key(kind::SCHEDULES)
     }
     pub fn job(&self, id: &[u8]) -> Vec<u8> {
         self.key2(kind::JOB, id)
