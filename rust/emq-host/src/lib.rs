@@ -23,6 +23,7 @@ mod plan_backend;
 mod py_values;
 mod queue_core;
 mod reads;
+mod schedules;
 mod signals;
 mod sweep_calls;
 mod sweeps;

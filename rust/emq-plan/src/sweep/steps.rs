@@ -259,6 +259,12 @@ impl Sweep {
         self.timers_next
     }
 
+    /// How long after the clock reading the first timer falls due, in µs (0:
+    /// due now, TIMERS has work; `None`: no timer), counted as `next_in_us`.
+    pub fn next_timer_in_us(&self) -> Option<f64> {
+        self.timers_next.map(|t| ((t - self.read.now) as f64 * 1000.0 - self.read.now_us as f64).max(0.0))
+    }
+
     /// Whether the server refused this call's `SORT_RO` (`sorted_selection`).
     pub fn sort_refused(&self) -> bool {
         self.sort_refused
