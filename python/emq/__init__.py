@@ -26,7 +26,7 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from ._core import Client, Job
-from .answers import FailOutcome, QueueCounts, Retention, StalledOutcome
+from .answers import FailOutcome, QueueCounts, Retention, ScheduleInfo, StalledOutcome
 from .client import connect
 from .errors import (
     ArgumentError,
@@ -89,6 +89,7 @@ __all__ = [
     "FailOutcome",
     "QueueCounts",
     "Retention",
+    "ScheduleInfo",
     "StalledOutcome",
     # errors
     "ArgumentError",
