@@ -4,8 +4,7 @@
 //! `EMQ.TIMERS`, the same plans inside the server), and the listing.
 
 use emq_plan::schedules::ops::{Answer, Listed, Op, ScheduleList, ScheduleOp};
-use emq_plan::schedules::record::{Definition, TickJob};
-use emq_plan::schedules::Missed;
+use emq_plan::schedules::record::{missed_parts, Definition, TickJob};
 use emq_plan::sweep::timers::{Ticked, Timers};
 use emq_plan::wire::schedule_forms;
 use emq_plan::Keys;
@@ -92,11 +91,7 @@ pub fn definition(
 pub fn listed<'py>(py: Python<'py>, l: Listed) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     let r = l.record;
-    let (missed, max_missed, grace_ms) = match r.missed {
-        Missed::Latest => ("latest", None, None),
-        Missed::All { max_missed } => ("all", Some(max_missed), None),
-        Missed::Skip { grace_ms } => ("skip", None, Some(grace_ms)),
-    };
+    let (missed, max_missed, grace_ms) = missed_parts(r.missed);
     d.set_item("name", py_values::text(l.name))?;
     d.set_item("cron", r.cron)?;
     d.set_item("every_ms", r.every_ms)?;

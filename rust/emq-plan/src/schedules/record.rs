@@ -102,6 +102,16 @@ pub fn check_name(verb: &str, name: &[u8]) -> Result<()> {
     }
 }
 
+/// A policy as its arguments: `missed`, `max_missed`, `grace_ms` (what
+/// `Missed::parse` takes back).
+pub fn missed_parts(m: Missed) -> (&'static str, Option<i64>, Option<i64>) {
+    match m {
+        Missed::Latest => ("latest", None, None),
+        Missed::All { max_missed } => ("all", Some(i64::from(max_missed)), None),
+        Missed::Skip { grace_ms } => ("skip", None, Some(grace_ms)),
+    }
+}
+
 /// The member of `P timers` that holds a schedule's next tick.
 pub fn timer_member(name: &[u8]) -> Vec<u8> {
     [TICK_PREFIX, name].concat()
@@ -126,11 +136,7 @@ impl Record {
 
     /// The record's JSON, keys sorted.
     pub fn to_json(&self) -> Vec<u8> {
-        let (missed, max_missed, grace_ms) = match self.missed {
-            Missed::Latest => ("latest", None, None),
-            Missed::All { max_missed } => ("all", Some(max_missed), None),
-            Missed::Skip { grace_ms } => ("skip", None, Some(grace_ms)),
-        };
+        let (missed, max_missed, grace_ms) = missed_parts(self.missed);
         let mut job = Map::new();
         match std::str::from_utf8(&self.job.data) {
             Ok(text) => job.insert("data".into(), Value::from(text)),

@@ -15,7 +15,7 @@ use crate::numbers::count_arg;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::reply::Reply;
 use crate::schedules::ops::{Answer, Op, SCHEDULE};
-use crate::schedules::record::{Definition, Record};
+use crate::schedules::record::{missed_parts, Definition, Record};
 use crate::sweep::timers::{Ticked, TIMERS};
 use crate::wire::routing::queue_of;
 
@@ -85,11 +85,7 @@ pub fn parse_schedule(args: &[&[u8]]) -> Result<ScheduleRequest> {
 /// A definition from its record's JSON, checked as SCHEDULE checks its arguments.
 fn definition_of(name: &[u8], json: &[u8]) -> Result<Definition> {
     let r = Record::from_json(json).ok_or_else(|| Error::argument(SCHEDULE, "definition", "is not a schedule record"))?;
-    let (missed, max_missed, grace) = match r.missed {
-        crate::schedules::Missed::Latest => ("latest", None, None),
-        crate::schedules::Missed::All { max_missed } => ("all", Some(i64::from(max_missed)), None),
-        crate::schedules::Missed::Skip { grace_ms } => ("skip", None, Some(grace_ms)),
-    };
+    let (missed, max_missed, grace) = missed_parts(r.missed);
     Definition::parse(SCHEDULE, name, r.cron.as_deref(), r.every_ms, Some(&r.tz), Some(missed), max_missed, grace, r.job)
 }
 
