@@ -27,16 +27,13 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from ..answers import ScheduleInfo
 from ..errors import ArgumentError
 from ..queue import Duration, Queue
 from .codec import encode_call
-from .task import Task, check_task_name
-
-if TYPE_CHECKING:
-    from .app import App
+from .task import Task, TaskOwner, check_task_name
 
 log = logging.getLogger("emq.schedules")
 
@@ -85,11 +82,18 @@ class Synced:
     """The schedules of the app's queues that the app no longer declares."""
 
 
+class ScheduleOwner(TaskOwner, Protocol):
+    """What the schedules need of their app (`emq.App`): a task's, and its tasks."""
+
+    @property
+    def tasks(self) -> Mapping[str, Task[Any, Any]]: ...
+
+
 class AppSchedules:
     """The schedules an app declares, and the calls on them (`App.schedule` and
     the rest: the app's methods call these)."""
 
-    def __init__(self, app: App):
+    def __init__(self, app: ScheduleOwner):
         self._app = app
         self._declared: dict[str, Declared] = {}
         self._lock = threading.Lock()
@@ -220,4 +224,4 @@ class AppSchedules:
         return Synced(written=written, removed=removed)
 
 
-__all__ = ["AppSchedules", "Declared", "Synced"]
+__all__ = ["AppSchedules", "Declared", "ScheduleOwner", "Synced"]
