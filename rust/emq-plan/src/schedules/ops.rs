@@ -10,7 +10,8 @@
 //! ADD reads `schedule`'s: `crate::lanes::offer::new_head`).
 //!
 //! - SCHEDULE of a definition already stored writes nothing (its next tick and
-//!   missed ticks are kept); a changed one takes effect at once: its next tick
+//!   missed ticks are kept; a running schedule whose timer is gone gets it again,
+//!   from `now`); a changed one takes effect at once: its next tick
 //!   is the first after `now`. Whether the schedule is paused, its `created`
 //!   and `last_tick` are kept.
 //! - PAUSE drops the timer; RESUME sets it to the first tick after `now` (the
@@ -114,12 +115,13 @@ impl ScheduleOp {
 
     fn read(&mut self, replies: &[Reply]) -> Result<Step<Answer>> {
         let verb = verb_of(&self.op);
-        let [time, stored, head, wake] = replies else {
+        let [time, stored, head, wake, timer] = replies else {
             return Err(Error::server(verb, "wrong number of replies"));
         };
         check_error(verb, &self.keys.schedules(), stored)?;
         check_error(verb, &self.keys.timers(), head)?;
         check_error(verb, &self.keys.wake(), wake)?;
+        check_error(verb, &self.keys.timers(), timer)?;
         self.now = parse_time(time).ok_or_else(|| Error::server(verb, "TIME gave no clock"))?;
         let old = match stored {
             Reply::Nil => None,
@@ -135,7 +137,13 @@ impl ScheduleOp {
                 let mut record = def.record(self.now);
                 if let Some(old) = old {
                     if old.same_schedule(&record) {
-                        return Ok(Step::Done(Answer::Changed(false)));
+                        // Stored already: only a running schedule's lost timer is set again.
+                        if old.paused || !matches!(timer, Reply::Nil) {
+                            return Ok(Step::Done(Answer::Changed(false)));
+                        }
+                        self.timer_from_now(&old, head, &mut w);
+                        self.answer = Some(Answer::Changed(true));
+                        return Ok(Step::Exec(w));
                     }
                     (record.paused, record.last_tick, record.created) = (old.paused, old.last_tick, old.created);
                 }
@@ -215,6 +223,7 @@ impl Conversation for ScheduleOp {
             Cmd::new("HGET").arg(k.schedules()).arg(&self.name),
             Cmd::new("ZRANGE").arg(k.timers()).arg("0").arg("0").arg("WITHSCORES"),
             Cmd::new("LLEN").arg(k.wake()),
+            Cmd::new("ZSCORE").arg(k.timers()).arg(timer_member(&self.name)),
         ];
         Step::Read { watch: if self.in_server { vec![] } else { vec![k.schedules()] }, cmds }
     }
@@ -335,6 +344,11 @@ mod tests {
     /// One verb's step after its first read: `stored` the record, `head` the
     /// first timer's time.
     fn step(op: Op, now: i64, stored: Option<&Record>, head: Option<i64>) -> Result<Step<Answer>> {
+        step_with_timer(op, now, stored, head, stored.map(|_| 1))
+    }
+
+    /// `step`, with the schedule's own timer as read (`None`: absent).
+    fn step_with_timer(op: Op, now: i64, stored: Option<&Record>, head: Option<i64>, timer: Option<i64>) -> Result<Step<Answer>> {
         let mut c = ScheduleOp::new(keys(), b"s".to_vec(), op)?;
         let Step::Read { watch, .. } = c.start() else { panic!() };
         assert_eq!(watch, vec![keys().schedules()]);
@@ -343,7 +357,8 @@ mod tests {
             Some(h) => Reply::Array(vec![Reply::Bulk(b"tick:x".to_vec()), Reply::Bulk(h.to_string().into_bytes())]),
         };
         let stored = stored.map_or(Reply::Nil, |r| Reply::Bulk(r.to_json()));
-        c.feed(&[time(now), stored, head, Reply::Int(0)])
+        let timer = timer.map_or(Reply::Nil, |t| Reply::Bulk(t.to_string().into_bytes()));
+        c.feed(&[time(now), stored, head, Reply::Int(0), timer])
     }
 
     #[test]
@@ -366,6 +381,19 @@ mod tests {
         let r = Record::from_json(record).unwrap();
         assert_eq!((r.every_ms, r.paused, r.last_tick, r.created), (Some(2_000), true, Some(5_000), 7));
         assert_eq!(w[1], Write::DropTimers(Members::one(b"tick:s")), "a paused schedule has no timer");
+    }
+
+    #[test]
+    fn schedule_of_the_stored_definition_sets_a_lost_timer_again() {
+        let stored = def(1_000).record(7);
+        let Step::Exec(w) = step_with_timer(Op::Set(Box::new(def(1_000))), 2_500, Some(&stored), None, None).unwrap() else {
+            panic!("a running schedule with no timer would never tick again")
+        };
+        assert_eq!(w[0], Write::SetTimers([(3_000, b"tick:s")].into_iter().collect()));
+        assert!(!w.iter().any(|x| matches!(x, Write::SetSchedule { .. })), "the record stays as it is");
+        let paused = Record { paused: true, ..stored };
+        let none = step_with_timer(Op::Set(Box::new(def(1_000))), 2_500, Some(&paused), None, None).unwrap();
+        assert_eq!(none, Step::Done(Answer::Changed(false)), "a paused schedule has no timer");
     }
 
     #[test]
