@@ -16,7 +16,9 @@ only declares it. Every schedule the app declares is written again when a
 worker of the app starts (`emq worker MODULE:APP`), so the server's set is
 the code's: a definition already there is left as it is (its next tick and
 the ticks it missed are kept), a changed one takes effect at once, and a
-paused one stays paused. A schedule removed from the code stays on the server
+paused one stays paused (a worker made in code, `emq.Worker` with a
+`TaskRunner`, writes nothing: call `app.sync_schedules()` before it runs). A
+schedule removed from the code stays on the server
 until `app.unschedule(name)`, or `app.sync_schedules()`, which also removes
 from the app's queues every schedule the app no longer declares.
 """
@@ -150,7 +152,7 @@ class AppSchedules:
             tz=tz,
             data=payload,
             lane=lane if lane is not None else (defaults.lane if defaults else None),
-            max_attempts=max_attempts or (defaults.max_attempts if defaults and defaults.max_attempts else 3),
+            max_attempts=max_attempts if max_attempts is not None else (defaults.max_attempts if defaults and defaults.max_attempts else 3),
             missed=missed,
             max_missed=max_missed,
             grace=grace,
