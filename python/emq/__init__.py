@@ -27,7 +27,7 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from ._core import Client, Job
-from .answers import ActionOutcome, CurrentJob, FailOutcome, LaneControl, QueueCounts, Retention, StalledOutcome, WorkerInfo
+from .answers import ActionOutcome, CurrentJob, FailOutcome, LaneControl, QueueCounts, Retention, ScheduleInfo, StalledOutcome, WorkerInfo
 from .client import connect
 from .errors import (
     ArgumentError,
@@ -98,6 +98,7 @@ __all__ = [
     "LaneControl",
     "QueueCounts",
     "Retention",
+    "ScheduleInfo",
     "StalledOutcome",
     "WorkerInfo",
     # errors

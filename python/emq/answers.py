@@ -1,14 +1,16 @@
 """What emq's calls answer, as types a checker reads: `Queue.fail`'s
 `FailOutcome`, `Queue.counts`'s `QueueCounts`, `Queue.retention`'s `Retention`,
 a stalled check's `StalledOutcome`, an operator's `ActionOutcome` and
-`LaneControl` (`Queue.jobs`' `JobPage` is `emq.queue`'s), and `emq.workers`' `WorkerInfo`. The core reads them
-(`emq._core`); none of them holds anything but what the server said."""
+`LaneControl` (`Queue.jobs`' `JobPage` is `emq.queue`'s), `emq.workers`' `WorkerInfo`,
+and `Queue.schedules`'s `ScheduleInfo`. The core reads them (`emq._core`); none of them
+holds anything but what the server said."""
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
 from typing import NamedTuple
 
 
@@ -62,6 +64,64 @@ class StalledOutcome(NamedTuple):
     """Sent back to `pending` (or their lane)."""
     dead: list[str]
     """Sent to `dead`: they stalled more than `max_stalled` times."""
+
+
+@dataclass(frozen=True)
+class ScheduleInfo:
+    """One periodic schedule as the server keeps it (`Queue.schedules`,
+    `App.schedules`; SPEC §14). Times are aware UTC datetimes."""
+
+    name: str
+    queue: str
+    """The queue its jobs go to (where the schedule is kept)."""
+    cron: str | None
+    """The cron expression, or None for an interval."""
+    every: timedelta | None
+    """The interval, or None for a cron expression."""
+    tz: str
+    """The IANA zone of the cron expression (`UTC` for an interval)."""
+    missed: str
+    """What a sweep does with ticks missed: `latest`, `all` or `skip`."""
+    max_missed: int | None
+    grace: timedelta | None
+    paused: bool
+    next_tick: datetime | None
+    """The next tick (None: paused, or no tick left)."""
+    last_tick: datetime | None
+    """The latest tick that enqueued a job (None: none yet)."""
+    created: datetime
+    data: bytes
+    """What each tick's job holds (for an App's schedule: the task call)."""
+    lane: str | None
+    max_attempts: int
+
+    @classmethod
+    def _from_core(cls, queue: str, d: Mapping[str, object]) -> ScheduleInfo:
+        def at(ms: object) -> datetime | None:
+            return None if ms is None else datetime.fromtimestamp(int(str(ms)) / 1000, tz=timezone.utc)
+
+        def span(ms: object) -> timedelta | None:
+            return None if ms is None else timedelta(milliseconds=int(str(ms)))
+
+        created = at(d["created"])
+        assert created is not None
+        return cls(
+            name=str(d["name"]),
+            queue=queue,
+            cron=None if d["cron"] is None else str(d["cron"]),
+            every=span(d["every_ms"]),
+            tz=str(d["tz"]),
+            missed=str(d["missed"]),
+            max_missed=None if d["max_missed"] is None else int(str(d["max_missed"])),
+            grace=span(d["grace_ms"]),
+            paused=bool(d["paused"]),
+            next_tick=at(d["next_tick"]),
+            last_tick=at(d["last_tick"]),
+            created=created,
+            data=bytes(d["data"]),  # type: ignore[call-overload]
+            lane=None if d["lane"] is None else str(d["lane"]),
+            max_attempts=int(str(d["max_attempts"])),
+        )
 
 
 class ActionOutcome(str, enum.Enum):
@@ -138,6 +198,7 @@ __all__ = [
     "LaneControl",
     "QueueCounts",
     "Retention",
+    "ScheduleInfo",
     "StalledOutcome",
     "WorkerInfo",
 ]

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from ._core import Client, Job, QueueCore
-from .answers import ActionOutcome, FailOutcome, LaneControl, QueueCounts, Retention, StalledOutcome
+from .answers import ActionOutcome, FailOutcome, LaneControl, QueueCounts, Retention, ScheduleInfo, StalledOutcome
 from .sweeps import Backend, ClientLike
 
 JobBackend = Literal["plan", "module"]
@@ -264,6 +264,55 @@ class Queue:
     def retention(self) -> Retention:
         """The effective policy (the defaults where none was set)."""
         return self._core.retention()
+
+    # -- schedules (SPEC §14) ---------------------------------------------------
+
+    def schedule(
+        self,
+        name: str,
+        *,
+        cron: str | None = None,
+        every: Duration | None = None,
+        tz: str | None = None,
+        data: bytes | str = b"",
+        lane: str | None = None,
+        max_attempts: int = 3,
+        missed: Literal["latest", "all", "skip"] = "latest",
+        max_missed: int | None = None,
+        grace: Duration | None = None,
+    ) -> bool:
+        """Creates or changes the periodic schedule `name` of this queue: each
+        tick of `cron` (5 fields, or 6 with seconds, in the IANA zone `tz`,
+        default UTC) or of `every` (a duration: every multiple of it since the
+        epoch) enqueues one job of `data` (id `schedule:<name>:<tick ms>`),
+        exactly once whatever runs or crashes. `missed`: what a sweep that
+        finds several ticks due enqueues (`latest`: one; `all`: one a tick, at
+        most `max_missed`; `skip`: none unless within `grace`). A changed
+        schedule takes effect at once; the same definition again changes
+        nothing (False). A paused schedule stays paused."""
+        return self._core.schedule(name, cron, every, tz, missed, max_missed, grace, data, lane, max_attempts)
+
+    def unschedule(self, name: str) -> bool:
+        """Removes the schedule (False: there was none). Its jobs stay."""
+        return self._core.unschedule(name)
+
+    def pause_schedule(self, name: str) -> bool:
+        """Stops its ticks until `resume_schedule` (False: it was paused)."""
+        return self._core.pause_schedule(name)
+
+    def resume_schedule(self, name: str) -> bool:
+        """Ticks again from its first tick after now; ticks while paused are
+        not run (False: it was not paused)."""
+        return self._core.resume_schedule(name)
+
+    def run_schedule_now(self, name: str) -> str:
+        """Enqueues one of the schedule's jobs now (id `schedule:<name>:<now
+        ms>`), leaving its next tick as it is: its job's id."""
+        return self._core.run_schedule_now(name)[0]
+
+    def schedules(self) -> list[ScheduleInfo]:
+        """This queue's schedules, sorted by name."""
+        return [ScheduleInfo._from_core(self.name, d) for d in self._core.schedules()]
 
     # -- sweeps ---------------------------------------------------------------
 

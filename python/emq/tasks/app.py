@@ -22,12 +22,14 @@ from collections.abc import Callable, Mapping
 from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
 from .._core import Client
+from ..answers import ScheduleInfo
 from ..errors import ArgumentError
 from ..queue import Duration, JobBackend, Queue, Time
 from .codec import encode_call
 from .context import Context, takes_context
 from .handle import Handle
 from .options import Options, queue_name_problem
+from .schedules import AppSchedules, Missed, Synced
 from .task import ContextTask, Task, add_job, check_task_name, default_name
 
 P = ParamSpec("P")
@@ -86,6 +88,7 @@ class App:
         self._tasks: dict[str, Task[Any, Any]] = {}
         self._queues: dict[str, Queue] = {}
         self._lock = threading.Lock()
+        self._schedules = AppSchedules(self)
 
     def __repr__(self) -> str:
         return f"<emq.App {len(self._tasks)} tasks, queues {self.queues}>"
@@ -143,7 +146,7 @@ class App:
         """Every queue the app's tasks use, in the order they were first named (the
         default queue when it has no task): what `emq worker MODULE:APP` serves
         without `--queue`."""
-        names = list(dict.fromkeys(t.queue for t in self._tasks.values()))
+        names = list(dict.fromkeys([*(t.queue for t in self._tasks.values()), *self._schedules.queues()]))
         return names or [self._default_queue]
 
     @overload
@@ -274,6 +277,98 @@ class App:
             return task._add(verb, task.defaults.merged(verb, given), args, kwargs)
         data = encode_call(name, args, kwargs, verb=verb)
         return add_job(self, verb, given, data, task=None)
+
+    # -- schedules (emq.tasks.schedules) ------------------------------------------------
+
+    def schedule(
+        self,
+        name: str,
+        *,
+        cron: str | None = None,
+        every: Duration | None = None,
+        tz: str = "UTC",
+        task: Task[Any, Any] | str | None = None,
+        args: tuple[Any, ...] | list[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        data: bytes | str | None = None,
+        queue: str | None = None,
+        lane: str | None = None,
+        max_attempts: int | None = None,
+        missed: Missed = "latest",
+        max_missed: int | None = None,
+        grace: Duration | None = None,
+    ) -> bool:
+        """Declares the periodic schedule `name` and writes it to the server now:
+        each tick of `cron` (in the IANA zone `tz`) or of `every` (seconds or a
+        timedelta) enqueues one job calling `task` with `args` and `kwargs` (or
+        of raw `data`), on `queue` (default: the task's queue if this app has
+        it, else the app's). `missed`: `latest` (one job for the ticks missed),
+        `all` (one a tick, at most `max_missed`) or `skip` (none unless within
+        `grace`). Whether the server's copy changed (`emq.tasks.schedules`)."""
+        verb = "emq.App.schedule"
+        declared = self._schedules.declare(
+            verb, name, cron=cron, every=every, tz=tz, task=task, args=args, kwargs=kwargs, data=data,
+            queue=queue, lane=lane, max_attempts=max_attempts, missed=missed, max_missed=max_missed, grace=grace,
+        )  # fmt: skip
+        return self._schedules.write(declared, verb)
+
+    def cron(
+        self,
+        expression: str,
+        *,
+        tz: str = "UTC",
+        name: str | None = None,
+        args: tuple[Any, ...] | list[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        missed: Missed = "latest",
+        max_missed: int | None = None,
+        grace: Duration | None = None,
+    ) -> Callable[[Any], Any]:
+        """A decorator: `@app.cron("*/5 * * * *")` on a task (or a function,
+        registered as a task) declares a schedule named after it (`name`: another
+        name) that calls it at each tick. Written when a worker of the app starts
+        (or by `sync_schedules`), not at import."""
+
+        def declare(fn: Any) -> Any:
+            task = fn if isinstance(fn, Task) else self.task(fn)
+            self._schedules.declare(
+                "emq.App.cron", name or task.name, cron=expression, every=None, tz=tz, task=task, args=args,
+                kwargs=kwargs, data=None, queue=None, lane=None, max_attempts=None, missed=missed,
+                max_missed=max_missed, grace=grace,
+            )  # fmt: skip
+            return task
+
+        return declare
+
+    def schedules(self) -> list[ScheduleInfo]:
+        """The schedules on the server in the app's queues, by queue and name."""
+        return self._schedules.listed(self.queues)
+
+    def unschedule(self, name: str, *, queue: str | None = None) -> bool:
+        """Removes the schedule from the server and from the app's declarations
+        (False: the server had none). `queue`: its queue, when not the one it was
+        declared on (or the app's default)."""
+        removed = self._schedules.where(name, queue).unschedule(name)
+        self._schedules.forget(name)
+        return removed
+
+    def pause_schedule(self, name: str, *, queue: str | None = None) -> bool:
+        """Stops its ticks until `resume_schedule` (a worker's start keeps it paused)."""
+        return self._schedules.where(name, queue).pause_schedule(name)
+
+    def resume_schedule(self, name: str, *, queue: str | None = None) -> bool:
+        """Ticks again from its next tick after now."""
+        return self._schedules.where(name, queue).resume_schedule(name)
+
+    def run_schedule_now(self, name: str, *, queue: str | None = None) -> Handle:
+        """Enqueues one of its jobs now, its next tick left as it is."""
+        q = self._schedules.where(name, queue)
+        return Handle(q.run_schedule_now(name), q.name, app=self)
+
+    def sync_schedules(self) -> Synced:
+        """Writes every schedule the app declares, and removes from the app's
+        queues the schedules it no longer declares."""
+        return self._schedules.sync(self.queues)
 
     def handle(self, id: str, *, queue: str | None = None) -> Handle:
         """A handle on the job `id` of `queue` (None: the default queue), made

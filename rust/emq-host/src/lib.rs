@@ -25,6 +25,7 @@ mod py_values;
 mod queue_core;
 mod reads;
 mod registry;
+mod schedules;
 mod signals;
 mod sweep_calls;
 mod sweeps;

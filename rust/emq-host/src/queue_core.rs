@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 use emq_plan::lanes::lane_control::LaneOp;
 use emq_plan::operations::{Action, Answer, Place};
+use emq_plan::schedules::ops::{Answer as ScheduleAnswer, Op};
 use emq_plan::sweep::{Kind, Outcome};
 use emq_plan::Keys;
 use pyo3::prelude::*;
@@ -24,6 +25,7 @@ use crate::plan_backend::{lane_control, PlanBackend};
 use crate::py_values;
 use crate::reads;
 use crate::registry;
+use crate::schedules;
 use crate::sweeps;
 
 #[pyclass(frozen, module = "emq._core")]
@@ -101,11 +103,23 @@ impl QueueCore {
         self.client.get().sweep(py, call, self.queue(), kind, batch, backend, group)
     }
 
+    /// A schedule verb on `name`, by the queue's backend.
+    fn schedule_op(&self, py: Python<'_>, call: &str, name: &Bound<'_, PyAny>, op: Op) -> PyResult<ScheduleAnswer> {
+        let name = arguments::text(call, "name", name)?.into_bytes();
+        let (keys, module) = (&self.keys, self.backend.name() == "module");
+        self.client.get().wrote(py, call, self.queue(), |c| schedules::schedule_op(c, call, keys, &name, &op, module))
+    }
+
+    fn changed(&self, py: Python<'_>, call: &str, name: &Bound<'_, PyAny>, op: Op) -> PyResult<bool> {
+        Ok(self.schedule_op(py, call, name, op)? == ScheduleAnswer::Changed(true))
+    }
+
     /// A worker's beat sweep: the plan's, with how long from now (s) until the
     /// next due time or lease deadline it saw (`sweeps::run_plan_timed`).
     fn beat_sweep(&self, py: Python<'_>, call: &str, kind: Kind, batch: u64) -> PyResult<(Outcome, Option<f64>)> {
         let keys = &self.keys;
-        self.client.get().wrote(py, call, self.queue(), |c| sweeps::run_plan_timed(c, call, kind, keys, batch, None))
+        let timers = kind == Kind::Promote;
+        self.client.get().wrote(py, call, self.queue(), |c| sweeps::run_plan_timed(c, call, kind, keys, batch, None, timers))
     }
 }
 
@@ -387,6 +401,89 @@ impl QueueCore {
         let dead_max = retention_field(max_dead, |v| integer(CALL, "max_dead", v, 0, MAX_STORED))?;
         let keys = &self.keys;
         self.client.get().wrote(py, CALL, self.queue(), |c| reads::set_retention(c, CALL, keys, done_ms, dead_ms, dead_max))
+    }
+
+    /// SCHEDULE (SPEC §14): creates or changes the schedule `name`; whether it
+    /// wrote (`False`: this definition is stored already). `every` and `grace`
+    /// are durations; `missed` is `latest`, `all` (with `max_missed`) or
+    /// `skip` (with `grace`).
+    #[allow(clippy::too_many_arguments)]
+    fn schedule(
+        &self,
+        py: Python<'_>,
+        name: &Bound<'_, PyAny>,
+        cron: &Bound<'_, PyAny>,
+        every: &Bound<'_, PyAny>,
+        tz: &Bound<'_, PyAny>,
+        missed: &Bound<'_, PyAny>,
+        max_missed: &Bound<'_, PyAny>,
+        grace: &Bound<'_, PyAny>,
+        data: &Bound<'_, PyAny>,
+        lane: &Bound<'_, PyAny>,
+        max_attempts: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        const CALL: &str = "Queue.schedule";
+        let def = schedules::definition(CALL, name, cron, every, tz, missed, max_missed, grace, data, lane, max_attempts)?;
+        self.changed(py, CALL, name, Op::Set(Box::new(def)))
+    }
+
+    /// UNSCHEDULE: whether there was such a schedule.
+    fn unschedule(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<bool> {
+        self.changed(py, "Queue.unschedule", name, Op::Remove)
+    }
+
+    /// PAUSE: whether it was running.
+    fn pause_schedule(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<bool> {
+        self.changed(py, "Queue.pause_schedule", name, Op::Pause)
+    }
+
+    /// RESUME: whether it was paused.
+    fn resume_schedule(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<bool> {
+        self.changed(py, "Queue.resume_schedule", name, Op::Resume)
+    }
+
+    /// RUN NOW: the id of the job enqueued now (`tick_id(name, now)`), and
+    /// whether this call added it.
+    fn run_schedule_now(&self, py: Python<'_>, name: &Bound<'_, PyAny>) -> PyResult<(String, bool)> {
+        match self.schedule_op(py, "Queue.run_schedule_now", name, Op::RunNow)? {
+            ScheduleAnswer::Enqueued { id, added } => Ok((py_values::text(id), added)),
+            ScheduleAnswer::Changed(_) => unreachable!("run now enqueues"),
+        }
+    }
+
+    /// The queue's schedules, sorted by name: a dict each (`schedules::listed`).
+    fn schedules<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        const CALL: &str = "Queue.schedules";
+        let keys = &self.keys;
+        let listed = self.client.get().on(py, CALL, self.queue(), |c| schedules::list(c, CALL, keys))?;
+        let out = PyList::empty(py);
+        for l in listed {
+            out.append(schedules::listed(py, l)?)?;
+        }
+        Ok(out)
+    }
+
+    /// TIMERS of this queue (`backend`: `"plan"` or `"module"`): the ids of
+    /// the jobs it enqueued, the ticks skipped (their job existed), the
+    /// schedules some of whose ticks the policy dropped, the timers removed.
+    fn timers<'py>(
+        &self,
+        py: Python<'py>,
+        batch: &Bound<'py, PyAny>,
+        backend: &Bound<'py, PyAny>,
+    ) -> PyResult<(Bound<'py, PyList>, usize, usize, usize)> {
+        const CALL: &str = "emq.tools.timers";
+        let batch = count(CALL, "batch", batch, false)?;
+        let module = match arguments::sweep_backend(CALL, backend)? {
+            arguments::SweepBackend::Plan => false,
+            arguments::SweepBackend::Module => true,
+            arguments::SweepBackend::Lua => {
+                return Err(arguments::refused(CALL, "backend must be \"plan\" or \"module\": TIMERS has no Lua script"))
+            }
+        };
+        let keys = &self.keys;
+        let (t, _) = self.client.get().wrote(py, CALL, self.queue(), |c| schedules::timers(c, CALL, keys, batch, module))?;
+        Ok((py_values::ids(py, t.enqueued)?, t.skipped, t.dropped, t.removed))
     }
 
     /// PROMOTE of this queue: the ids taken out of `schedule`.

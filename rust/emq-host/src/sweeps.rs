@@ -87,7 +87,7 @@ pub fn run(
 ) -> HostResult<Outcome> {
     let slot = 2 * backend as usize + usize::from(matches!(kind, Kind::Stalled { .. }));
     conn.sweeping(slot, |conn| match backend {
-        SweepBackend::Plan => run_plan_timed(conn, call, kind, keys, batch, group).map(|(outcome, _)| outcome),
+        SweepBackend::Plan => run_plan_timed(conn, call, kind, keys, batch, group, false).map(|(outcome, _)| outcome),
         SweepBackend::Lua => run_lua(conn, call, kind, keys, batch),
         SweepBackend::Module => run_module(conn, call, kind, keys, batch),
     })
@@ -98,6 +98,11 @@ pub fn run(
 /// until then without reading again. Each attempt is a new call with a new
 /// clock reading; a call applied in groups takes up an aborted group itself
 /// (SPEC §9).
+///
+/// `timers` (a worker's beat promote): the promote also reads the head of
+/// `P timers` (`Sweep::timers_head`); when a timer is due, TIMERS runs right
+/// after it on the same connection, and the time until next covers the
+/// timers too, so the worker parks no longer than its next timer.
 pub fn run_plan_timed(
     conn: &mut Conn,
     call: &str,
@@ -105,6 +110,7 @@ pub fn run_plan_timed(
     keys: &Keys,
     batch: u64,
     group: Option<u64>,
+    timers: bool,
 ) -> HostResult<(Outcome, Option<f64>)> {
     let g = group_for(conn, kind, batch, group)?;
     let size = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
@@ -113,12 +119,26 @@ pub fn run_plan_timed(
     // A backlog's promote reads its rows with its selection (`Sweep::sorted_selection`,
     // which applies only over a bare selection: a promote of one transaction).
     let sorted = conn.backlog && batch >= BARE_SELECTION_MIN && !conn.sort_refused;
-    let (mut next, mut refused) = (None, false);
-    let make = || Ok(Sweep::grouped(kind, keys.clone(), batch, rows).watch_cap(cap).bare_selection(bare).sorted_selection(sorted));
+    let (mut next, mut refused, mut timer) = (None, false, None);
+    let make = || {
+        Ok(Sweep::grouped(kind, keys.clone(), batch, rows).watch_cap(cap).bare_selection(bare).sorted_selection(sorted).timers_head(timers))
+    };
+    let in_s = |us: f64, replied: std::time::Instant| (us / 1e6 - replied.elapsed().as_secs_f64()).max(0.0);
     let outcome = drive_timed(conn, call, make, |s, replied| {
-        next = s.next_in_us().map(|us| (us / 1e6 - replied.elapsed().as_secs_f64()).max(0.0));
+        next = s.next_in_us().map(|us| in_s(us, replied));
+        timer = s.next_timer_in_us().map(|us| (us == 0.0, in_s(us, replied)));
         refused = s.sort_refused();
     })?;
+    if let Some((due, mut timer_in)) = timer {
+        if due {
+            // A timer is due: TIMERS now, and the next timer it leaves.
+            let (_, after) = crate::schedules::timers(conn, call, keys, crate::schedules::TIMERS_BATCH, false)?;
+            timer_in = after.unwrap_or(f64::INFINITY);
+        }
+        if timer_in.is_finite() {
+            next = Some(next.map_or(timer_in, |n: f64| n.min(timer_in)));
+        }
+    }
     conn.sort_refused |= refused;
     if let Outcome::Promoted(n) = outcome {
         conn.backlog = n.unsigned_abs() >= batch;

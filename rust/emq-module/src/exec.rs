@@ -218,6 +218,10 @@ impl Host {
                     None => self.call_write(keys, w),
                 },
                 Write::DeleteRows(_) | Write::CountPromotion | Write::ExtendLeases { .. } => self.call_write(keys, w),
+                // A schedule's writes, a few a tick: the command itself.
+                Write::SetTimers(_) | Write::DropTimers(_) | Write::SetSchedule { .. } | Write::DropSchedule { .. } => {
+                    self.call_write(keys, w)
+                }
                 Write::TakeSlots { by, .. } => self.hash_incr(&key, b"active", *by),
                 Write::Schedule(due) if due.iter().all(|(s, _)| plain_score(s)) && !due.is_empty() => self.zset_add(&key, due.iter()),
                 Write::Lease { deadline: at, ids } | Write::Bury { at, ids } | Write::ListDone { at, ids }

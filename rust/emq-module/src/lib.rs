@@ -1,5 +1,6 @@
 //! emq's server module: `EMQ.PROMOTE` and `EMQ.STALLED.CHECK` (SPEC §5, §6),
-//! and a worker's `EMQ.CLAIM`, `EMQ.COMPLETE`, `EMQ.EXTEND`, `EMQ.SETTLE` and `EMQ.ADD` (§7), as native commands of
+//! a worker's `EMQ.CLAIM`, `EMQ.COMPLETE`, `EMQ.EXTEND`, `EMQ.SETTLE` and `EMQ.ADD` (§7),
+//! and the schedules' `EMQ.TIMERS` and `EMQ.SCHEDULE` (§14), as native commands of
 //! Redis 7 and Valkey 8/9, run by the same plans as the client host
 //! (`emq-plan`), inside the server: no round trips, no `WATCH`, no script
 //! interpreter. Their wire forms: `emq_plan::wire`.
@@ -25,7 +26,10 @@ use emq_plan::batch::settle_many::SettleMany;
 use emq_plan::error::{Error, ErrorKind};
 use emq_plan::jobs::add::Add;
 use emq_plan::jobs::claim::Claim;
+use emq_plan::schedules::ops::ScheduleOp;
+use emq_plan::sweep::timers::Timers;
 use emq_plan::sweep::{Outcome, Sweep};
+use emq_plan::wire::schedule_forms::{self, ScheduleRequest};
 use emq_plan::wire::JobRequest;
 use emq_plan::{wire, Keys, Reply};
 
@@ -60,6 +64,8 @@ pub unsafe extern "C" fn RedisModule_OnLoad(ctx: *mut Ctx, _argv: *mut *mut RStr
             || !ffi::create_command(ctx, c"EMQ.EXTEND", job_command, flags, 2, 2, 1)
             || !ffi::create_command(ctx, c"EMQ.SETTLE", job_command, flags, 2, 2, 1)
             || !ffi::create_command(ctx, c"EMQ.ADD", job_command, flags, 2, 2, 1)
+            || !ffi::create_command(ctx, c"EMQ.TIMERS", schedule_command, flags, 2, 3, 1)
+            || !ffi::create_command(ctx, c"EMQ.SCHEDULE", schedule_command, flags, 2, 2, 1)
         {
             return ffi::ERR;
         }
@@ -128,6 +134,34 @@ fn job(ctx: *mut Ctx, args: &[&[u8]]) -> emq_plan::error::Result<Reply> {
         JobRequest::Add { queue, gen, jobs } => {
             let mut c = Add::new(Keys::new(&queue), jobs, gen)?;
             Ok(wire::added_reply(&exec::run(ctx, &mut c)?))
+        }
+    }
+}
+
+/// `EMQ.TIMERS` and `EMQ.SCHEDULE` (SPEC §14): the wire form checked
+/// (`wire::schedule_forms`), then TIMERS or the schedule verb, as the client
+/// host's conversations.
+unsafe extern "C" fn schedule_command(ctx: *mut Ctx, argv: *mut *mut RString, argc: c_int) -> c_int {
+    // SAFETY: the server's arguments for this call.
+    let args = unsafe { ffi::args(argv, argc) };
+    let result = std::panic::catch_unwind(|| schedule(ctx, &args))
+        .unwrap_or_else(|_| Err(Error::server("emq module", "ERR the call panicked; nothing more was written")));
+    match result {
+        Ok(reply) => reply_with(ctx, &reply),
+        Err(e) => ffi::reply_error(ctx, &error_line(&e)),
+    }
+    ffi::OK
+}
+
+fn schedule(ctx: *mut Ctx, args: &[&[u8]]) -> emq_plan::error::Result<Reply> {
+    match schedule_forms::parse_schedule(args)? {
+        ScheduleRequest::Timers { queue, batch } => {
+            let mut t = Timers::in_server(Keys::new(&queue), batch);
+            Ok(schedule_forms::ticked_reply(&exec::run(ctx, &mut t)?))
+        }
+        ScheduleRequest::Op { queue, name, op } => {
+            let mut c = ScheduleOp::new(Keys::new(&queue), name, op)?.in_server();
+            Ok(schedule_forms::answer_reply(&exec::run(ctx, &mut c)?))
         }
     }
 }

@@ -57,6 +57,8 @@ pub mod kind {
     pub const QUEUES: &[u8] = b"queues";
     pub const WORKERS: &[u8] = b"workers";
     pub const WORKER: &[u8] = b"worker:";
+    pub const TIMERS: &[u8] = b"timers";
+    pub const SCHEDULES: &[u8] = b"schedules";
 }
 
 /// The tag of the registry's keys, `R = "emq:{emq registry}:"` (SPEC §2): a
@@ -133,6 +135,15 @@ impl Keys {
     }
     pub fn wake(&self) -> Vec<u8> {
         self.key(kind::WAKE)
+    }
+    /// `P timers` (zset: member -> ms): the times at which something other than
+    /// a due job or a lease must happen, typed by prefix (`tick:<schedule>`).
+    pub fn timers(&self) -> Vec<u8> {
+        self.key(kind::TIMERS)
+    }
+    /// `P schedules` (hash: schedule name -> its record, `schedules::record`).
+    pub fn schedules(&self) -> Vec<u8> {
+        self.key(kind::SCHEDULES)
     }
     pub fn job(&self, id: &[u8]) -> Vec<u8> {
         self.key2(kind::JOB, id)

@@ -94,6 +94,16 @@ pub enum Write {
     /// `INCR P promotions`: a promote that took members.
     CountPromotion,
 
+    // -- the timers and schedules, `P timers` and `P schedules` (SPEC §14)
+    /// `ZADD P timers at member…`: timers set (or moved) to their times.
+    SetTimers(Scored),
+    /// `ZREM P timers member…`: timers dropped.
+    DropTimers(Members),
+    /// `HSET P schedules name record`: a schedule's record written.
+    SetSchedule { name: Vec<u8>, record: Vec<u8> },
+    /// `HDEL P schedules name`: a schedule removed.
+    DropSchedule { name: Vec<u8> },
+
     // -- the retention policy, `P retention`
     /// `HSET P retention field value…`.
     SetRetention(Vec<(&'static str, i64)>),
@@ -493,8 +503,10 @@ impl Write {
     /// The command's name, as a word.
     pub fn command(&self) -> &'static Word {
         match self {
-            Write::SetRow { .. } | Write::SetLane { .. } | Write::SetRetention(_) | Write::SetWorker { .. } => &word::HSET,
-            Write::DropLease { .. } | Write::DropFinished { .. } => &word::HDEL,
+            Write::SetRow { .. } | Write::SetLane { .. } | Write::SetRetention(_) | Write::SetWorker { .. } | Write::SetSchedule { .. } => {
+                &word::HSET
+            }
+            Write::DropLease { .. } | Write::DropFinished { .. } | Write::DropSchedule { .. } => &word::HDEL,
             Write::ExpireRow { .. } | Write::ExpireWorker { .. } => &word::PEXPIREAT,
             Write::DeleteRows(_) | Write::DeleteWorker(_) => &word::DEL,
             Write::LeaveDead(_) | Write::LeaveDone(_) | Write::UnlistWorker(_) => &word::ZREM,
@@ -503,10 +515,13 @@ impl Write {
             Write::ListWorker { .. } => &word::ZADD,
             Write::TrimWorkers { .. } => &word::ZREMRANGEBYSCORE,
             Write::TakeSlots { .. } => &word::HINCRBY,
-            Write::Schedule(_) | Write::Lease { .. } | Write::ExtendLeases { .. } | Write::Bury { .. } | Write::ListDone { .. } => {
-                &word::ZADD
-            }
-            Write::Unschedule(_) | Write::LeaveActive(_) | Write::TrimDead(_) => &word::ZREM,
+            Write::Schedule(_)
+            | Write::Lease { .. }
+            | Write::ExtendLeases { .. }
+            | Write::Bury { .. }
+            | Write::ListDone { .. }
+            | Write::SetTimers(_) => &word::ZADD,
+            Write::Unschedule(_) | Write::LeaveActive(_) | Write::TrimDead(_) | Write::DropTimers(_) => &word::ZREM,
             Write::TrimDone { .. } => &word::ZREMRANGEBYSCORE,
             Write::MakeReady { .. } | Write::JoinRing(_) | Write::Wake(_) => &word::RPUSH,
             Write::TakePending { .. } | Write::TakeLaneHead { .. } | Write::DropRingHead => &word::LPOP,
@@ -545,6 +560,8 @@ impl Write {
             Write::MarkLease { second } => f(keys.parts(kind::LEASES, Decimal::int(*second).as_bytes())),
             Write::CountPromotion => f(own(kind::PROMOTIONS)),
             Write::SetRetention(_) => f(own(kind::RETENTION)),
+            Write::SetTimers(_) | Write::DropTimers(_) => f(own(kind::TIMERS)),
+            Write::SetSchedule { .. } | Write::DropSchedule { .. } => f(own(kind::SCHEDULES)),
         }
     }
 
@@ -599,7 +616,7 @@ impl Write {
                 f(Arg::Word(&word::ACTIVE));
                 f(Arg::Int(*by));
             }
-            Write::Schedule(due) => {
+            Write::Schedule(due) | Write::SetTimers(due) => {
                 for (score, id) in due.iter() {
                     f(Arg::Int(score));
                     f(Arg::Bytes(id));
@@ -615,7 +632,13 @@ impl Write {
             | Write::TrimDead(ids)
             | Write::MakeReady { ids, .. }
             | Write::JoinRing(ids)
-            | Write::Wake(ids) => ids.iter().for_each(|id| f(Arg::Bytes(id))),
+            | Write::Wake(ids)
+            | Write::DropTimers(ids) => ids.iter().for_each(|id| f(Arg::Bytes(id))),
+            Write::SetSchedule { name, record } => {
+                f(Arg::Bytes(name));
+                f(Arg::Bytes(record));
+            }
+            Write::DropSchedule { name } => f(Arg::Bytes(name)),
             Write::TrimDone { before } => {
                 f(Arg::Word(&word::NEG_INF));
                 f(Arg::Below(*before));
@@ -659,7 +682,9 @@ impl Write {
             Write::Unready { .. } | Write::ListWorker { .. } | Write::TrimWorkers { .. } => 4,
             Write::SetWorker { fields, .. } => 2 + 2 * fields.len(),
             Write::DeleteRows(ids) => 1 + ids.len(),
-            Write::Schedule(due) => 2 + 2 * due.len(),
+            Write::Schedule(due) | Write::SetTimers(due) => 2 + 2 * due.len(),
+            Write::SetSchedule { .. } => 4,
+            Write::DropSchedule { .. } => 3,
             Write::Lease { ids, .. } | Write::Bury { ids, .. } | Write::ListDone { ids, .. } => 2 + 2 * ids.len(),
             Write::ExtendLeases { ids, .. } => 3 + 2 * ids.len(),
             Write::Unschedule(ids)
@@ -667,7 +692,8 @@ impl Write {
             | Write::TrimDead(ids)
             | Write::MakeReady { ids, .. }
             | Write::JoinRing(ids)
-            | Write::Wake(ids) => 2 + ids.len(),
+            | Write::Wake(ids)
+            | Write::DropTimers(ids) => 2 + ids.len(),
             Write::TakeLaneHead { .. } | Write::DropRingHead | Write::CountPromotion => 2,
             Write::RotateRing | Write::MarkLease { .. } => 5,
             Write::SetRetention(fields) => 2 + 2 * fields.len(),
@@ -1082,6 +1108,13 @@ mod tests {
                 Write::SetRetention(vec![("done_ms", 0), ("dead_max", -1)]),
                 cmd(&["HSET", "emq:{q}:retention", "done_ms", "0", "dead_max", "-1"]),
             ),
+            (
+                Write::SetTimers([(12, b"tick:a"), (-3, b"tick:b")].into_iter().collect()),
+                cmd(&["ZADD", "emq:{q}:timers", "12", "tick:a", "-3", "tick:b"]),
+            ),
+            (Write::DropTimers(Members::of(&[b"tick:a"])), cmd(&["ZREM", "emq:{q}:timers", "tick:a"])),
+            (Write::SetSchedule { name: b"n".to_vec(), record: b"{}".to_vec() }, cmd(&["HSET", "emq:{q}:schedules", "n", "{}"])),
+            (Write::DropSchedule { name: b"n".to_vec() }, cmd(&["HDEL", "emq:{q}:schedules", "n"])),
         ]
     }
 

@@ -11,7 +11,13 @@
 //! - `spec`: a schedule's spec (cron in a zone, or a fixed interval anchored at
 //!   the epoch) and its next and latest ticks;
 //! - `due`: the missed-tick policies and the ticks a sweep enqueues;
-//! - `tick_id`: `schedule:<name>:<tick ms>` and the schedule name's limits.
+//! - `tick_id`: `schedule:<name>:<tick ms>` and the schedule name's limits;
+//! - `record`: a schedule as `P schedules` keeps it (JSON) and as a caller
+//!   defines it;
+//! - `tick_jobs`: the ticks' jobs, added as ADD adds them (shared by TIMERS,
+//!   `crate::sweep::timers`, and RUN NOW);
+//! - `ops`: the schedule verbs (SCHEDULE, UNSCHEDULE, PAUSE, RESUME, RUN NOW)
+//!   and the listing, as conversations.
 //!
 //! `cron` and `zone` are this module's own (the public API speaks ms and
 //! strings, not jiff's types); `docs/schedules-arith.md` is the account of the
@@ -19,8 +25,11 @@
 
 mod cron;
 pub mod due;
+pub mod ops;
+pub mod record;
 pub mod spec;
 pub mod tick_id;
+pub mod tick_jobs;
 mod zone;
 
 #[cfg(test)]

@@ -147,6 +147,10 @@ pub struct Sweep {
     sorted: bool,
     /// The server refused the `SORT_RO` (`sort_refused`).
     sort_refused: bool,
+    /// A worker's promote also reads the head of `P timers` (`timers_head`),
+    /// and what it read.
+    timers_head: bool,
+    timers_next: Option<i64>,
 }
 
 impl Sweep {
@@ -178,6 +182,8 @@ impl Sweep {
             bare: false,
             sorted: false,
             sort_refused: false,
+            timers_head: false,
+            timers_next: None,
         }
     }
 
@@ -234,6 +240,29 @@ impl Sweep {
     pub fn sorted_selection(mut self, on: bool) -> Self {
         self.sorted = on && self.bare && !self.keys.prefix.contains(&b'*');
         self
+    }
+
+    /// A worker's promote (its beat form) reads the head of `P timers` in its
+    /// first pipeline, after the selection's reads (`ZRANGE P timers 0 0
+    /// WITHSCORES`: one cheap read, an empty one when no schedule is in use), so
+    /// that the beat runs TIMERS only when a timer is due and parks no longer
+    /// than the next one (`next_timer`). The plan is the promote's, unchanged.
+    #[must_use]
+    pub fn timers_head(mut self, on: bool) -> Self {
+        self.timers_head = on && self.kind == Kind::Promote;
+        self
+    }
+
+    /// The time of the first member of `P timers`, as `timers_head` read it
+    /// (`None`: none, or not read).
+    pub fn next_timer(&self) -> Option<i64> {
+        self.timers_next
+    }
+
+    /// How long after the clock reading the first timer falls due, in µs (0:
+    /// due now, TIMERS has work; `None`: no timer), counted as `next_in_us`.
+    pub fn next_timer_in_us(&self) -> Option<f64> {
+        self.timers_next.map(|t| ((t - self.read.now) as f64 * 1000.0 - self.read.now_us as f64).max(0.0))
     }
 
     /// Whether the server refused this call's `SORT_RO` (`sorted_selection`).
@@ -975,19 +1004,9 @@ fn sort_refusal(reply: &Reply) -> bool {
     matches!(reply, Reply::Error { code, .. } if code == "ERR" || code == "NOPERM")
 }
 
-impl Conversation for Sweep {
-    type Out = Outcome;
-
-    fn verb(&self) -> &'static str {
-        Sweep::verb(self)
-    }
-
-    fn keys(&self) -> &Keys {
-        &self.keys
-    }
-
-    /// The first step: the clock and the selection.
-    fn start(&mut self) -> Step {
+impl Sweep {
+    /// Step 1's reads: the selection (scored, bare or sorted).
+    fn select(&mut self) -> Step {
         let last = self.batch.saturating_sub(1).to_string();
         let mut cmds = vec![Cmd::new("TIME")];
         if self.sorted {
@@ -1024,8 +1043,7 @@ impl Conversation for Sweep {
         Step::Read { watch: vec![], cmds }
     }
 
-    /// Feeds the replies of a `Read` step.
-    fn feed(&mut self, replies: &[Reply]) -> Result<Step> {
+    fn feed_stage(&mut self, replies: &[Reply]) -> Result<Step> {
         match std::mem::replace(&mut self.stage, Stage::Exec) {
             Stage::Select => self.selected(replies),
             Stage::SelectBare => self.selected_bare(replies),
@@ -1055,6 +1073,41 @@ impl Conversation for Sweep {
             Stage::Dead(plan) => self.dead_read(plan, replies),
             Stage::Exec => Err(self.host_error("a read was fed after the plan was built")),
         }
+    }
+}
+
+impl Conversation for Sweep {
+    type Out = Outcome;
+
+    fn verb(&self) -> &'static str {
+        Sweep::verb(self)
+    }
+
+    fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// The first step: the clock and the selection.
+    fn start(&mut self) -> Step {
+        let mut step = self.select();
+        if let (true, Step::Read { cmds, .. }) = (self.timers_head, &mut step) {
+            cmds.push(Cmd::new("ZRANGE").arg(self.keys.timers()).arg("0").arg("0").arg("WITHSCORES"));
+        }
+        step
+    }
+
+    /// Feeds the replies of a `Read` step.
+    fn feed(&mut self, replies: &[Reply]) -> Result<Step> {
+        let selecting = matches!(self.stage, Stage::Select | Stage::SelectBare | Stage::SelectSorted);
+        let replies = match replies {
+            [selection @ .., head] if selecting && self.timers_head => {
+                self.check(head, &self.keys.timers())?;
+                self.timers_next = head.as_array().and_then(|a| a.get(1)).and_then(Reply::as_score).map(|s| s as i64);
+                selection
+            }
+            _ => replies,
+        };
+        self.feed_stage(replies)
     }
 
     fn speculate(&mut self) {
