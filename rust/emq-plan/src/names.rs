@@ -45,6 +45,8 @@ pub mod kind {
     pub const ACTIVE: &[u8] = b"active";
     pub const DEAD: &[u8] = b"dead";
     pub const DONE: &[u8] = b"done";
+    pub const CANCELLED: &[u8] = b"cancelled";
+    pub const CANCELS: &[u8] = b"cancels";
     pub const RETENTION: &[u8] = b"retention";
     pub const RING: &[u8] = b"ring";
     pub const PROMOTIONS: &[u8] = b"promotions";
@@ -53,6 +55,8 @@ pub mod kind {
     pub const LANE: &[u8] = b"lane:";
     pub const LANECTL: &[u8] = b"lanectl:";
     pub const LEASES: &[u8] = b"leases:";
+    pub const INBOX: &[u8] = b"inbox:";
+    pub const UNIQUE: &[u8] = b"unique:";
 }
 
 /// The keys of one queue. `P` is `emq:{q}:`.
@@ -104,6 +108,24 @@ impl Keys {
     /// The done rows that are kept (zset: id -> finished time).
     pub fn done(&self) -> Vec<u8> {
         self.key(kind::DONE)
+    }
+    /// The cancelled rows that are kept (zset: id -> when the cancel took effect).
+    pub fn cancelled(&self) -> Vec<u8> {
+        self.key(kind::CANCELLED)
+    }
+    /// The running jobs asked to stop (zset: id -> when asked), the last hour of them.
+    pub fn cancels(&self) -> Vec<u8> {
+        self.key(kind::CANCELS)
+    }
+    /// `P inbox:W`: a waiter's inbox (list of the ids of the jobs it waits for
+    /// that have come to an outcome, `jobs::ending`).
+    pub fn inbox(&self, inbox: &[u8]) -> Vec<u8> {
+        self.key2(kind::INBOX, inbox)
+    }
+    /// `P unique:K`: the id of the job added under uniqueness key `K` (string,
+    /// expiring with the add's window, `jobs::add`).
+    pub fn unique(&self, key: &[u8]) -> Vec<u8> {
+        self.key2(kind::UNIQUE, key)
     }
     /// The retention policy (hash, see `jobs::retention`).
     pub fn retention(&self) -> Vec<u8> {
