@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from ._core import Client, Job, queue_slot
-from .answers import FailOutcome, QueueCounts, Retention, StalledOutcome
+from .answers import CancelOutcome, CancelRequests, FailOutcome, QueueCounts, Retention, StalledOutcome, UniqueAdd
 from .client import connect
 from .errors import (
     ArgumentError,
@@ -50,6 +50,8 @@ except _metadata.PackageNotFoundError:  # pragma: no cover
 __all__ = [
     "ArgumentError",
     "AuthenticationError",
+    "CancelOutcome",
+    "CancelRequests",
     "Client",
     "ConnectionError",
     "ContentionError",
@@ -75,6 +77,7 @@ __all__ = [
     "StalledOutcome",
     "TimeoutError",
     "UnavailableError",
+    "UniqueAdd",
     "ClusterError",
     "Worker",
     "connect",
