@@ -865,7 +865,10 @@ impl Sweep {
 
     fn plan_part(&mut self) -> Result<Step> {
         if self.part_extras.is_none() {
-            let extras = Extras::of(self.part.rows.iter().filter_map(|r| match r {
+            // The first group of a call in groups reads the extras of every row
+            // selected: bad input present at the call's start writes nothing (SPEC §9).
+            let rows = if self.current == 0 && self.grouped_call() { &self.read.rows } else { &self.part.rows };
+            let extras = Extras::of(rows.iter().filter_map(|r| match r {
                 Row::Live { ending, .. } => Some(ending),
                 Row::Ghost => None,
             }));
