@@ -74,6 +74,8 @@ def fail(job) -> None:
 
 def worker_proc(url: str, concurrency: int, stop, mode: str = "paired", spin_us: int | None = None, fails: bool = False) -> None:
     import emq.worker as W
+    import emq.worker.beat as B
+    import emq.worker.handlers as H
 
     if mode == "fail-single":
         # As before fails joined the group commit: each failed on the handler's
@@ -84,9 +86,9 @@ def worker_proc(url: str, concurrency: int, stop, mode: str = "paired", spin_us:
         W.GroupCommit.failed = failed  # type: ignore[method-assign]
 
     if mode in ("unpaired", "single"):
-        W.Worker._reserve = lambda self, finishing: 0  # type: ignore[method-assign]
+        H.Handlers._reserve = lambda self, finishing: 0  # type: ignore[method-assign]
     if mode == "single":
-        W.BUSY_PROMOTE_S = 0.0
+        B.BUSY_PROMOTE_S = 0.0
 
         def finished(self, job):
             self._committed([(job, self._settle(lambda: self.work.complete(job)))], [], 0)

@@ -45,16 +45,16 @@ def _instrument() -> None:
     of the beat's last park end, promote and claim; the early wake off for the
     cold side."""
     import emq.queue as Q
-    import emq.worker as W
+    import emq.worker.beat as B
 
-    wait, promote, claim = W.Worker._wait, W.Worker._promote, Q.Queue.claim
+    wait, promote, claim = B.Beat._wait, B.Beat._promote, Q.Queue.claim
 
     def _wait(self, due_at, **kw):
         wait(self, due_at, **kw)
         _ev["woke"] = time.time()
 
-    def _promote(self, beat):
-        r = promote(self, beat)
+    def _promote(self, queue):
+        r = promote(self, queue)
         _ev["promoted"] = time.time()
         return r
 
@@ -63,9 +63,9 @@ def _instrument() -> None:
         _ev["claimed"] = time.time()
         return r
 
-    W.Worker._wait, W.Worker._promote, Q.Queue.claim = _wait, _promote, _claim
+    B.Beat._wait, B.Beat._promote, Q.Queue.claim = _wait, _promote, _claim
     if os.environ.get("EMQ_BENCH_COLD") == "1":
-        W.WARM_S = float("inf")  # never early: the wait goes to the due time in one sleep
+        B.WARM_S = float("inf")  # never early: the wait goes to the due time in one sleep
 
 
 if os.environ.get("EMQ_BENCH_WAKE_OUT"):

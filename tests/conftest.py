@@ -4,6 +4,7 @@ Every behaviour test that takes `server`, `client` or `r` runs against each."""
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -13,6 +14,24 @@ import emq
 from emq.embedded import Server, module_path
 
 from servers import SERVERS
+
+
+@pytest.fixture(scope="session", autouse=True)
+def development_server_dir(tmp_path_factory):
+    """Each test process's own directory for the per-user development server
+    (`XDG_RUNTIME_DIR`, which subprocesses inherit): no test reaches the user's own
+    development server, and the one the tests started is stopped at the end."""
+    from emq import devserver
+
+    where = tmp_path_factory.mktemp("xdg")
+    before = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(where)
+    yield where
+    devserver.stop(where / "emq")
+    if before is None:
+        os.environ.pop("XDG_RUNTIME_DIR", None)
+    else:
+        os.environ["XDG_RUNTIME_DIR"] = before
 
 
 @pytest.fixture(scope="session")

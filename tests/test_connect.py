@@ -15,6 +15,7 @@ import pytest
 import redis
 
 import emq
+import emq.devserver
 from emq.embedded import Server, built_malloc, free_port, jemalloc_library, module_path, valkey_binary
 
 
@@ -236,12 +237,13 @@ def test_connect_without_url_uses_emq_url(server, monkeypatch):
     assert emq.connect().address == server.url
 
 
-def test_connect_without_url_starts_the_embedded_server(monkeypatch):
+def test_connect_without_url_reaches_the_development_server(monkeypatch):
     monkeypatch.delenv("EMQ_URL", raising=False)
     c = emq.connect()
     assert c.ping()
     assert c.info()["server_name"] == "valkey"
-    assert c.address.startswith("redis://127.0.0.1:")
+    assert c.address == emq.devserver.status().url  # the per-user server, on its Unix socket (tests/test_devserver.py)
+    assert c.address.startswith("unix://")
 
 
 def _mapped_jemalloc(s: Server) -> bool:

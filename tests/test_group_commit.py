@@ -71,7 +71,7 @@ def test_a_busy_worker_completes_its_jobs_in_fewer_commits_than_jobs(client):
     w.stop()
     t.join(10)
     assert w.counters.completed == 8 * rounds
-    commits = w._commits["gc-busy"].commits
+    commits = w._handlers.commits["gc-busy"].commits
     assert commits < 8 * rounds / 2, f"{commits} commits for {8 * rounds} jobs"
     assert q.counts().done == 8 * rounds
 
@@ -92,7 +92,7 @@ def test_a_commit_that_refills_its_slots_leaves_the_beat_asleep(client):
         time.sleep(0.001)
     # Counted while the jobs ran: once idle, the worker pops the wake tokens the
     # add left (one beat each).
-    beats, commits = w.counters.beats, w._commits["gc-asleep"].commits
+    beats, commits = w.counters.beats, w._handlers.commits["gc-asleep"].commits
     w.stop()
     t.join(10)
     assert w.counters.completed == jobs

