@@ -944,9 +944,10 @@ CALLS = st.lists(
 @given(state=both_sweeps_states(), calls=CALLS)
 def test_call_sequences_plan_matches_lua(server, r, client, state, calls):
     """A few calls in a row from one start state, so later calls see what earlier
-    ones wrote (ring flags, lane `active`, wake at its cap). Dead scores written
-    by any call of the sequence are checked against the sequence's window and
-    normalised, as above."""
+    ones wrote (ring flags, lane `active`, wake at its cap). Dead scores, and
+    cancelled rows' `finished` and `P cancelled` scores, written by any call of
+    the sequence are checked against the sequence's window and normalised, as
+    above."""
     queue = state["queue"]
     P = b(f"emq:{{{queue}}}:")
     start = materialise(state, client.time_ms())
@@ -965,7 +966,7 @@ def test_call_sequences_plan_matches_lua(server, r, client, state, calls):
             died += dead_of(reply, kind)
             steps.append((reply, dump(r), list(dict.fromkeys(died))))
         t1 = client.time_ms()
-        runs[backend] = [(rep, normalise_dead(d, P, dead, t0, t1, multi_call=True)) for rep, d, dead in steps]
+        runs[backend] = [(rep, normalise_cancelled(normalise_dead(d, P, dead, t0, t1, multi_call=True), P, t0, t1)) for rep, d, dead in steps]
     for k, ((lr, la), (pr, pa)) in enumerate(zip(runs["lua"], runs["plan"])):
         note(f"call {k}: {calls[k]!r}: lua {lr!r}, plan {pr!r}")
         if isinstance(lr, Exception) or isinstance(pr, Exception):
