@@ -966,7 +966,9 @@ def test_call_sequences_plan_matches_lua(server, r, client, state, calls):
             died += dead_of(reply, kind)
             steps.append((reply, dump(r), list(dict.fromkeys(died))))
         t1 = client.time_ms()
-        runs[backend] = [(rep, normalise_cancelled(normalise_dead(d, P, dead, t0, t1, multi_call=True), P, t0, t1)) for rep, d, dead in steps]
+        runs[backend] = [
+            (rep, normalise_cancelled(normalise_dead(d, P, dead, t0, t1, multi_call=True), P, t0, t1)) for rep, d, dead in steps
+        ]
     for k, ((lr, la), (pr, pa)) in enumerate(zip(runs["lua"], runs["plan"])):
         note(f"call {k}: {calls[k]!r}: lua {lr!r}, plan {pr!r}")
         if isinstance(lr, Exception) or isinstance(pr, Exception):
