@@ -20,7 +20,7 @@
 //! is) and `P cancelled`'s type.
 
 use crate::error::{Error, Result};
-use crate::jobs::retention::{self, Retention};
+use crate::jobs::retention::{self, ended_writes, Ended, Retention};
 use crate::names::Keys;
 use crate::numbers::field_int;
 use crate::protocol::cmd::Cmd;
@@ -215,55 +215,7 @@ impl Extras {
     }
 }
 
-/// A row that ends now, as the retention writes it: its id, how long it is
-/// kept (ms: `0` deleted at once, `-1` forever) and the fields it gets.
-pub struct Ended<'a> {
-    pub id: &'a [u8],
-    pub keep: i64,
-    pub fields: RowFields,
-}
-
-/// The retention writes of rows that end at `now` (done or cancelled), after
-/// they have left where they were: a row kept 0 ms is deleted at once; any
-/// other gets its fields, loses its lease (`lease`: it had one), expires at
-/// `now + keep` (none when kept forever), and is listed in the index (`P done`
-/// or `P cancelled`, by `list`) at `now`; then the index drops its entries
-/// finished more than the longest positive keep of these rows ago (`trim`),
-/// those of rows expired by then (none when every row is kept forever).
-pub fn ended_writes(
-    rows: Vec<Ended<'_>>,
-    now: i64,
-    lease: bool,
-    list: fn(i64, Members) -> Write,
-    trim: fn(i64) -> Write,
-    w: &mut Vec<Write>,
-) {
-    let mut listed: Vec<&[u8]> = vec![];
-    let mut longest: Option<i64> = None;
-    for Ended { id, keep, fields } in rows {
-        if keep == 0 {
-            w.push(Write::DeleteRows(Members::one(id)));
-            continue;
-        }
-        w.push(Write::SetRow { id: id.to_vec(), fields });
-        if lease {
-            w.push(Write::DropLease { id: id.to_vec() });
-        }
-        if keep > 0 {
-            w.push(Write::ExpireRow { id: id.to_vec(), at: now.saturating_add(keep) });
-            longest = Some(longest.map_or(keep, |l| l.max(keep)));
-        }
-        listed.push(id);
-    }
-    if !listed.is_empty() {
-        w.push(list(now, Members::of(&listed)));
-    }
-    if let Some(keep) = longest {
-        w.push(trim(now.saturating_sub(keep)));
-    }
-}
-
-/// The writes of rows cancelled at `now`, each kept `keep` ms ([`ended_writes`]).
+/// The writes of rows cancelled at `now`, each kept `keep` ms (`retention::ended_writes`).
 pub fn cancelled_writes(rows: &[(&[u8], i64)], now: i64, lease: bool, w: &mut Vec<Write>) {
     let rows = rows.iter().map(|&(id, keep)| Ended { id, keep, fields: RowFields::Cancelled { finished: now } }).collect();
     ended_writes(rows, now, lease, |at, ids| Write::ListCancelled { at, ids }, |before| Write::TrimCancelled { before }, w);

@@ -29,7 +29,6 @@
 use std::cmp::Ordering;
 
 use crate::error::{Error, Result};
-use crate::jobs::ending::{ended_writes, Ended};
 use crate::names::Keys;
 use crate::numbers::{field_int, MAX_MS};
 use crate::protocol::cmd::Cmd;
@@ -135,7 +134,7 @@ pub fn done_writes(id: &[u8], now: i64, done_ms: i64, w: &mut Vec<Write>) {
     many_done_writes(&[DoneRow { id, keep: done_ms, result: None }], now, w);
 }
 
-/// The writes of many rows done at the same `now` (`ending::ended_writes`): a
+/// The writes of many rows done at the same `now` ([`ended_writes`]): a
 /// row kept 0 ms is deleted; the others get `state done finished [result]`,
 /// lose their lease and expire when their keep is up; then one `ZADD` of them
 /// all to `P done` and one trim of its entries older than the longest keep.
@@ -149,6 +148,54 @@ pub fn many_done_writes(rows: &[DoneRow<'_>], now: i64, w: &mut Vec<Write>) {
         .map(|r| Ended { id: r.id, keep: r.keep, fields: RowFields::Done { finished: now, result: r.result.map(<[u8]>::to_vec) } })
         .collect();
     ended_writes(rows, now, true, |at, ids| Write::ListDone { at, ids }, |before| Write::TrimDone { before }, w);
+}
+
+/// A row that ends now, as the retention writes it: its id, how long it is
+/// kept (ms: `0` deleted at once, `-1` forever) and the fields it gets.
+pub struct Ended<'a> {
+    pub id: &'a [u8],
+    pub keep: i64,
+    pub fields: RowFields,
+}
+
+/// The retention writes of rows that end at `now` (done or cancelled), after
+/// they have left where they were: a row kept 0 ms is deleted at once; any
+/// other gets its fields, loses its lease (`lease`: it had one), expires at
+/// `now + keep` (none when kept forever), and is listed in the index (`P done`
+/// or `P cancelled`, by `list`) at `now`; then the index drops its entries
+/// finished more than the longest positive keep of these rows ago (`trim`),
+/// those of rows expired by then (none when every row is kept forever).
+pub fn ended_writes(
+    rows: Vec<Ended<'_>>,
+    now: i64,
+    lease: bool,
+    list: fn(i64, Members) -> Write,
+    trim: fn(i64) -> Write,
+    w: &mut Vec<Write>,
+) {
+    let mut listed: Vec<&[u8]> = vec![];
+    let mut longest: Option<i64> = None;
+    for Ended { id, keep, fields } in rows {
+        if keep == 0 {
+            w.push(Write::DeleteRows(Members::one(id)));
+            continue;
+        }
+        w.push(Write::SetRow { id: id.to_vec(), fields });
+        if lease {
+            w.push(Write::DropLease { id: id.to_vec() });
+        }
+        if keep > 0 {
+            w.push(Write::ExpireRow { id: id.to_vec(), at: now.saturating_add(keep) });
+            longest = Some(longest.map_or(keep, |l| l.max(keep)));
+        }
+        listed.push(id);
+    }
+    if !listed.is_empty() {
+        w.push(list(now, Members::of(&listed)));
+    }
+    if let Some(keep) = longest {
+        w.push(trim(now.saturating_sub(keep)));
+    }
 }
 
 // ------------------------------------------------------------------ dead jobs
