@@ -382,7 +382,12 @@ class Model:
             return not past and not later
         return not self.schedule
 
-    def add(self, jobs: list[tuple[str, bytes, str | None, bool, int, tuple[str, int]]], keep: int | None = None, unique: tuple[str, int] | None = None) -> None:
+    def add(
+        self,
+        jobs: list[tuple[str, bytes, str | None, bool, int, tuple[str, int]]],
+        keep: int | None = None,
+        unique: tuple[str, int] | None = None,
+    ) -> None:
         """jobs: (id, data, lane, later, max_attempts, when as given); `keep`
         (ms) and `unique` (key, window ms): each job's own, as given."""
         flat = False
@@ -1066,7 +1071,11 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             items = [
                 (j if k % 2 else {"job": j, "result": error})
                 if f == "done"
-                else ((j, error, 0 if f == "now" else FAR_S) if k % 2 else {"job": j, "error": error, "retry_in": 0 if f == "now" else FAR_S, "error_type": "m.E"})
+                else (
+                    (j, error, 0 if f == "now" else FAR_S)
+                    if k % 2
+                    else {"job": j, "error": error, "retry_in": 0 if f == "now" else FAR_S, "error_type": "m.E"}
+                )
                 for j, f in zip(jobs, fates)
             ]
             self._await_dead_scores()
@@ -1322,7 +1331,13 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             # Done rows still kept: entries finished after now - done_ms (past ones are not).
             kept = len(m.done) if m.ret["done_ms"] < 0 else 0 if m.ret["done_ms"] == 0 else sum(1 for sc in m.done.values() if sc is None)
             assert c.done == kept
-            kept = len(m.cancelled) if m.ret["done_ms"] < 0 else 0 if m.ret["done_ms"] == 0 else sum(1 for sc in m.cancelled.values() if sc is None)
+            kept = (
+                len(m.cancelled)
+                if m.ret["done_ms"] < 0
+                else 0
+                if m.ret["done_ms"] == 0
+                else sum(1 for sc in m.cancelled.values() if sc is None)
+            )
             assert c.cancelled == kept
 
         # -- lanes ----------------------------------------------------------------

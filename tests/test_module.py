@@ -367,7 +367,9 @@ def test_claim_and_complete_take_ids_lanes_and_values_that_are_not_utf8(r, clien
     got = r.execute_command("EMQ.CLAIM", "1", P + b"pending", P, "3", "60000", "t1", "t2", "t3")
     assert [j[0] for j in got] == ids and all(j[1] == b"\x00\xff" and j[2] is None for j in got)
     assert all(now <= j[6] - 60000 <= client.time_ms() for j in got)
-    done = r.execute_command("EMQ.COMPLETE", "1", P + b"active", P, "v2", ids[0], "t1", "", "n", ids[1], "bad", "", "n", ids[2], "t3", "", b"v\xff")
+    done = r.execute_command(
+        "EMQ.COMPLETE", "1", P + b"active", P, "v2", ids[0], "t1", "", "n", ids[1], "bad", "", "n", ids[2], "t3", "", b"v\xff"
+    )
     assert done == [1, 0, 1]
     assert r.zrange(P + b"active", 0, -1) == [ids[1]]
     assert r.hget(P + b"job:" + ids[2], "state") == b"done" and r.ping()
