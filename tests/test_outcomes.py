@@ -163,6 +163,7 @@ def test_bad_input_to_the_new_calls_is_refused_and_writes_nothing(r, q, popper):
         (lambda: q.settle_many([{"job": j, "result": b"r", "error": "e"}]), "Queue.settle_many: an item has a result or an error"),
         (lambda: q.settle_many([{"job": j, "retry_in": 1}]), "Queue.settle_many: an item with retry_in"),
         (lambda: q.settle_many([{"job": j, "other": 1}]), "Queue.settle_many: unknown item fields"),
+        (lambda: q.add_many([{"data": b"d", "uniq": "k"}]), r'Queue.add_many: unknown job fields \["uniq"\]'),
         (lambda: q.cancel_requests(-1), "Queue.cancel_requests: since must be a non-negative integer"),
         (lambda: q.pop_inbox("w", 1, client="redis://x"), "Queue.pop_inbox: client must be an emq.Client"),
         (lambda: q.pop_inbox("w", 0, client=popper), "Queue.pop_inbox: timeout must be a positive duration"),

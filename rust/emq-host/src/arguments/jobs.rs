@@ -87,17 +87,7 @@ pub fn settle_items(call: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<(Held, Fin
         .iter()
         .map(|item| {
             if let Ok(d) = item.cast::<PyDict>() {
-                let mut unknown: Vec<String> = vec![];
-                for k in d.keys() {
-                    let k = k.str()?.to_string();
-                    if !SETTLE_FIELDS.contains(&k.as_str()) {
-                        unknown.push(k);
-                    }
-                }
-                if !unknown.is_empty() {
-                    unknown.sort();
-                    return Err(refused(call, format_args!("unknown item fields {unknown:?} (an item's fields are {SETTLE_FIELDS:?})")));
-                }
+                refuse_unknown(call, d.keys().iter(), &SETTLE_FIELDS, "item", "an item's")?;
                 let get = |k: &str| -> PyResult<Bound<'_, PyAny>> { Ok(d.get_item(k)?.unwrap_or_else(|| none.clone())) };
                 let job = held(call, &get("job")?)?;
                 if !d.contains("error")? {
@@ -190,6 +180,29 @@ pub fn new_job(
 /// The fields of an `add_many` item given as a dict: `add`'s keyword arguments.
 const JOB_FIELDS: [&str; 9] = ["data", "id", "delay", "at", "lane", "max_attempts", "keep", "unique_key", "unique_for"];
 
+/// Refuses a dict whose keys are not all `allowed`, naming the unknown ones
+/// (sorted) and the fields there are (`what` the item, `whose` its owner).
+fn refuse_unknown<'py>(
+    call: &str,
+    keys: impl Iterator<Item = Bound<'py, PyAny>>,
+    allowed: &[&str],
+    what: &str,
+    whose: &str,
+) -> PyResult<()> {
+    let mut unknown = vec![];
+    for k in keys {
+        let k = k.str()?.to_string();
+        if !allowed.contains(&k.as_str()) {
+            unknown.push(k);
+        }
+    }
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    unknown.sort();
+    Err(refused(call, format_args!("unknown {what} fields {unknown:?} ({whose} fields are {allowed:?})")))
+}
+
 /// `add_many`'s jobs: each its data, or a dict of `add`'s arguments (those it
 /// leaves out: none, and `max_attempts` for the items that name none).
 pub fn new_jobs<'py>(call: &str, v: &Bound<'py, PyAny>, max_attempts: &Bound<'py, PyAny>) -> PyResult<Vec<NewJob>> {
@@ -204,17 +217,7 @@ pub fn new_jobs<'py>(call: &str, v: &Bound<'py, PyAny>, max_attempts: &Bound<'py
             jobs.push(new_job(call, &item, &none, &zero, &none, &none, max_attempts, None)?);
             continue;
         };
-        let mut unknown = vec![];
-        for key in fields.keys()? {
-            let key = key.str()?.to_string();
-            if !JOB_FIELDS.contains(&key.as_str()) {
-                unknown.push(key);
-            }
-        }
-        if !unknown.is_empty() {
-            unknown.sort();
-            return Err(refused(call, format_args!("unknown job fields {unknown:?} (a job's fields are {JOB_FIELDS:?})")));
-        }
+        refuse_unknown(call, fields.keys()?.iter(), &JOB_FIELDS, "job", "a job's")?;
         let field = |k: &str, absent: &Bound<'py, PyAny>| -> PyResult<Bound<'py, PyAny>> {
             Ok(if fields.contains(k)? { fields.get_item(k)? } else { absent.clone() })
         };
