@@ -462,7 +462,10 @@ def test_a_cancelled_rows_keep_is_its_own_else_the_queues(r, q):
     assert_invariants(r, P)
 
 
-@pytest.mark.parametrize("ending", ["complete", "fail", "settle_many", "stalled-plan", "stalled-lua", "stalled-module"])
+@pytest.mark.parametrize(
+    "ending",
+    ["complete", "complete_many", "complete_and_claim", "fail", "settle_many", "stalled-plan", "stalled-lua", "stalled-module"],
+)
 def test_a_running_job_asked_to_stop_is_cancelled_never_retried(r, q, popper, ending):
     """A running job is asked to stop (the row's flag, the request its worker
     reads), and becomes cancelled when its worker settles it, whatever it
@@ -478,6 +481,10 @@ def test_a_running_job_asked_to_stop_is_cancelled_never_retried(r, q, popper, en
     assert q.progress(j, 0.9) is True, "it still holds its lease"
     if ending == "complete":
         assert q.complete(j, b"r") is True
+    elif ending == "complete_many":
+        assert q.complete_many([(j, b"r")]) == [True]
+    elif ending == "complete_and_claim":
+        assert q.complete_and_claim([(j, b"r")], 1) == ([True], [])
     elif ending == "fail":
         assert q.fail(j, "stopped", retry_in=0) is emq.FailOutcome.CANCELLED
     elif ending == "settle_many":
