@@ -7,7 +7,12 @@ stalled_check, pause/resume/limit, ghosts, late workers holding stale tokens,
 identical re-adds (a retry of an add that landed: its digest matches) and
 re-adds of another job under a taken id, and the retention policy
 (`Queue.set_retention`: done rows deleted at once, kept with an expiry and
-listed in `done`, or kept forever; `dead` trimmed by count and by age).
+listed in `done`, or kept forever; `dead` trimmed by count and by age); and
+SPEC §13: results and errors' types written at settle, a job's own `keep`,
+unique adds, progress (only by the holder), cancels of waiting and running
+jobs (a running one cancelled when it is settled or its lease runs out, never
+retried), waiters registered with `watch` and the ids their inboxes get, and
+the requests to stop that workers read.
 After every step the replies must have matched the model, the whole queue
 keyspace must equal the model, and the invariants I1 to I5 (SPEC §3) must hold
 on the real keyspace (`assert_invariants`, also used by the other test_jobs*
@@ -78,9 +83,12 @@ def _glob(text: str) -> str:
     return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
 
 
-def digest(data: bytes, lane: str | None, max_attempts: int, when: tuple[str, int]) -> str:
+def digest(
+    data: bytes, lane: str | None, max_attempts: int, when: tuple[str, int], keep: int | None = None, unique: tuple[str, int] | None = None
+) -> str:
     """ADD's digest of a request (rust/emq-plan/src/jobs/add.rs), computed apart:
-    `when` is ("D", delay in ms) or ("A", due time in ms), as given."""
+    `when` is ("D", delay in ms) or ("A", due time in ms), as given; `keep` (ms)
+    and `unique` (key, window ms) only when given."""
     buf = b"emq.add.v1" + b"d%d:" % len(data) + data
     if lane is None:
         buf += b"n"
@@ -88,6 +96,11 @@ def digest(data: bytes, lane: str | None, max_attempts: int, when: tuple[str, in
         lb = lane.encode()
         buf += b"l%d:" % len(lb) + lb
     buf += b"m%d;" % max_attempts + when[0].encode() + b"%d;" % when[1]
+    if keep is not None:
+        buf += b"k%d;" % keep
+    if unique is not None:
+        kb = unique[0].encode()
+        buf += b"u%d:" % len(kb) + kb + b"w%d;" % unique[1]
     return hashlib.sha1(buf).hexdigest()[:32]
 
 
@@ -124,6 +137,10 @@ def read_queue(r: redis.Redis, prefix: str) -> dict:
         "active": {s(m): int(sc) for m, sc in r.zrange(P + "active", 0, -1, withscores=True)},
         "dead": {s(m): int(sc) for m, sc in r.zrange(P + "dead", 0, -1, withscores=True)},
         "done": {s(m): int(sc) for m, sc in r.zrange(P + "done", 0, -1, withscores=True)},
+        "cancelled": {s(m): int(sc) for m, sc in r.zrange(P + "cancelled", 0, -1, withscores=True)},
+        "cancels": {s(m) for m in r.zrange(P + "cancels", 0, -1)},
+        "inboxes": {},
+        "uniques": {},
         "retention": {s(f): s(v) for f, v in r.hgetall(P + "retention").items()},
         "expiring": set(),
         "ring": [s(x) for x in r.lrange(P + "ring", 0, -1)],
@@ -138,10 +155,15 @@ def read_queue(r: redis.Redis, prefix: str) -> dict:
             q["lanes"][k[len(P + "lane:") :]] = [s(x) for x in r.lrange(k, 0, -1)]
         elif k.startswith(P + "lanectl:"):
             q["ctl"][k[len(P + "lanectl:") :]] = {s(f): s(v) for f, v in r.hgetall(k).items()}
+        elif k.startswith(P + "inbox:"):
+            q["inboxes"][k[len(P + "inbox:") :]] = [s(x) for x in r.lrange(k, 0, -1)]
+        elif k.startswith(P + "unique:"):
+            q["uniques"][k[len(P + "unique:") :]] = s(r.get(k))
         elif k.startswith(P + "job:"):
             row = r.hgetall(k)
-            # data and error are opaque bytes; the other fields are text
-            q["rows"][k[len(P + "job:") :]] = {s(f): (v if f in (b"data", b"error") else s(v)) for f, v in row.items()}
+            # data, error, result, progress and traceback are opaque bytes; the other fields are text
+            opaque = (b"data", b"error", b"result", b"progress", b"traceback")
+            q["rows"][k[len(P + "job:") :]] = {s(f): (v if f in opaque else s(v)) for f, v in row.items()}
             if r.pttl(k) >= 0:
                 q["expiring"].add(k[len(P + "job:") :])
     return q
@@ -166,9 +188,11 @@ def assert_invariants(r: redis.Redis, prefix: str, *, where: str = "") -> dict:
 
     I1: each id in at most one of schedule, pending, a lane list, active, dead, and
     its row's state names that place (a lane list only for a row of that lane); a
-    row that is not done is in its place (none lost), a done row in none of them
-    (only in `done`, while it is kept). Ghosts (ids without a row) aside; an id in
-    `done` has a done row or none (it expired). Only done rows expire.
+    row that is not done or cancelled is in its place (none lost), a done or
+    cancelled row in none of them (only in `done` or `cancelled`, while it is
+    kept). Ghosts (ids without a row) aside; an id in `done` has a done row or
+    none (it expired), an id in `cancelled` a cancelled row or none. Only done and
+    cancelled rows expire.
     I2: a lane's `ring` field is 1 exactly when it is in the ring, then once.
     I3: a non-empty lane that can be served is in the ring.
     I4: a lane's `active` field = the number of its ids in `active`.
@@ -204,11 +228,14 @@ def assert_invariants(r: redis.Redis, prefix: str, *, where: str = "") -> dict:
         if place == "lane":
             assert row.get("lane") == lane, f"I1{at}: job {id_!r} of lane {row.get('lane')!r} is in lane list {lane!r}"
     for id_, row in rows.items():
-        if row.get("state") == "done":
-            assert id_ not in places, f"I1{at}: done job {id_!r} is still in {places[id_]}"
+        if row.get("state") in ("done", "cancelled"):
+            assert id_ not in places, f"I1{at}: {row.get('state')} job {id_!r} is still in {places[id_]}"
+            other = "cancelled" if row.get("state") == "done" else "done"
+            assert id_ not in q[other], f"I1{at}: {row.get('state')} job {id_!r} is listed in {other}"
         else:
             assert id_ in places, f"I1{at}: job {id_!r} in state {row.get('state')!r} is in no structure (lost)"
             assert id_ not in q["done"], f"I1{at}: job {id_!r} in state {row.get('state')!r} is listed in done"
+            assert id_ not in q["cancelled"], f"I1{at}: job {id_!r} in state {row.get('state')!r} is listed in cancelled"
             assert id_ not in q["expiring"], f"I1{at}: job {id_!r} in state {row.get('state')!r} expires"
 
     ring = Counter(q["ring"])
@@ -298,6 +325,13 @@ class Model:
         # Ids in `schedule` at `at_ms` AT_FAR (None there too): later than every
         # other "later" member, which are all due about FAR after their call.
         self.at_far: set[str] = set()
+        # SPEC §13: the cancelled index (as `done`), the requests to stop, each
+        # waiter's inbox (the ids pushed to it, in order), the uniqueness keys.
+        self.cancelled: dict[str, int | None] = {}
+        self.cancels: set[str] = set()
+        self.stalled_cancelled: list[str] = []
+        self.inboxes: dict[str, list[str]] = {}
+        self.uniques: dict[str, str] = {}
 
     # -- lanes -----------------------------------------------------------------
 
@@ -348,8 +382,14 @@ class Model:
             return not past and not later
         return not self.schedule
 
-    def add(self, jobs: list[tuple[str, bytes, str | None, bool, int, tuple[str, int]]]) -> None:
-        """jobs: (id, data, lane, later, max_attempts, when as given)."""
+    def add(
+        self,
+        jobs: list[tuple[str, bytes, str | None, bool, int, tuple[str, int]]],
+        keep: int | None = None,
+        unique: tuple[str, int] | None = None,
+    ) -> None:
+        """jobs: (id, data, lane, later, max_attempts, when as given); `keep`
+        (ms) and `unique` (key, window ms): each job's own, as given."""
         flat = False
         lanes_hit: list[str] = []
         scheduled = [(id_, when) for id_, _, _, later, _, when in jobs if later]
@@ -364,9 +404,15 @@ class Model:
                 "attempts": 0,
                 "max_attempts": max_attempts,
                 "stalls": 0,
-                "digest": digest(data, lane, max_attempts, when),
+                "digest": digest(data, lane, max_attempts, when, keep, unique),
             }
-            self.requests[id_] = (data, lane, max_attempts, when)
+            if keep is not None:
+                row["keep"] = keep
+            if unique is not None:
+                row["unique"] = unique[0]
+                self.uniques[unique[0]] = id_
+            if keep is None and unique is None:
+                self.requests[id_] = (data, lane, max_attempts, when)
             if lane is not None:
                 row["lane"] = lane
             self.rows[id_] = row
@@ -430,48 +476,89 @@ class Model:
         del self.active[id_]
         self.rows[id_].pop("token", None)
 
-    def complete(self, id_: str) -> None:
+    def keep(self, row: dict) -> int:
+        """How long a row is kept once it ends: its own `keep`, else the queue's `done_ms`."""
+        return row["keep"] if row.get("keep") is not None else self.ret["done_ms"]
+
+    def tell(self, id_: str) -> None:
+        """`id_` came to an outcome: its id goes to each of its waiters' inboxes."""
+        for w in self.rows[id_].get("wait", []):
+            self.inboxes.setdefault(w, []).append(id_)
+
+    def end_cancelled(self, id_: str) -> None:
+        """The row becomes `cancelled`, kept as a done row is, listed in `cancelled`."""
+        row = self.rows[id_]
+        self.tell(id_)
+        keep = self.keep(row)
+        event(f"cancelled, keep {keep}")
+        if keep == 0:
+            del self.rows[id_]
+            return
+        row["state"] = "cancelled"
+        row["error"] = b"cancelled"
+        row["expires"] = keep > 0
+        row.pop("token", None)
+        if keep > 0:
+            self.cancelled = {i: sc for i, sc in self.cancelled.items() if sc is None}
+        self.cancelled[id_] = None
+
+    def complete(self, id_: str, result: bytes | None = None) -> None:
         self.leave_active(id_)
         row = self.rows[id_]
         lane = row.get("lane")
-        keep = self.ret["done_ms"]
-        event(f"complete, done_ms {keep}")
-        if keep > 0 and any(sc is not None for sc in self.done.values()):
-            event("complete drops old done entries")
-        if keep == 0:
-            del self.rows[id_]
+        if row.get("cancel"):
+            event("complete of a job asked to stop: cancelled")
+            self.end_cancelled(id_)
         else:
-            row["state"] = "done"
-            row["expires"] = keep > 0
-            if keep > 0:  # index entries of rows expired by now: those moved into the past
-                self.done = {i: sc for i, sc in self.done.items() if sc is None}
-            self.done[id_] = None
+            self.tell(id_)
+            keep = self.keep(row)
+            event(f"complete, keep {keep}")
+            if keep > 0 and any(sc is not None for sc in self.done.values()):
+                event("complete drops old done entries")
+            if keep == 0:
+                del self.rows[id_]
+            else:
+                row["state"] = "done"
+                row["expires"] = keep > 0
+                if result is not None:
+                    row["result"] = result
+                if keep > 0:  # index entries of rows expired by now: those moved into the past
+                    self.done = {i: sc for i, sc in self.done.items() if sc is None}
+                self.done[id_] = None
         if lane is not None:
             c = self.c(lane)
             c["active"] = max(c["active"] - 1, 0)
             self.offer(lane)
             self.trim()
 
-    def fail(self, id_: str, error: bytes, retry: str) -> str:
+    def fail(self, id_: str, error: bytes, retry: str, error_type: str | None = None) -> str:
         """retry: "now" (0), "far" (FAR) or "backoff" (moved FAR out after the call)."""
         self.leave_active(id_)
         row = self.rows[id_]
-        row["error"] = error
         lane = row.get("lane")
         head = False
-        if row["attempts"] < row["max_attempts"]:
-            if retry == "now":
-                row["state"] = "pending"
-                self.push_ready(id_)
-            else:
-                row["state"] = "scheduled"
-                head = self.new_head(retry)
-                self.schedule[id_] = None
-                self.at_far.discard(id_)
-            out = "scheduled"
+        if row.get("cancel"):
+            event("fail of a job asked to stop: cancelled")
+            self.end_cancelled(id_)
+            out = "cancelled"
         else:
-            row["state"] = "dead"
-            out = "dead"
+            row["error"] = error
+            if error_type is not None:
+                row["error_type"] = error_type
+            if row["attempts"] < row["max_attempts"]:
+                if retry == "now":
+                    row["state"] = "pending"
+                    self.push_ready(id_)
+                else:
+                    row["state"] = "scheduled"
+                    head = self.new_head(retry)
+                    self.schedule[id_] = None
+                    self.at_far.discard(id_)
+                out = "scheduled"
+            else:
+                row["state"] = "dead"
+                self.tell(id_)
+                out = "dead"
         if lane is not None:
             c = self.c(lane)
             c["active"] = max(c["active"] - 1, 0)
@@ -544,19 +631,26 @@ class Model:
             return recovered, dead
         left: dict[str, int] = {}
         flat = False
+        self.stalled_cancelled = []
         for _, id_ in expired:
             del self.active[id_]
             if id_ not in self.rows:
                 continue
             row = self.rows[id_]
-            row["stalls"] += 1
             row.pop("token", None)
             lane = row.get("lane")
             if lane is not None:
                 left[lane] = left.get(lane, 0) + 1
+            if row.get("cancel"):
+                event("stalled check of a job asked to stop: cancelled")
+                self.stalled_cancelled.append(id_)
+                self.end_cancelled(id_)
+                continue
+            row["stalls"] += 1
             if max_stalled is not None and row["stalls"] > max_stalled:
                 row["state"] = "dead"
                 row["error"] = b"stalled"
+                self.tell(id_)
                 dead.append(id_)
             else:
                 row["state"] = "pending"
@@ -569,6 +663,45 @@ class Model:
         self.announce(list(left), flat)
         self.die(dead)
         return recovered, dead
+
+    def cancel(self, id_: str) -> str:
+        """CANCEL (SPEC §13): the answer, as `emq.CancelOutcome`'s value."""
+        row = self.rows.get(id_)
+        if row is None:
+            return "unknown"
+        state = row["state"]
+        if state in ("done", "dead", "cancelled"):
+            return "already_done"
+        if state == "active":
+            row["cancel"] = True
+            self.cancels.add(id_)
+            return "stopping"
+        if state == "scheduled":
+            del self.schedule[id_]
+            self.at_far.discard(id_)
+        else:
+            lane = row.get("lane")
+            lst = self.pending if lane is None else self.lanes[lane]
+            lst.remove(id_)
+        self.end_cancelled(id_)
+        return "cancelled"
+
+    def watch(self, ids: list[str], inbox: str) -> list[str]:
+        """AWAIT: for each id "unknown", "ended" or "waiting" (the inbox added)."""
+        out = []
+        for id_ in ids:
+            row = self.rows.get(id_)
+            if row is None:
+                out.append("unknown")
+            elif row["state"] in ("done", "dead", "cancelled"):
+                out.append("ended")
+            else:
+                wait = row.setdefault("wait", [])
+                if inbox not in wait:
+                    wait.append(inbox)
+                    del wait[: -emq._core.WAITERS_MAX]
+                out.append("waiting")
+        return out
 
     def lane_op(self, lane: str, op: str, n: int = 0) -> None:
         c = self.c(lane)
@@ -609,6 +742,10 @@ def assert_matches_model(q: dict, m: Model) -> None:
         else:
             assert q["done"][id_] > 10**12, f"done score of {id_} is not of this run"
     assert q["retention"] == m.ret_hash, "retention"
+    assert set(q["cancelled"]) == set(m.cancelled), "cancelled index"
+    assert q["cancels"] == m.cancels, "requests to stop"
+    assert q["inboxes"] == {w: ids for w, ids in m.inboxes.items() if ids}, "inboxes"
+    assert q["uniques"] == m.uniques, "uniqueness keys"
     ctl = {}
     for lane, f in q["ctl"].items():
         ctl[lane] = {
@@ -632,6 +769,13 @@ def assert_matches_model(q: dict, m: Model) -> None:
         assert row.get("error") == mrow.get("error"), f"error of {id_}"
         assert ("token" in row) == (mrow["state"] == "active"), f"token of {id_}"
         assert row.get("digest") == mrow["digest"], f"digest of {id_}"
+        assert row.get("result") == mrow.get("result"), f"result of {id_}"
+        assert row.get("progress") == mrow.get("progress"), f"progress of {id_}"
+        assert row.get("error_type") == mrow.get("error_type"), f"error_type of {id_}"
+        assert (row.get("cancel") == "1") == bool(mrow.get("cancel")), f"cancel of {id_}"
+        assert row.get("keep") == (None if mrow.get("keep") is None else str(mrow["keep"])), f"keep of {id_}"
+        assert row.get("unique") == mrow.get("unique"), f"unique of {id_}"
+        assert row.get("wait", "").split() == mrow.get("wait", []), f"waiters of {id_}"
         assert (id_ in q["expiring"]) == mrow.get("expires", False), f"expiry of {id_}"
 
 
@@ -664,6 +808,8 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             self.deleted = 0
 
         def teardown(self):
+            if hasattr(self, "popper"):
+                self.popper.close()
             self.client.close()
             self.r.close()
 
@@ -685,13 +831,16 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             ),
             given_ids=st.booleans(),
             many=st.booleans(),
+            keep=st.sampled_from([None, None, 0, 600, "forever"]),
         )
-        def add(self, jobs, given_ids, many):
+        def add(self, jobs, given_ids, many, keep):
             if len(jobs) > 1:
                 many = True
             specs = []
             for lane, later, data, max_attempts in jobs:
                 spec = {"data": data, "lane": lane, "delay": FAR_S if later else 0, "max_attempts": max_attempts}
+                if keep is not None:
+                    spec["keep"] = keep
                 if given_ids:
                     self.seq += 1
                     spec["id"] = f"j{self.seq:05d}"
@@ -707,8 +856,26 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
                 [
                     (i, sp["data"], sp["lane"], sp["delay"] > 0, sp["max_attempts"], ("D", round(sp["delay"] * 1000)))
                     for i, sp in zip(ids, specs)
-                ]
+                ],
+                keep=None if keep is None else -1 if keep == "forever" else keep * 1000,
             )
+
+        @rule(k=ids_st, key=st.sampled_from(["u0", "u1", "u2"]), later=st.booleans(), lane=st.sampled_from([None, *LANES]))
+        def add_unique(self, k, key, later, lane):
+            """A unique add: while the job its key names has a row, answered with
+            that job and nothing written; else a new job, the key its."""
+            named = self.m.uniques.get(key)
+            before = snapshot(self.r)
+            delay = FAR_S if later else 0
+            got = self.q.add_unique(b"u%d" % k, unique_key=key, unique_for=FAR_S, delay=delay, lane=lane, max_attempts=2)
+            if named is not None and named in self.m.rows:
+                assert got == emq.UniqueAdd(named, False)
+                assert snapshot(self.r) == before, "a unique add answered with the first job wrote"
+                event("unique add: answered with the first job")
+                return
+            assert got.created
+            when = ("D", round(delay * 1000))
+            self.m.add([(got.id, b"u%d" % k, lane, later, 2, when)], unique=(key, FAR))
 
         @rule(k=ids_st, at_past=st.booleans())
         def add_at(self, k, at_past):
@@ -834,11 +1001,11 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
                 self.m.dead[i] = int(sc)
 
         @precondition(lambda self: self.held)
-        @rule(k=ids_st)
-        def complete(self, k):
+        @rule(k=ids_st, result=st.one_of(st.none(), st.binary(max_size=6)))
+        def complete(self, k, result=None):
             j = self.held[self._pick(self.held, k)]
-            assert self.q.complete(j) is True
-            self.m.complete(j.id)
+            assert self.q.complete(j, result) is True
+            self.m.complete(j.id, result)
             self._lose(j.id)
 
         @precondition(lambda self: self.held or self.stale)
@@ -848,12 +1015,13 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             answered as `complete` alone would, the result that of the completes
             one after another."""
             jobs, chosen = self._batch(k, n_held, n_stale)
+            results = [b"r%d" % i if (k + i) % 2 else None for i in range(len(jobs))]
             before = snapshot(self.r)
-            got = self.q.complete_many(jobs)
+            got = self.q.complete_many([j if r is None else (j, r) for j, r in zip(jobs, results)])
             assert got == [j.id in chosen for j in jobs]
-            for j in jobs:
+            for j, r in zip(jobs, results):
                 if j.id in chosen:
-                    self.m.complete(j.id)
+                    self.m.complete(j.id, r)
                     self._lose(j.id)
             if not chosen:
                 assert snapshot(self.r) == before, "a complete of lost leases only wrote"
@@ -899,7 +1067,17 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             another (ready retries, new heads of `schedule`, lanes offered,
             deaths and the trim of `dead` included)."""
             jobs, chosen = self._batch(k, n_held, n_stale)
-            items = [j if f == "done" else (j, error, 0 if f == "now" else FAR_S) for j, f in zip(jobs, fates)]
+            # A complete with a result, and a fail with its type, are dicts.
+            items = [
+                (j if k % 2 else {"job": j, "result": error})
+                if f == "done"
+                else (
+                    (j, error, 0 if f == "now" else FAR_S)
+                    if k % 2
+                    else {"job": j, "error": error, "retry_in": 0 if f == "now" else FAR_S, "error_type": "m.E"}
+                )
+                for j, f in zip(jobs, fates)
+            ]
             self._await_dead_scores()
             before = snapshot(self.r)
             t0 = server_ms(self.r)
@@ -917,10 +1095,10 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
                         want.append(False if f == "done" else "refused")
                         continue
                     if f == "done":
-                        self.m.complete(j.id)
+                        self.m.complete(j.id, None if k % 2 else error)
                         want.append(True)
                     else:
-                        want.append(self.m.fail(j.id, error, f))
+                        want.append(self.m.fail(j.id, error, f, None if k % 2 else "m.E"))
                     self._lose(j.id)
             finally:
                 self.m.die = die  # type: ignore[method-assign]
@@ -931,14 +1109,19 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
                 assert snapshot(self.r) == before, "a settle of lost leases only wrote"
 
         @precondition(lambda self: self.held)
-        @rule(k=ids_st, retry=st.sampled_from(["now", "far", "backoff"]), error=st.binary(min_size=1, max_size=6))
-        def fail(self, k, retry, error):
+        @rule(
+            k=ids_st,
+            retry=st.sampled_from(["now", "far", "backoff"]),
+            error=st.binary(min_size=1, max_size=6),
+            error_type=st.sampled_from([None, "app.Boom"]),
+        )
+        def fail(self, k, retry, error, error_type=None):
             j = self.held[self._pick(self.held, k)]
             self._await_dead_scores()
             before = server_ms(self.r)
-            got = self.q.fail(j, error, retry_in={"now": 0, "far": FAR_S, "backoff": None}[retry])
+            got = self.q.fail(j, error, retry_in={"now": 0, "far": FAR_S, "backoff": None}[retry], error_type=error_type)
             after = server_ms(self.r)
-            assert got == self.m.fail(j.id, error, retry)
+            assert got == self.m.fail(j.id, error, retry, error_type)
             self._read_dead_scores(before, after)
             self._lose(j.id)
             if got == "scheduled" and retry == "backoff":
@@ -1015,8 +1198,69 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             recovered, dead = self.m.stalled_check(max_stalled, batch)
             assert (list(got[0]), list(got[1])) == (recovered, dead)
             self._read_dead_scores(t0, t1)
-            for id_ in recovered + dead:
+            for id_ in recovered + dead + self.m.stalled_cancelled:
                 self._lose(id_)
+
+        # -- SPEC §13: cancels, progress, waiters ----------------------------------
+
+        @rule(k=ids_st, unknown=st.booleans())
+        def cancel(self, k, unknown):
+            """A cancel of any job (or none): a waiting one leaves the queue and
+            is cancelled, a running one is asked to stop, an ended or unknown one
+            is left as it is (nothing written)."""
+            id_ = f"nobody{k}" if unknown or not self.m.rows else self._pick(self.m.rows, k)
+            before = snapshot(self.r)
+            want = self.m.cancel(id_)
+            got = self.q.cancel(id_)
+            assert got == want, (id_, got, want)
+            event(f"cancel: {want}")
+            if want in ("unknown", "already_done"):
+                assert snapshot(self.r) == before, "a cancel that changed nothing wrote"
+
+        @precondition(lambda self: self.held or self.stale)
+        @rule(k=ids_st, value=st.sampled_from([0.5, 7, "half", b"\x00"]))
+        def progress(self, k, value):
+            """Only the holder writes progress; a stale worker is refused and writes nothing."""
+            pool = [*self.held.values(), *self.stale]
+            j = pool[k % len(pool)]
+            before = snapshot(self.r)
+            got = self.q.progress(j, value)
+            held = self.held.get(j.id) is j
+            assert got is held
+            if held:
+                self.m.rows[j.id]["progress"] = value if isinstance(value, bytes) else str(value).encode()
+            else:
+                assert snapshot(self.r) == before
+
+        @rule(k=ids_st, n=st.integers(1, 3), inbox=st.sampled_from(["w1", "w2"]), running=st.booleans())
+        def watch(self, k, n, inbox, running):
+            """A waiter registers: an ended job is answered now, an unknown one is
+            None, any other gets the inbox among its waiters (`running`: the
+            jobs held, whose settles and stalled checks then tell it)."""
+            known = sorted(self.m.active if running and self.m.active else self.m.rows)
+            ids = list(dict.fromkeys([*(known[(k + i) % len(known)] for i in range(min(n, len(known)))), f"nobody{k}"]))
+            got = self.q.watch(ids, inbox)
+            want = self.m.watch(ids, inbox)
+            assert ["unknown" if j is None else "ended" if j.ended else "waiting" for j in got] == want
+            for j, w in zip(got, want):
+                if w == "ended":
+                    row = self.m.rows[j.id]
+                    assert (j.state, j.result, j.error_type) == (row["state"], row.get("result"), row.get("error_type"))
+
+        @precondition(lambda self: any(self.m.inboxes.values()))
+        @rule(inbox=st.sampled_from(["w1", "w2"]))
+        def pop_inbox(self, inbox):
+            """The ids an inbox got, in order, taken in one pop (only when it holds some: no wait)."""
+            if not self.m.inboxes.get(inbox):
+                return
+            if not hasattr(self, "popper"):
+                self.popper = self.client.sibling(read_timeout=None)
+            assert self.q.pop_inbox(inbox, 5, client=self.popper) == self.m.inboxes.pop(inbox)
+
+        @rule()
+        def cancel_requests(self):
+            got = self.q.cancel_requests()
+            assert set(got.ids) == self.m.cancels and got.until > 10**12
 
         # -- retention --------------------------------------------------------------
 
@@ -1087,6 +1331,14 @@ def machine_for(url: str, seed: str | None = None, backend: str = "plan"):
             # Done rows still kept: entries finished after now - done_ms (past ones are not).
             kept = len(m.done) if m.ret["done_ms"] < 0 else 0 if m.ret["done_ms"] == 0 else sum(1 for sc in m.done.values() if sc is None)
             assert c.done == kept
+            kept = (
+                len(m.cancelled)
+                if m.ret["done_ms"] < 0
+                else 0
+                if m.ret["done_ms"] == 0
+                else sum(1 for sc in m.cancelled.values() if sc is None)
+            )
+            assert c.cancelled == kept
 
         # -- lanes ----------------------------------------------------------------
 

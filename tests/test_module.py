@@ -243,14 +243,24 @@ def test_claim_and_complete_refuse_bad_input_and_write_nothing(r, client):
         ([C, "1", p + "pending", p, "2", "100", "t"], "EMQLAYOUT", "2 tokens, not 1"),
         ([C, "1", p + "active", p, "1", "100", "t"], "EMQLAYOUT", "is not"),
         ([C, "1", p + "pending", "emq:mq:", "1", "100", "t"], "EMQLAYOUT", "queue prefix"),
-        ([D, "1", p + "active", p, "a", "t"], "EMQLAYOUT", "an id, token and lane a job"),
-        ([D, "1", p + "active", p, "a", "", ""], "EMQARG", "token must not be empty"),
-        ([D, "1", p + "active", p, "a", "t", "", "a", "t", ""], "EMQARG", "given twice"),
-        ([S, "1", p + "active", p, "a", "t", "", "c"], "EMQLAYOUT", "an id, token, lane, fate and error a job"),
-        ([S, "1", p + "active", p, "a", "t", "", "x", "e"], "EMQARG", "fate must be c, r<retry ms>"),
-        ([S, "1", p + "active", p, "a", "t", "", "b1000000", "e"], "EMQARG", "fate must be"),
-        ([S, "1", p + "active", p, "a", "", "", "r0", "e"], ("EMQARG", "EMQ.FAIL"), "token must not be empty"),
-        ([S, "1", p + "active", p, "a", "t", "", "c", "", "a", "t", "", "r0", "e"], ("EMQARG", "EMQ.FAIL"), "given twice"),
+        ([D, "1", p + "active", p, "v2", "a", "t", ""], "EMQLAYOUT", "an id, token, lane and result a job"),
+        ([D, "1", p + "active", p, "v2", "a", "", "", "n"], "EMQARG", "token must not be empty"),
+        ([D, "1", p + "active", p, "v2", "a", "t", "", "x"], "EMQARG", "result must be n"),
+        ([D, "1", p + "active", p, "v2", "a", "t", "", "n", "a", "t", "", "n"], "EMQARG", "given twice"),
+        ([D, "1", p + "active", p, "v2", "a", "t", "", "v" + "x" * (512 * 1024 + 1)], "EMQARG", "result is 524289 bytes"),
+        # A form of an older client (no version): refused, naming the version.
+        ([D, "1", p + "active", p, "a", "t", ""], "EMQARG", "version must be v2"),
+        ([S, "1", p + "active", p, "a", "t", "", "c", "e"], "EMQARG", "version must be v2"),
+        ([S, "1", p + "active", p, "v2", "a", "t", "", "c"], "EMQLAYOUT", "an id, token, lane, fate and three values a job"),
+        ([S, "1", p + "active", p, "v2", "a", "t", "", "x", "e", "n", "n"], "EMQARG", "fate must be c"),
+        ([S, "1", p + "active", p, "v2", "a", "t", "", "b1000000", "e", "n", "n"], "EMQARG", "fate must be"),
+        ([S, "1", p + "active", p, "v2", "a", "", "", "r0", "e", "n", "n"], ("EMQARG", "EMQ.FAIL"), "token must not be empty"),
+        ([S, "1", p + "active", p, "v2", "a", "t", "", "r0", "e", "x", "n"], ("EMQARG", "EMQ.FAIL"), "error_type must be n"),
+        (
+            [S, "1", p + "active", p, "v2", "a", "t", "", "c", "n", "", "", "a", "t", "", "r0", "e", "n", "n"],
+            ("EMQARG", "EMQ.FAIL"),
+            "given twice",
+        ),
     ]:
         code, verb = code if isinstance(code, tuple) else (code, args[0])
         with pytest.raises(redis.ResponseError, match=f"^{code} {verb}: (layout: )?.*{words}"):
@@ -282,13 +292,20 @@ def test_an_add_refuses_bad_input_as_the_plan_does_and_writes_nothing(r, client)
     p = P.decode()
     A = "EMQ.ADD"
     for args, code, words in [
-        ([A, "1", p + "schedule", p, "1", "0", "", "d", "d0", ""], "EMQLAYOUT", "and max_attempts a job"),
-        ([A, "1", p + "pending", p, "1", "0", "", "d", "d0", "", "1"], "EMQLAYOUT", "is not"),
-        ([A, "1", p + "schedule", p, "x", "0", "", "d", "d0", "", "1"], "EMQARG", "tag"),
-        ([A, "1", p + "schedule", p, "1", "0", "", "d", "soon", "", "1"], "EMQARG", "when must be"),
-        ([A, "1", p + "schedule", p, "1", "0", "", "d", "d0", "", "0"], "EMQARG", "max_attempts"),
-        ([A, "1", p + "schedule", p, "1", "0", "taken", "d", "d0", "", "1"], "EMQDUP", "exists"),
-        ([A, "1", p + "schedule", p, "1", "0", "x", "d", "d0", "", "1", "x", "e", "d0", "", "1"], "EMQARG", "given twice"),
+        ([A, "1", p + "schedule", p, "v2", "1", "0", "", "d", "d0", "", "1"], "EMQLAYOUT", "unique_key and unique_ms a job"),
+        ([A, "1", p + "pending", p, "v2", "1", "0", "", "d", "d0", "", "1", "", "", ""], "EMQLAYOUT", "is not"),
+        ([A, "1", p + "schedule", p, "v2", "x", "0", "", "d", "d0", "", "1", "", "", ""], "EMQARG", "tag"),
+        ([A, "1", p + "schedule", p, "v2", "1", "0", "", "d", "soon", "", "1", "", "", ""], "EMQARG", "when must be"),
+        ([A, "1", p + "schedule", p, "v2", "1", "0", "", "d", "d0", "", "0", "", "", ""], "EMQARG", "max_attempts"),
+        ([A, "1", p + "schedule", p, "v2", "1", "0", "taken", "d", "d0", "", "1", "", "", ""], "EMQDUP", "exists"),
+        ([A, "1", p + "schedule", p, "v2", "1", "0", "", "d", "d0", "", "1", "-2", "", ""], "EMQARG", "keep must be"),
+        ([A, "1", p + "schedule", p, "v2", "1", "0", "", "d", "d0", "", "1", "", "k", "0"], "EMQARG", "unique_for"),
+        ([A, "1", p + "schedule", p, "1", "0", "", "d", "d0", "", "1"], "EMQARG", "version must be v2"),
+        (
+            [A, "1", p + "schedule", p, "v2", "1", "0", "x", "d", "d0", "", "1", "", "", "", "x", "e", "d0", "", "1", "", "", ""],
+            "EMQARG",
+            "given twice",
+        ),
     ]:
         with pytest.raises(redis.ResponseError, match=f"^{code} {A}: (layout: )?.*{words}"):
             r.execute_command(*args)
@@ -350,10 +367,13 @@ def test_claim_and_complete_take_ids_lanes_and_values_that_are_not_utf8(r, clien
     got = r.execute_command("EMQ.CLAIM", "1", P + b"pending", P, "3", "60000", "t1", "t2", "t3")
     assert [j[0] for j in got] == ids and all(j[1] == b"\x00\xff" and j[2] is None for j in got)
     assert all(now <= j[6] - 60000 <= client.time_ms() for j in got)
-    done = r.execute_command("EMQ.COMPLETE", "1", P + b"active", P, ids[0], "t1", "", ids[1], "bad", "", ids[2], "t3", "")
+    done = r.execute_command(
+        "EMQ.COMPLETE", "1", P + b"active", P, "v2", ids[0], "t1", "", "n", ids[1], "bad", "", "n", ids[2], "t3", "", b"v\xff"
+    )
     assert done == [1, 0, 1]
     assert r.zrange(P + b"active", 0, -1) == [ids[1]]
     assert r.hget(P + b"job:" + ids[2], "state") == b"done" and r.ping()
+    assert r.hget(P + b"job:" + ids[2], "result") == b"\xff", "a result of any bytes, as given"
 
 
 def test_a_server_without_the_module_says_so():
@@ -603,7 +623,7 @@ def test_in_a_cluster_the_key_positions_route_the_commands(_production_servers):
         with pytest.raises(redis.exceptions.MovedError):
             other.execute_command("EMQ.CLAIM", "1", p + "pending", p, "1", "100", "t")
         with pytest.raises(redis.exceptions.MovedError):
-            other.execute_command("EMQ.COMPLETE", "1", p + "active", p, "j0", "t", "")
+            other.execute_command("EMQ.COMPLETE", "1", p + "active", p, "v2", "j0", "t", "", "n")
         with pytest.raises(redis.exceptions.MovedError):
             other.execute_command("EMQ.EXTEND", "1", p + "active", p, "1000", "j0", "t", "")
         other.close()

@@ -19,6 +19,14 @@ random policy (absent, 0, -1, small counts, times between the dead scores,
 unreadable values) and a random `dead` (ids that are also selected, ties in
 score), and the model trims as the plan and the script must.
 
+Outcomes (SPEC §13): a stalled check's rows may have waiters (`wait`), be
+asked to stop (`cancel`) and carry their own `keep`: a row asked to stop is
+cancelled (kept as a done row is, listed in `P cancelled`), and the ids of
+rows that die or are cancelled are pushed to their waiters' inboxes. A
+cancelled row's `finished` and its `P cancelled` score are the call's clock
+reading: checked against the call's window and replaced by "NOW", as dead
+scores are.
+
 Clock: every generated score is either far in the past (now - 10^6 .. now - 1000,
 or -inf) or far in the future (now + 10^6 .. , or +inf), relative to a `base`
 read from the server clock once per example. So the clock moving during an
@@ -198,6 +206,24 @@ def normalise_dead(d: dict, prefix: bytes, dead_ids, t0: int, t1: int, multi_cal
     return d
 
 
+def normalise_cancelled(d: dict, prefix: bytes, t0: int, t1: int) -> dict:
+    """A stalled check's cancelled rows (SPEC §13) take its clock reading as
+    their `finished` and their `P cancelled` score: checked against the call's
+    window, then replaced by "NOW"."""
+    d = copy.deepcopy(d)
+    for k, (t, v) in d.items():
+        if t == "hash" and k.startswith(prefix + b"job:") and v.get(b"state") == b"cancelled" and b"finished" in v:
+            assert t0 <= int(v[b"finished"]) <= t1, f"{k!r}: finished {v[b'finished']!r} is not the call's clock ({t0}..{t1})"
+            v[b"finished"] = b"NOW"
+    key = prefix + b"cancelled"
+    if key in d and d[key][0] == "zset":
+        z = d[key][1]
+        for m, sc in z.items():
+            assert t0 <= sc <= t1, f"cancelled score {sc} of {m!r} is not the call's clock ({t0}..{t1})"
+            z[m] = "NOW"
+    return d
+
+
 # --------------------------------------------------------------------------- the model
 
 
@@ -213,6 +239,7 @@ def field_int(v):
 
 
 DEAD_MS, DEAD_MAX, TRIM_SLACK = emq._core.RETENTION_DEFAULTS["dead_ms"], emq._core.RETENTION_DEFAULTS["dead_max"], emq._core.TRIM_SLACK
+DONE_MS = emq._core.RETENTION_DEFAULTS["done_ms"]
 
 
 def policy(v, default):
@@ -335,6 +362,9 @@ class Model:
         act = self.zs(p + b"active")
         dead_before = dict(self.d.get(p + b"dead", ("zset", {}))[1])
         recovered, dead, flat, lanes = [], [], [], {}
+        done_ms = policy(self.peek_hash(p + b"retention").get(b"done_ms"), DONE_MS)
+        told: dict[bytes, list[bytes]] = {}  # SPEC §13: each inbox's new ids, in order
+        cancelled, longest = [], None
         for i in expired:
             # SPEC §9: the lease mark of the second each lease ended in.
             self.d[p + b"leases:" + str(lease_second(act[i])).encode()] = ("string", b"1")
@@ -343,6 +373,25 @@ class Model:
             if row not in self.d:
                 continue
             h = self.hsh(row)
+            waiters = list(dict.fromkeys(h.get(b"wait", b"").split()))
+            lane = h.get(b"lane")
+            if h.get(b"cancel") == b"1":
+                # Asked to stop: cancelled, kept as a done row is, never recovered.
+                for w in waiters:
+                    told.setdefault(w, []).append(i)
+                keep = policy(h.get(b"keep"), done_ms)
+                if keep == 0:
+                    del self.d[row]
+                else:
+                    h.pop(b"token", None)
+                    h.pop(b"lease", None)
+                    h.update({b"state": b"cancelled", b"finished": b"NOW", b"error": b"cancelled"})
+                    cancelled.append(i)
+                    if keep > 0:
+                        longest = keep if longest is None else max(longest, keep)
+                if lane is not None:
+                    lanes.setdefault(lane, [[], 0])[1] += 1
+                continue
             stalls = (field_int(h.get(b"stalls")) or 0) + 1
             dies = max_stalled is not None and stalls > max_stalled
             h[b"stalls"] = str(stalls).encode()
@@ -353,6 +402,8 @@ class Model:
                 h[b"error"] = b"stalled"
                 self.zs(p + b"dead")[i] = dead_score
                 dead.append(i)
+                for w in waiters:
+                    told.setdefault(w, []).append(i)
             else:
                 h[b"state"] = b"pending"
                 recovered.append(i)
@@ -376,6 +427,10 @@ class Model:
         if flat:
             tokens.append(b"")
         self.wake(tokens)
+        for i in cancelled:
+            self.zs(p + b"cancelled")[i] = "NOW"
+        for w, ids in told.items():
+            self.lst(p + b"inbox:" + w).extend(ids)
         # Retention: the trim of `dead`, after every other write.
         for m in dead_trim(dead_before, dead, now, self.peek_hash(p + b"retention")):
             self.zs(p + b"dead").pop(m, None)
@@ -396,6 +451,11 @@ IDS = st.one_of(
 DUE = st.sampled_from([-(10**6), -(10**6), -(10**6) + 1, -500_000, -5_000, -1000, -1000, -INF])
 FUTURE = st.sampled_from([10**6, 10**6 + 1, 10**8, INF])
 STALLS = st.sampled_from([None, None, "0", "1", "2", "3", "-1", "x", ""])
+# A stalled check's rows (SPEC §13): waiters (blank, repeated), a cancel asked (or
+# a value that is not one), their own keep (0, forever, long, unreadable).
+WAITS = st.sampled_from([None, None, None, "w1", "w1 w2", " w2  w2 ", "ü3", "  "])
+CANCELS = st.sampled_from([None, None, None, "1", "1", "0", "yes"])
+KEEPS = st.sampled_from([None, None, "0", "-1", "5000000", "x", "-2"])
 DEAD_NAMES = st.sampled_from(["d0", "d1", "d2", "dé", "d日", "D", "d0:x", "zz"])
 DEAD_SCORES = st.sampled_from([-(10**7), -(10**7), -(10**7) + 1, -(10**6), -(10**6), -INF, 10**6, INF])
 # The retention hash: absent, or some of its fields (0, -1, small counts, times
@@ -407,7 +467,7 @@ RETENTION = st.one_of(
         optional={
             "dead_ms": st.sampled_from(["0", "-1", "500000", "5000000", "x", "-2", ""]),
             "dead_max": st.sampled_from(["0", "1", "2", "3", "4", "5", "-1", "x"]),
-            "done_ms": st.sampled_from(["0", "1000"]),
+            "done_ms": st.sampled_from(["0", "-1", "600000", "x"]),
         },
     ),
 )
@@ -496,6 +556,11 @@ def queue_states(draw, kind: str):
         stalls = draw(STALLS)
         if stalls is not None:
             h[b"stalls"] = b(stalls)
+        if kind == "stalled":
+            for field, values in ((b"wait", WAITS), (b"cancel", CANCELS), (b"keep", KEEPS)):
+                v = draw(values)
+                if v is not None:
+                    h[field] = b(v)
         if kind == "stalled" and draw(st.booleans()):
             h[b"token"] = b"tok-" + b(i)
             h[b"lease"] = b"30000"
@@ -516,6 +581,9 @@ def queue_states(draw, kind: str):
     ring += [b(x) for x in draw(st.lists(st.sampled_from(["elsewhere", "zz:1"]), max_size=2))]
     if ring:
         keys[P + b"ring"] = ("list", ring)
+    if kind == "stalled":
+        for w in draw(st.lists(st.sampled_from(["w1", "w2"]), max_size=2, unique=True)):
+            keys[P + b"inbox:" + b(w)] = ("list", [b"old-" + b(w)])
     pending = draw(st.lists(st.sampled_from(["p1", "p2", "é"]), max_size=3))
     if pending:
         keys[P + b"pending"] = ("list", [b(x) for x in pending])
@@ -545,12 +613,18 @@ def queue_states(draw, kind: str):
     if draw(st.integers(0, 9)) == 7:  # about one example in ten
         targets = [b"pending", b"ring", b"wake", zname]
         if kind == "stalled":
-            targets += [b"dead", b"retention"]
+            targets += [b"dead", b"retention", b"cancelled", b"inbox:w1", b"inbox:w2"]
         targets += [b"job:" + m for m in zset]
         targets += [b"lane:" + b(x) for x in lanes] + [b"lanectl:" + b(x) for x in lanes]
         suffix = draw(st.sampled_from(targets))
         target = P + suffix
-        native = "zset" if suffix in (zname, b"dead") else "hash" if suffix.startswith((b"job:", b"lanectl:", b"retention")) else "list"
+        native = (
+            "zset"
+            if suffix in (zname, b"dead", b"cancelled")
+            else "hash"
+            if suffix.startswith((b"job:", b"lanectl:", b"retention"))
+            else "list"
+        )
         wrong = draw(st.sampled_from(sorted(set(WRONG) - {native})))
         keys[target] = WRONG[wrong]
         corrupt = (target, wrong)
@@ -594,7 +668,7 @@ def one_backend(r, client, start, kind, queue, batch, max_stalled, form, backend
     except emq.EmqError as e:
         reply = e
     t1 = client.time_ms()
-    return reply, dump(r), t0, t1
+    return reply, normalise_cancelled(dump(r), b(f"emq:{{{queue}}}:"), t0, t1), t0, t1
 
 
 def lua_in_groups(r, client, start, kind, queue, sizes, max_stalled, form):
@@ -614,7 +688,7 @@ def lua_in_groups(r, client, start, kind, queue, sizes, max_stalled, form):
     except emq.EmqError as e:
         total = e
     t1 = client.time_ms()
-    return total, dump(r), t0, t1
+    return total, normalise_cancelled(dump(r), b(f"emq:{{{queue}}}:"), t0, t1), t0, t1
 
 
 def due_count(start: dict, P: bytes, kind: str, now: int) -> int:
@@ -870,9 +944,10 @@ CALLS = st.lists(
 @given(state=both_sweeps_states(), calls=CALLS)
 def test_call_sequences_plan_matches_lua(server, r, client, state, calls):
     """A few calls in a row from one start state, so later calls see what earlier
-    ones wrote (ring flags, lane `active`, wake at its cap). Dead scores written
-    by any call of the sequence are checked against the sequence's window and
-    normalised, as above."""
+    ones wrote (ring flags, lane `active`, wake at its cap). Dead scores, and
+    cancelled rows' `finished` and `P cancelled` scores, written by any call of
+    the sequence are checked against the sequence's window and normalised, as
+    above."""
     queue = state["queue"]
     P = b(f"emq:{{{queue}}}:")
     start = materialise(state, client.time_ms())
@@ -891,7 +966,9 @@ def test_call_sequences_plan_matches_lua(server, r, client, state, calls):
             died += dead_of(reply, kind)
             steps.append((reply, dump(r), list(dict.fromkeys(died))))
         t1 = client.time_ms()
-        runs[backend] = [(rep, normalise_dead(d, P, dead, t0, t1, multi_call=True)) for rep, d, dead in steps]
+        runs[backend] = [
+            (rep, normalise_cancelled(normalise_dead(d, P, dead, t0, t1, multi_call=True), P, t0, t1)) for rep, d, dead in steps
+        ]
     for k, ((lr, la), (pr, pa)) in enumerate(zip(runs["lua"], runs["plan"])):
         note(f"call {k}: {calls[k]!r}: lua {lr!r}, plan {pr!r}")
         if isinstance(lr, Exception) or isinstance(pr, Exception):

@@ -1,12 +1,13 @@
 //! ADD (SPEC §7) fed any replies, for jobs given or generated ids, due now,
 //! later or at any time, flat or in lanes: see `emq_fuzz` for the properties.
 //! An `HGET` of a row's digest sometimes gives back the request's own digest, so
-//! adds that already landed are reached too.
+//! adds that already landed are reached too; jobs with their own keep and with
+//! uniqueness keys (whose `GET` may name a job that exists or not) too.
 
 #![no_main]
 
 use emq_fuzz::{drive, name, queue, Replies, Unstructured};
-use emq_plan::jobs::add::{digest, Add, NewJob, When};
+use emq_plan::jobs::add::{digest, Add, NewJob, Unique, When};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -26,6 +27,11 @@ fuzz_target!(|data: &[u8]| {
             },
             lane: u.arbitrary::<bool>().unwrap_or(false).then(|| name(&mut u)),
             max_attempts: u.arbitrary().unwrap_or(1),
+            keep: u.arbitrary::<bool>().unwrap_or(false).then(|| u.int_in_range(-1..=5000i64).unwrap_or(-1)),
+            unique: u.arbitrary::<bool>().unwrap_or(false).then(|| Unique {
+                key: format!("k{}", u.int_in_range(0..=1u8).unwrap_or(0) + j as u8).into_bytes(),
+                window_ms: u.int_in_range(1..=u64::MAX).unwrap_or(1),
+            }),
         });
     }
     let gen = (u.arbitrary().unwrap_or(0), u.arbitrary().unwrap_or(0));

@@ -7,6 +7,7 @@
 
 use emq_fuzz::{drive, name, queue, Replies, Unstructured};
 use emq_plan::jobs::settle::{Action, Settle};
+use emq_plan::protocol::write::ErrorDetail;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -15,7 +16,7 @@ fuzz_target!(|data: &[u8]| {
     let lane = u.arbitrary::<bool>().unwrap_or(false).then(|| name(&mut u));
     let action = match u.choose_index(3).unwrap_or(0) {
         0 => Action::Extend { lease_ms: u.arbitrary().unwrap_or(0) },
-        1 => Action::Complete,
+        1 => Action::Complete { result: u.arbitrary::<bool>().unwrap_or(false).then(|| b"r".to_vec()) },
         _ => Action::Fail {
             error: u.arbitrary().unwrap_or_default(),
             retry_in_ms: match u.choose_index(3).unwrap_or(0) {
@@ -23,6 +24,10 @@ fuzz_target!(|data: &[u8]| {
                 1 => Some(0),
                 _ => u.arbitrary().ok(),
             },
+            detail: u
+                .arbitrary::<bool>()
+                .unwrap_or(false)
+                .then(|| Box::new(ErrorDetail { error_type: Some(b"E".to_vec()), traceback: None })),
         },
     };
     let jitter: f64 = u.arbitrary().unwrap_or(0.5);

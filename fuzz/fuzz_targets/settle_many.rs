@@ -1,8 +1,9 @@
 //! EXTEND and COMPLETE of many jobs in one call (SPEC §7), COMPLETE paired with
 //! a flat claim (`emq_plan::batch::complete_and_claim`), and completes and fails together
-//! (`emq_plan::batch::settle_many`), fed any replies: see `emq_fuzz` for
-//! the properties. The rows' `token` fields sometimes match the workers', so
-//! the plans are reached.
+//! (`emq_plan::batch::settle_many`), with results and error details, fed any
+//! replies: see `emq_fuzz` for the properties. The rows' `token` fields
+//! sometimes match the workers', so the plans are reached (and their `wait`
+//! and `cancel` fields sometimes hold a waiter or `1`).
 
 #![no_main]
 
@@ -12,6 +13,7 @@ use emq_plan::batch::complete_many::CompleteMany;
 use emq_plan::batch::extend_many::{ExtendMany, Held};
 use emq_plan::batch::settle_many::{Fate, SettleMany};
 use emq_plan::jobs::claim::Claim;
+use emq_plan::protocol::write::ErrorDetail;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -33,10 +35,19 @@ fuzz_target!(|data: &[u8]| {
         let fated: Vec<(Held, Fate)> = jobs
             .iter()
             .map(|j| {
-                let fate = match u.int_in_range(0..=2u8).unwrap_or(0) {
-                    0 => Fate::Complete,
-                    1 => Fate::Fail { error: b"e".to_vec(), retry_in_ms: Some(u.int_in_range(0..=2u64).unwrap_or(0)), jitter: 0.5 },
-                    _ => Fate::Fail { error: vec![], retry_in_ms: None, jitter: u.int_in_range(0..=9u8).unwrap_or(0) as f64 / 10.0 },
+                let detail = u.arbitrary::<bool>().unwrap_or(false).then(|| {
+                    Box::new(ErrorDetail {
+                        error_type: Some(b"m.E".to_vec()),
+                        traceback: u.arbitrary::<bool>().unwrap_or(false).then(Vec::new),
+                    })
+                });
+                let fate = match u.int_in_range(0..=3u8).unwrap_or(0) {
+                    0 => Fate::COMPLETE,
+                    1 => Fate::Fail { error: b"e".to_vec(), retry_in_ms: Some(u.int_in_range(0..=2u64).unwrap_or(0)), jitter: 0.5, detail },
+                    2 => Fate::Complete { result: Some(b"{}".to_vec()) },
+                    _ => {
+                        Fate::Fail { error: vec![], retry_in_ms: None, jitter: u.int_in_range(0..=9u8).unwrap_or(0) as f64 / 10.0, detail }
+                    }
                 };
                 (j.clone(), fate)
             })
@@ -57,7 +68,9 @@ fuzz_target!(|data: &[u8]| {
         };
         drive(Replies::new(u, &keys, hints), || Both::new(claim(), make().expect("checked above")));
     } else if pick == 1 {
-        let make = || CompleteMany::new(keys.clone(), jobs.clone());
+        let results: Vec<(Held, Option<Vec<u8>>)> =
+            jobs.iter().map(|j| (j.clone(), u.arbitrary::<bool>().unwrap_or(false).then(|| b"r".to_vec()))).collect();
+        let make = || CompleteMany::with_results(keys.clone(), results.clone());
         let Ok(_) = make() else { return };
         drive(Replies::new(u, &keys, hints), || make().expect("checked above"));
     } else {

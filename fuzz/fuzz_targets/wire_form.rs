@@ -1,5 +1,6 @@
 //! The module's wire forms (`emq_plan::wire::parse` for the sweeps,
-//! `parse_job` for the claims, completes, extends, settles and adds: the
+//! `parse_job` for the claims, completes, extends, settles and adds, with
+//! their results, errors, keeps and uniqueness keys in the v2 forms: the
 //! module's argument checks) fed any arguments: they refuse or parse, never
 //! panic, and a call built back from what it parsed to parses to the same (a
 //! lease as the client host caps it).
@@ -13,7 +14,7 @@ fuzz_target!(|data: &[u8]| {
     let mut u = Unstructured::new(data);
     let args: Vec<Vec<u8>> = if u.arbitrary::<bool>().unwrap_or(false) {
         // Near the real thing: a verb, a count, keys of one queue, the prefix, numbers.
-        let words: [&[u8]; 25] = [
+        let words: [&[u8]; 30] = [
             b"EMQ.PROMOTE",
             b"emq.stalled.check",
             b"EMQ.CLAIM",
@@ -39,8 +40,13 @@ fuzz_target!(|data: &[u8]| {
             b"1",
             b"0",
             b"99999999999999999999",
+            b"v2",
+            b"n",
+            b"v{}",
+            b"-1",
+            b"k",
         ];
-        let n = u.int_in_range(0..=12usize).unwrap_or(0);
+        let n = u.int_in_range(0..=16usize).unwrap_or(0);
         (0..n)
             .map(|_| match u.choose(&words) {
                 Ok(w) => w.to_vec(),

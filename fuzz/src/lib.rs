@@ -45,6 +45,8 @@ const WORDS: &[&str] = &[
     "scheduled",
     "done",
     "dead",
+    "cancelled",
+    "w1 L",
     "hash",
     "none",
     "list",

@@ -27,7 +27,20 @@ from __future__ import annotations
 from importlib import metadata as _metadata
 
 from ._core import Client, Job
-from .answers import ActionOutcome, CurrentJob, FailOutcome, LaneControl, QueueCounts, Retention, ScheduleInfo, StalledOutcome, WorkerInfo
+from .answers import (
+    ActionOutcome,
+    CancelOutcome,
+    CancelRequests,
+    CurrentJob,
+    FailOutcome,
+    LaneControl,
+    QueueCounts,
+    Retention,
+    ScheduleInfo,
+    StalledOutcome,
+    UniqueAdd,
+    WorkerInfo,
+)
 from .client import connect
 from .errors import (
     ArgumentError,
@@ -93,6 +106,8 @@ __all__ = [
     # answers
     "ActionOutcome",
     "CurrentJob",
+    "CancelOutcome",
+    "CancelRequests",
     "FailOutcome",
     "JobPage",
     "LaneControl",
@@ -101,6 +116,7 @@ __all__ = [
     "ScheduleInfo",
     "StalledOutcome",
     "WorkerInfo",
+    "UniqueAdd",
     # errors
     "ArgumentError",
     "AuthenticationError",

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Literal, final
 
-from .answers import FailOutcome, QueueCounts, Retention, StalledOutcome
+from .answers import CancelOutcome, CancelRequests, FailOutcome, QueueCounts, Retention, StalledOutcome, UniqueAdd
 
 __all__ = [
     "Client",
@@ -43,12 +43,20 @@ __all__ = [
     "MAX_PAGE",
     "ACT_BATCH",
     "RETENTION_DEFAULTS",
+    "RESULT_MAX",
+    "TRACEBACK_MAX",
+    "PROGRESS_MAX",
+    "WAITERS_MAX",
+    "INBOX_KEEP_MS",
+    "CANCELS_OVERLAP_MS",
     "backoff_s",
 ]
 
 _Duration = float | timedelta
 _Time = datetime | float
 _Failure = str | bytes | BaseException
+_Keep = float | timedelta | Literal["forever"]
+_Result = bytes | str
 
 PROMOTE_LUA: str
 STALLED_LUA: str
@@ -63,6 +71,12 @@ MAX_ATTEMPTS: int
 MAX_PAGE: int
 ACT_BATCH: int
 RETENTION_DEFAULTS: dict[str, int]  # done_ms, dead_ms, dead_max (-1: none)
+RESULT_MAX: int
+TRACEBACK_MAX: int
+PROGRESS_MAX: int
+WAITERS_MAX: int
+INBOX_KEEP_MS: int
+CANCELS_OVERLAP_MS: int
 
 def parse_info(text: str) -> dict[str, str]: ...
 def queue_slot(queue: str) -> int: ...
@@ -84,7 +98,8 @@ def _sweep_group(client: Client, kind: str, batch: int, group: int | None = None
 
 @final
 class Job:
-    """A job: a claim's (with `token` and `lease_deadline_ms`) or `get`'s."""
+    """A job: a claim's (with `token` and `lease_deadline_ms`), or a row read
+    whole (`get`, `status`, `watch`) with its outcome (SPEC §13)."""
 
     id: str
     data: bytes
@@ -97,6 +112,20 @@ class Job:
     due_ms: int | None
     stalls: int
     error: str | None
+    error_type: str | None
+    traceback: str | None
+    created_ms: int | None
+    started_ms: int | None
+    finished_ms: int | None
+    cancel_requested: bool
+    keep_ms: int | None
+    unique_key: str | None
+    @property
+    def result(self) -> bytes | None: ...
+    @property
+    def progress(self) -> bytes | None: ...
+    @property
+    def ended(self) -> bool: ...
     def __new__(
         cls,
         id: str,
@@ -110,6 +139,17 @@ class Job:
         due_ms: int | None = None,
         stalls: int | None = None,
         error: str | None = None,
+        *,
+        result: bytes | str | None = None,
+        error_type: str | None = None,
+        traceback: str | None = None,
+        progress: bytes | str | None = None,
+        created_ms: int | None = None,
+        started_ms: int | None = None,
+        finished_ms: int | None = None,
+        cancel_requested: bool = False,
+        keep_ms: int | None = None,
+        unique_key: str | None = None,
     ) -> Job: ...
     def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
@@ -151,18 +191,41 @@ class QueueCore:
     @property
     def backend(self) -> Literal["plan", "module"]: ...
     def __new__(cls, client: Client | str, name: str, backend: str) -> QueueCore: ...
-    def add(self, data: bytes | str, id: str | None, delay: _Duration, at: _Time | None, lane: str | None, max_attempts: int) -> str: ...
+    def add(
+        self, data: bytes | str, id: str | None, delay: _Duration, at: _Time | None, lane: str | None, max_attempts: int, keep: _Keep | None
+    ) -> str: ...
+    def add_unique(
+        self,
+        data: bytes | str,
+        unique_key: str,
+        unique_for: _Duration,
+        id: str | None,
+        delay: _Duration,
+        at: _Time | None,
+        lane: str | None,
+        max_attempts: int,
+        keep: _Keep | None,
+    ) -> UniqueAdd: ...
     def add_many(self, jobs: Iterable[Mapping[str, Any] | bytes | str], max_attempts: int) -> list[str]: ...
     def claim(self, n: int, lease: _Duration) -> list[Job]: ...
     def extend(self, job: Job, lease: _Duration) -> bool: ...
     def extend_many(self, jobs: Sequence[Job], lease: _Duration) -> list[bool]: ...
-    def complete(self, job: Job) -> bool: ...
-    def complete_many(self, jobs: Sequence[Job]) -> list[bool]: ...
-    def complete_and_claim(self, jobs: Sequence[Job], n: int, lease: _Duration) -> tuple[list[bool], list[Job] | None]: ...
-    def fail(self, job: Job, error: _Failure, retry_in: _Duration | None) -> FailOutcome: ...
+    def complete(self, job: Job, result: _Result | None) -> bool: ...
+    def complete_many(self, jobs: Sequence[Job | tuple[Job, _Result | None]]) -> list[bool]: ...
+    def complete_and_claim(
+        self, jobs: Sequence[Job | tuple[Job, _Result | None]], n: int, lease: _Duration
+    ) -> tuple[list[bool], list[Job] | None]: ...
+    def fail(self, job: Job, error: _Failure, retry_in: _Duration | None, error_type: str | None, traceback: str | None) -> FailOutcome: ...
     def settle_many(
-        self, items: Sequence[Job | tuple[Job, _Failure] | tuple[Job, _Failure, _Duration | None]]
+        self,
+        items: Sequence[Job | tuple[Job, _Failure] | tuple[Job, _Failure, _Duration | None] | Mapping[str, Any]],
     ) -> list[bool | FailOutcome]: ...
+    def progress(self, job: Job, value: bytes | str | int | float) -> bool: ...
+    def status(self, ids: Sequence[str]) -> list[Job | None]: ...
+    def watch(self, ids: Sequence[str], inbox: str) -> list[Job | None]: ...
+    def pop_inbox(self, inbox: str, timeout: _Duration | None, client: Client) -> list[str]: ...
+    def cancel(self, id: str) -> CancelOutcome: ...
+    def cancel_requests(self, since: int | None) -> CancelRequests: ...
     def pause_lane(self, lane: str) -> None: ...
     def resume_lane(self, lane: str) -> None: ...
     def set_lane_limit(self, lane: str, n: int) -> None: ...

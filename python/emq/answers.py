@@ -1,9 +1,11 @@
 """What emq's calls answer, as types a checker reads: `Queue.fail`'s
 `FailOutcome`, `Queue.counts`'s `QueueCounts`, `Queue.retention`'s `Retention`,
-a stalled check's `StalledOutcome`, an operator's `ActionOutcome` and
-`LaneControl` (`Queue.jobs`' `JobPage` is `emq.queue`'s), `emq.workers`' `WorkerInfo`,
-and `Queue.schedules`'s `ScheduleInfo`. The core reads them (`emq._core`); none of them
-holds anything but what the server said."""
+a stalled check's `StalledOutcome`, `Queue.cancel`'s `CancelOutcome`,
+`Queue.cancel_requests`' `CancelRequests`, `Queue.add_unique`'s `UniqueAdd`, an
+operator's `ActionOutcome` and `LaneControl` (`Queue.jobs`' `JobPage` is
+`emq.queue`'s), `emq.workers`' `WorkerInfo`, and `Queue.schedules`'s `ScheduleInfo`.
+The core makes them (`emq._core`); none of them holds anything but what the server
+said."""
 
 from __future__ import annotations
 
@@ -24,6 +26,41 @@ class FailOutcome(str, enum.Enum):
     """Its last attempt failed: the job is in `dead`."""
     REFUSED = "refused"
     """The lease was lost (another worker holds the job, or it is no longer active): nothing changed."""
+    CANCELLED = "cancelled"
+    """It had been asked to stop (`Queue.cancel`): cancelled, never retried."""
+
+
+class CancelOutcome(str, enum.Enum):
+    """What `Queue.cancel` did. A `str` too (`CancelOutcome.STOPPING == "stopping"`)."""
+
+    CANCELLED = "cancelled"
+    """Not yet claimed: it left the queue, and its row says `cancelled`."""
+    STOPPING = "stopping"
+    """Running: asked to stop. Its worker sees it within a beat; it is cancelled when its worker settles it or its lease runs out."""
+    ALREADY_DONE = "already_done"
+    """It had come to an outcome already (done, dead or cancelled): nothing changed."""
+    UNKNOWN = "unknown"
+    """No such job (never added, or no longer kept): nothing changed."""
+
+
+@dataclass(frozen=True)
+class CancelRequests:
+    """The running jobs asked to stop, as `Queue.cancel_requests` read them."""
+
+    ids: list[str]
+    """Their ids, oldest request first (a request may come twice)."""
+    until: int
+    """The read's clock (server ms): the `since` of the next read."""
+
+
+@dataclass(frozen=True)
+class UniqueAdd:
+    """What `Queue.add_unique` did."""
+
+    id: str
+    """The job the key names: this call's, or the one added under the key before."""
+    created: bool
+    """Whether this call added it."""
 
 
 @dataclass(frozen=True)
@@ -43,6 +80,8 @@ class QueueCounts:
     """The done rows still kept (`Queue.set_retention(keep_done=)`)."""
     ring: int
     """The lanes that have ready jobs and may run now."""
+    cancelled: int = 0
+    """The cancelled rows still kept (as `done`, by `keep_done`)."""
 
 
 @dataclass(frozen=True)
@@ -193,6 +232,8 @@ class WorkerInfo:
 
 __all__ = [
     "ActionOutcome",
+    "CancelOutcome",
+    "CancelRequests",
     "CurrentJob",
     "FailOutcome",
     "LaneControl",
@@ -200,5 +241,6 @@ __all__ = [
     "Retention",
     "ScheduleInfo",
     "StalledOutcome",
+    "UniqueAdd",
     "WorkerInfo",
 ]

@@ -10,6 +10,15 @@ one of them: a bad argument raises `emq.ArgumentError` naming the call
 Durations are seconds (an int or a float) or a `datetime.timedelta`; the core
 keeps them in milliseconds, rounded to the nearest (a tie to the even one),
 and a positive duration under half a millisecond is 1 ms, never 0.
+
+Results and outcomes (SPEC §13): a complete writes its result and a fail its
+error, error type and traceback, in the transaction that settles the job; a
+job's outcome (done, dead, cancelled) is pushed to the inbox of each waiter
+registered with `watch`, which `pop_inbox` blocks on (no polling); `status`
+reads many rows at once; `cancel` takes a job out of the queue or asks a
+running one to stop (`cancel_requests` is what its worker reads); `progress`
+writes how far a running job has got; `add_unique` adds a job once per key
+and window.
 """
 
 from __future__ import annotations
@@ -19,14 +28,19 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from ._core import Client, Job, QueueCore
-from .answers import ActionOutcome, FailOutcome, LaneControl, QueueCounts, Retention, ScheduleInfo, StalledOutcome
+from ._core import RESULT_MAX, Client, Job, QueueCore
+from .answers import ActionOutcome, CancelOutcome, CancelRequests, FailOutcome, LaneControl, QueueCounts, Retention, ScheduleInfo, StalledOutcome, UniqueAdd
 from .sweeps import Backend, ClientLike
 
 JobBackend = Literal["plan", "module"]
 Failure = str | bytes | BaseException  # what `fail` records
 Duration = float | timedelta  # seconds (an int or a float), or a timedelta
 Time = datetime | float  # an aware datetime (naive: local time), or seconds since the epoch
+Keep = float | timedelta | Literal["forever"]  # a job's own retention of its done or cancelled row
+Result = bytes | str  # what a complete writes (the task layer writes JSON)
+Progress = bytes | str | int | float  # what a running job reports (bytes as given; a number as its text)
+
+__all__ = ["Queue", "RESULT_MAX", "UNCHANGED"]
 
 
 class _Unchanged:
@@ -99,6 +113,9 @@ class Queue:
 
     # -- adding ---------------------------------------------------------------
 
+    RESULT_MAX = RESULT_MAX
+    """The largest result `complete` writes, in bytes (512 KiB)."""
+
     def add(
         self,
         data: bytes | str,
@@ -108,16 +125,42 @@ class Queue:
         at: Time | None = None,
         lane: str | None = None,
         max_attempts: int = 3,
+        keep: Keep | None = None,
     ) -> str:
         """Adds a job; returns its id (generated ids are unique and sort by
         creation). Due after `delay`, or at `at` (one of the two): ready at once
         when due now; else it waits in `schedule`. An id that exists raises
-        `emq.DuplicateJobError`."""
-        return self._core.add(data, id, delay, at, lane, max_attempts)
+        `emq.DuplicateJobError`. `keep`: how long the job's row is kept once it
+        is done or cancelled, in place of the queue's `keep_done` (0: deleted
+        at once; `"forever"`)."""
+        return self._core.add(data, id, delay, at, lane, max_attempts, keep)
+
+    def add_unique(
+        self,
+        data: bytes | str,
+        *,
+        unique_key: str,
+        unique_for: Duration,
+        id: str | None = None,
+        delay: Duration = 0,
+        at: Time | None = None,
+        lane: str | None = None,
+        max_attempts: int = 3,
+        keep: Keep | None = None,
+    ) -> UniqueAdd:
+        """Adds a job once per `unique_key` and window: while the job a key
+        names (added under it within the last `unique_for`) has a row, an add
+        under the key writes nothing and answers that job's id
+        (`UniqueAdd(id, created=False)`); else it adds the job as `add` does
+        and holds the key for it for `unique_for` (`created=True`). Atomic
+        across processes: producers racing on a key make exactly one job."""
+        return self._core.add_unique(data, unique_key, unique_for, id, delay, at, lane, max_attempts, keep)
 
     def add_many(self, jobs: Iterable[Mapping[str, Any] | bytes | str], *, max_attempts: int = 3) -> list[str]:
         """Adds many jobs in one guarded transaction (all or none). Each item is
-        the data, or a dict of `add`'s arguments (`{"data": …, "lane": …}`);
+        the data, or a dict of `add`'s arguments (`{"data": …, "lane": …}`,
+        and `keep`, `unique_key` and `unique_for` as `add_unique` takes them:
+        such a job is answered with the id its key names);
         `max_attempts` is for the items that name none."""
         return self._core.add_many(jobs, max_attempts)
 
@@ -139,17 +182,24 @@ class Queue:
         `backend="module"`: one `EMQ.EXTEND`, run by emq's server module."""
         return self._core.extend_many(jobs, lease)
 
-    def complete(self, job: Job) -> bool:
-        """Marks the job done; False (and nothing changes) if the lease is lost."""
-        return self._core.complete(job)
+    def complete(self, job: Job, result: Result | None = None) -> bool:
+        """Marks the job done, its `result` (bytes, or a str as UTF-8; at most
+        `RESULT_MAX` bytes) written to its row in the same transaction; its
+        waiters are told. True once the job has left `active`: done, or
+        cancelled if it had been asked to stop (`cancel`); False (and nothing
+        changes) if the lease is lost."""
+        return self._core.complete(job, result)
 
-    def complete_many(self, jobs: Sequence[Job]) -> list[bool]:
+    def complete_many(self, jobs: Sequence[Job | tuple[Job, Result | None]]) -> list[bool]:
         """`complete` for many held jobs in one call (one clock reading, one
-        transaction: a group commit): for each, True if it is done, False if its
-        lease was lost (that job is left as it is)."""
+        transaction: a group commit), each a job or `(job, result)`: for each,
+        True if it left `active` (done, or cancelled), False if its lease was
+        lost (that job is left as it is)."""
         return self._core.complete_many(jobs)
 
-    def complete_and_claim(self, jobs: Sequence[Job], n: int, *, lease: Duration = 30) -> tuple[list[bool], list[Job] | None]:
+    def complete_and_claim(
+        self, jobs: Sequence[Job | tuple[Job, Result | None]], n: int, *, lease: Duration = 30
+    ) -> tuple[list[bool], list[Job] | None]:
         """`complete_many(jobs)` and a claim of up to `n` flat jobs (from the
         head of `pending`; lanes are left to `claim`) in the same transaction: a
         worker's group commit that takes its next jobs. Returns the answers, as
@@ -161,23 +211,98 @@ class Queue:
         (each all or none; the jobs taken are never None)."""
         return self._core.complete_and_claim(jobs, n, lease)
 
-    def fail(self, job: Job, error: Failure, *, retry_in: Duration | None = None) -> FailOutcome:
+    def fail(
+        self,
+        job: Job,
+        error: Failure,
+        *,
+        retry_in: Duration | None = None,
+        error_type: str | None = None,
+        traceback: str | None = None,
+    ) -> FailOutcome:
         """Records a failure: `FailOutcome.SCHEDULED` (retried after `retry_in`,
         or an exponential backoff with jitter; ready at once with 0) while
-        attempts are left, else `FailOutcome.DEAD`; `FailOutcome.REFUSED` if the
-        lease is lost (nothing changes)."""
-        return self._core.fail(job, error, retry_in)
+        attempts are left, else `FailOutcome.DEAD` (its waiters are told);
+        `FailOutcome.CANCELLED` if it had been asked to stop (never retried);
+        `FailOutcome.REFUSED` if the lease is lost (nothing changes). The row
+        gets `error` (an exception as `"Type: message"`), `error_type` (None:
+        the exception's class, `module.QualName`, when `error` is one; at most
+        1 KiB) and `traceback` (at most 64 KiB: bound it before)."""
+        return self._core.fail(job, error, retry_in, error_type, traceback)
 
-    def settle_many(self, items: Sequence[Job | tuple[Job, Failure] | tuple[Job, Failure, Duration | None]]) -> list[bool | FailOutcome]:
+    def settle_many(
+        self,
+        items: Sequence[Job | tuple[Job, Failure] | tuple[Job, Failure, Duration | None] | Mapping[str, Any]],
+    ) -> list[bool | FailOutcome]:
         """`complete` and `fail` for many held jobs in one call (one clock
         reading, one transaction: a group commit of finished and failed jobs).
-        Each item is a job to complete, or `(job, error)` or `(job, error,
-        retry_in)` to fail. Each is answered as its single call would answer it
-        alone (`complete`: True, or False if the lease is lost; `fail`: a
-        `FailOutcome`), and the result is that of the single calls one after
-        another, in this order. With `backend="module"`: one `EMQ.SETTLE`, run
-        by emq's server module."""
+        Each item is a job to complete, `(job, error)` or `(job, error,
+        retry_in)` to fail, or a dict: `{"job": j, "result": r}` to complete
+        with a result, `{"job": j, "error": e}` with any of `retry_in`,
+        `error_type`, `traceback` to fail. Each is answered as its single call
+        would answer it alone (`complete`: True, or False if the lease is lost;
+        `fail`: a `FailOutcome`), and the result is that of the single calls
+        one after another, in this order. With `backend="module"`: one
+        `EMQ.SETTLE`, run by emq's server module."""
         return self._core.settle_many(items)
+
+    def progress(self, job: Job, value: Progress) -> bool:
+        """Writes how far a held job has got to its row (`progress`): bytes or
+        a str as given, a number as its text (a small JSON value; at most 64
+        KiB). Only while the job holds its lease, as `extend`: False (nothing
+        written) if it is lost."""
+        return self._core.progress(job, value)
+
+    # -- outcomes -------------------------------------------------------------
+
+    def status(self, ids: Sequence[str]) -> list[Job | None]:
+        """The rows of many jobs in one round trip (one `HGETALL` each,
+        pipelined): for each id its `emq.Job`, every field of its row (state,
+        attempts, result, error, error type, traceback, progress, times), or
+        None (never added, or no longer kept)."""
+        return self._core.status(ids)
+
+    def watch(self, ids: Sequence[str], inbox: str) -> list[Job | None]:
+        """Registers a waiter's `inbox` (1 to 64 ASCII letters, digits, `-`,
+        `_`: `secrets.token_hex(16)` makes one) with each job, in one guarded
+        transaction. For each id: None (no such job), its `emq.Job` come to an
+        outcome already (`job.ended`: done, dead or cancelled; nothing
+        registered), or its `emq.Job` as it stands: registered, so the call
+        that brings it to an outcome pushes its id to the inbox in the same
+        transaction (`pop_inbox`). No outcome is lost between a registration
+        and a settle. A row lists its 16 latest waiters."""
+        return self._core.watch(ids, inbox)
+
+    def pop_inbox(self, inbox: str, timeout: Duration | None, *, client: Client) -> list[str]:
+        """The ids pushed to `inbox` (jobs its waiter watches come to their
+        outcomes), oldest first, in one round trip: blocks on the server until
+        one comes or `timeout` passes (`[]`; None: no limit), then takes all
+        that are there (up to 1,000). It blocks `client`'s connection: give it
+        a client of its own (`queue.client.sibling(read_timeout=None)`), held
+        by the one thread that pops. `client._client_id(queue.name)` is that
+        connection's id: `CLIENT UNBLOCK` of it from another client
+        (`other._unblock(id, queue.name)`) ends the pop at once, with what the
+        inbox holds then. An inbox lives an hour past its last push."""
+        return self._core.pop_inbox(inbox, timeout, client)
+
+    def cancel(self, id: str) -> CancelOutcome:
+        """Cancels a job: not yet claimed (scheduled, ready, in a lane), it
+        leaves the queue and its row says `cancelled`, in one transaction
+        (`CancelOutcome.CANCELLED`); running, it is asked to stop
+        (`CancelOutcome.STOPPING`: its worker learns of it within a beat by
+        `cancel_requests`, and the job is cancelled, never retried, when its
+        worker settles it or its lease runs out); come to an outcome already,
+        or unknown, nothing changes (`ALREADY_DONE`, `UNKNOWN`). A cancelled
+        row is kept as a done one is (the job's `keep`, else the queue's
+        `keep_done`), and its waiters are told."""
+        return self._core.cancel(id)
+
+    def cancel_requests(self, since: int | None = None) -> CancelRequests:
+        """The running jobs asked to stop since the last read, for a worker:
+        `since` is the `until` of that read (None: every request kept, the
+        last hour's). A request may be reported twice (a read looks 10 s back
+        past `since`, so that none is missed); pass `until` to the next read."""
+        return self._core.cancel_requests(since)
 
     # -- lanes ----------------------------------------------------------------
 

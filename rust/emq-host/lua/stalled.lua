@@ -2,7 +2,11 @@
 -- KEYS: P active, P pending, P dead. ARGV: P, max_stalled ('' for no limit), batch.
 -- Every type is checked before the first write: a script's writes are not undone.
 -- Runs after prelude.lua (typ, int, policy, score, zless, push, layout_error, now_ms,
--- WAKE_MAX, TRIM_SLACK, DEAD_MS, DEAD_MAX, LEASE_MARK_MS, LEASE_MARK_KEEP_MS).
+-- WAKE_MAX, TRIM_SLACK, DEAD_MS, DEAD_MAX, DONE_MS, INBOX_KEEP_MS, LEASE_MARK_MS,
+-- LEASE_MARK_KEEP_MS).
+-- SPEC §13: a row asked to stop (`cancel 1`) is cancelled, not recovered, kept as a
+-- done row is (its own `keep`, else the queue's `done_ms`) and listed in `P cancelled`;
+-- the ids of rows that die or are cancelled are pushed to each inbox their `wait` lists.
 local p, batch = ARGV[1], ARGV[3] -- batch as given: a decimal integer, up to 2^63-1
 local max_stalled = ARGV[2] ~= '' and tonumber(ARGV[2]) or nil
 local active, pending, dead = KEYS[1], KEYS[2], KEYS[3]
@@ -24,29 +28,72 @@ for i = 1, #pairs_, 2 do
   if marks[#marks] ~= b then marks[#marks + 1] = b end
 end
 
--- rows: {key, id, dies, stalls}; per lane: recovered ids and rows that left active
+-- The inboxes a `wait` field lists, each once, in order.
+local function inboxes_of(wait)
+  local out, seen = {}, {}
+  if wait then
+    for w in string.gmatch(wait, '[^ ]+') do
+      if not seen[w] then seen[w] = true; out[#out + 1] = w end
+    end
+  end
+  return out
+end
+
+-- rows: {key, dies, stalls} of the rows dead or recovered; cancelled: {key, own keep};
+-- per lane: recovered ids and rows that left active; per inbox: the ids it is told of.
 local rows, recovered, died, flat, lanes, by_lane = {}, {}, {}, {}, {}, {}
+local cancelled, inboxes, told, checked = {}, {}, {}, {}
 for _, id in ipairs(expired) do
   local jk = p .. 'job:' .. id
   local ty = typ(jk)
   if ty == 'hash' then
-    local f = redis.call('HMGET', jk, 'lane', 'stalls')
+    local f = redis.call('HMGET', jk, 'lane', 'stalls', 'wait', 'cancel', 'keep')
     local stalls = int(f[2]) + 1
-    local dies = max_stalled ~= nil and stalls > max_stalled
-    rows[#rows + 1] = {jk, dies, stalls}
-    if dies then died[#died + 1] = id else recovered[#recovered + 1] = id end
+    local cancel = f[4] == '1'
+    local dies = not cancel and max_stalled ~= nil and stalls > max_stalled
+    local waiters = inboxes_of(f[3])
+    -- Every listed inbox is typed, told or not (as the plan reads them).
+    for _, w in ipairs(waiters) do
+      if not checked[w] then checked[w] = true; checked[#checked + 1] = w end
+    end
+    if cancel then
+      cancelled[#cancelled + 1] = {jk, f[5]}
+    else
+      rows[#rows + 1] = {jk, dies, stalls}
+      if dies then died[#died + 1] = id else recovered[#recovered + 1] = id end
+    end
+    if cancel or dies then
+      for _, w in ipairs(waiters) do
+        if not told[w] then told[w] = {}; inboxes[#inboxes + 1] = w end
+        told[w][#told[w] + 1] = id
+      end
+    end
     local lane = f[1]
     if lane then
       if not by_lane[lane] then by_lane[lane] = {ids = {}, left = 0}; lanes[#lanes + 1] = lane end
       local l = by_lane[lane]
       l.left = l.left + 1
-      if not dies then l.ids[#l.ids + 1] = id end
-    elseif not dies then
+      if not dies and not cancel then l.ids[#l.ids + 1] = id end
+    elseif not dies and not cancel then
       flat[#flat + 1] = id
     end
   elseif ty ~= 'none' then
     return layout(jk .. ' has the wrong type')
   end
+end
+for _, w in ipairs(checked) do
+  local wk = p .. 'inbox:' .. w
+  local t = typ(wk)
+  if t ~= 'list' and t ~= 'none' then return layout(wk .. ' has the wrong type') end
+end
+-- Cancelled rows are kept as done rows are: their own keep, else the queue's done_ms.
+local done_ms = DONE_MS
+if #cancelled > 0 then
+  local rk, ck = p .. 'retention', p .. 'cancelled'
+  local kt, ct = typ(rk), typ(ck)
+  if kt ~= 'hash' and kt ~= 'none' then return layout(rk .. ' has the wrong type') end
+  if ct ~= 'zset' and ct ~= 'none' then return layout(ck .. ' has the wrong type') end
+  done_ms = policy(redis.call('HMGET', rk, 'done_ms')[1], DONE_MS)
 end
 
 local ring, tokens = {}, {}
@@ -111,6 +158,24 @@ for _, r in ipairs(rows) do
   end
   redis.call('HDEL', r[1], 'token', 'lease')
 end
+-- The cancelled rows (rust/emq-plan/src/jobs/ending.rs, ended_writes).
+local listed, longest = {}, nil
+for _, c in ipairs(cancelled) do
+  local keep = policy(c[2], done_ms)
+  if keep == 0 then
+    redis.call('DEL', c[1])
+  else
+    redis.call('HSET', c[1], 'state', 'cancelled', 'finished', string.format('%d', now), 'error', 'cancelled')
+    redis.call('HDEL', c[1], 'token', 'lease')
+    if keep > 0 then
+      redis.call('PEXPIREAT', c[1], string.format('%d', now + keep))
+      if longest == nil or keep > longest then longest = keep end
+    end
+    listed[#listed + 1] = string.sub(c[1], #p + 5)
+  end
+end
+for _, id in ipairs(listed) do redis.call('ZADD', p .. 'cancelled', string.format('%d', now), id) end
+if longest ~= nil then redis.call('ZREMRANGEBYSCORE', p .. 'cancelled', '-inf', '(' .. string.format('%d', now - longest)) end
 push('RPUSH', pending, flat)
 for _, lane in ipairs(lanes) do
   local l = by_lane[lane]
@@ -121,6 +186,10 @@ for _, lane in ipairs(ring) do redis.call('HSET', p .. 'lanectl:' .. lane, 'ring
 push('RPUSH', p .. 'ring', ring)
 push('RPUSH', p .. 'wake', tokens)
 redis.call('LTRIM', p .. 'wake', -WAKE_MAX, -1)
+for _, w in ipairs(inboxes) do
+  push('RPUSH', p .. 'inbox:' .. w, told[w])
+  redis.call('PEXPIRE', p .. 'inbox:' .. w, INBOX_KEEP_MS)
+end
 if #trimmed > 0 then
   push('ZREM', dead, trimmed)
   local rows_gone = {}

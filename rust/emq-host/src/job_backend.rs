@@ -7,13 +7,30 @@ use emq_plan::batch::extend_many::Held;
 use emq_plan::jobs::add::NewJob;
 use emq_plan::jobs::claim::Claimed;
 use emq_plan::jobs::settle::Settled;
+use emq_plan::protocol::write::ErrorDetail;
 use emq_plan::Keys;
 
 use crate::conn::Conn;
 use crate::error::HostResult;
 
-/// A fail: the error it records, and its retry delay in ms (`None`: the backoff).
-pub type Failure = (Vec<u8>, Option<u64>);
+/// A fail: the error it records, its retry delay in ms (`None`: the backoff),
+/// and its error type and traceback (SPEC §13).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure {
+    pub error: Vec<u8>,
+    pub retry_in_ms: Option<u64>,
+    pub detail: Option<ErrorDetail>,
+}
+
+/// How a held job is settled: completed with its result, or failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Finish {
+    Complete(Option<Vec<u8>>),
+    Fail(Failure),
+}
+
+/// A held job to complete, with its result.
+pub type Completion = (Held, Option<Vec<u8>>);
 
 /// A queue's job operations on one connection. Each names `call`, the call the
 /// user made, in its errors; `keys` are the queue's.
@@ -21,8 +38,10 @@ pub trait JobBackend: Sync {
     /// `"plan"` or `"module"`, as `emq.Queue(backend=)` names it.
     fn name(&self) -> &'static str;
 
-    /// ADD (SPEC §7): the jobs' ids, all added or none.
-    fn add(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[NewJob]) -> HostResult<Vec<Vec<u8>>>;
+    /// ADD (SPEC §7): the jobs' ids, all added or none, and whether this call
+    /// added each (`false`: it had landed, or its uniqueness key named another
+    /// job, whose id it is).
+    fn add(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[NewJob]) -> HostResult<(Vec<Vec<u8>>, Vec<bool>)>;
 
     /// CLAIM: up to `n` jobs (at most `MAX_CLAIM`), each leased for `lease_ms`.
     fn claim(&self, conn: &mut Conn, call: &str, keys: &Keys, n: u64, lease_ms: u64) -> HostResult<Vec<Claimed>>;
@@ -33,18 +52,20 @@ pub trait JobBackend: Sync {
     /// EXTEND of many held jobs in one call: whether each was extended.
     fn extend_many(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[Held], lease_ms: u64) -> HostResult<Vec<bool>>;
 
-    /// COMPLETE: whether the job is done.
-    fn complete(&self, conn: &mut Conn, call: &str, keys: &Keys, job: &Held) -> HostResult<bool>;
+    /// COMPLETE with its result: whether the job left `active` (done, or
+    /// cancelled: it had been asked to stop).
+    fn complete(&self, conn: &mut Conn, call: &str, keys: &Keys, job: &Completion) -> HostResult<bool>;
 
-    /// COMPLETE of many held jobs in one call: whether each was completed.
-    fn complete_many(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[Held]) -> HostResult<Vec<bool>>;
+    /// COMPLETE of many held jobs in one call: whether each left `active`.
+    fn complete_many(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[Completion]) -> HostResult<Vec<bool>>;
 
-    /// FAIL: retried, dead, or refused (the lease is lost).
+    /// FAIL: retried, dead, cancelled (it had been asked to stop), or refused
+    /// (the lease is lost).
     fn fail(&self, conn: &mut Conn, call: &str, keys: &Keys, job: &Held, failure: &Failure) -> HostResult<Settled>;
 
-    /// COMPLETE (`None`) or FAIL (`Some`) of many held jobs in one call, each
-    /// answered as its single call would answer it.
-    fn settle_many(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[(Held, Option<Failure>)]) -> HostResult<Vec<Settled>>;
+    /// COMPLETE or FAIL of many held jobs in one call, each answered as its
+    /// single call would answer it.
+    fn settle_many(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[(Held, Finish)]) -> HostResult<Vec<Settled>>;
 
     /// COMPLETE of many held jobs and a claim of up to `n` jobs in one round
     /// trip: whether each job was completed, and the jobs taken (`None`: the
@@ -54,7 +75,7 @@ pub trait JobBackend: Sync {
         conn: &mut Conn,
         call: &str,
         keys: &Keys,
-        jobs: &[Held],
+        jobs: &[Completion],
         n: u64,
         lease_ms: u64,
     ) -> HostResult<(Vec<bool>, Option<Vec<Claimed>>)>;

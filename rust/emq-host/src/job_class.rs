@@ -1,6 +1,9 @@
 //! The `emq.Job` class: a job as the core hands it to Python (a claim, a
-//! `get`), and as a worker hands it back to prove its lease (`extend`,
-//! `complete`, `fail`).
+//! `get`, a `status` read, a waiter's registration), and as a worker hands it
+//! back to prove its lease (`extend`, `complete`, `fail`, `progress`). A row
+//! read whole carries its outcome too (SPEC §13): result, error type and
+//! traceback, progress, times, a cancel asked, its own retention, its
+//! uniqueness key.
 
 use std::fmt::Write;
 
@@ -39,6 +42,24 @@ pub struct Job {
     pub stalls: i64,
     #[pyo3(get)]
     pub error: Option<String>,
+    pub result: Option<Vec<u8>>,
+    #[pyo3(get)]
+    pub error_type: Option<String>,
+    #[pyo3(get)]
+    pub traceback: Option<String>,
+    pub progress: Option<Vec<u8>>,
+    #[pyo3(get)]
+    pub created_ms: Option<i64>,
+    #[pyo3(get)]
+    pub started_ms: Option<i64>,
+    #[pyo3(get)]
+    pub finished_ms: Option<i64>,
+    #[pyo3(get)]
+    pub cancel_requested: bool,
+    #[pyo3(get)]
+    pub keep_ms: Option<i64>,
+    #[pyo3(get)]
+    pub unique_key: Option<String>,
 }
 
 const VERB: &str = "emq.Job";
@@ -78,6 +99,16 @@ impl Job {
             due_ms: None,
             stalls: 0,
             error: None,
+            result: None,
+            error_type: None,
+            traceback: None,
+            progress: None,
+            created_ms: None,
+            started_ms: None,
+            finished_ms: None,
+            cancel_requested: false,
+            keep_ms: None,
+            unique_key: None,
         }
     }
 
@@ -93,7 +124,17 @@ impl Job {
             state: r.state.map(text),
             due_ms: r.due,
             stalls: r.stalls,
-            error: r.error.map(|e| String::from_utf8_lossy(&e).into_owned()),
+            error: r.error.map(text),
+            result: r.result,
+            error_type: r.error_type.map(text),
+            traceback: r.traceback.map(text),
+            progress: r.progress,
+            created_ms: r.created,
+            started_ms: r.claimed,
+            finished_ms: r.finished,
+            cancel_requested: r.cancel,
+            keep_ms: r.keep,
+            unique_key: r.unique.map(text),
         }
     }
 }
@@ -101,7 +142,11 @@ impl Job {
 #[pymethods]
 impl Job {
     #[new]
-    #[pyo3(signature = (id, data=None, lane=None, attempts=None, max_attempts=None, token=None, lease_deadline_ms=None, state=None, due_ms=None, stalls=None, error=None))]
+    #[pyo3(signature = (
+        id, data=None, lane=None, attempts=None, max_attempts=None, token=None, lease_deadline_ms=None, state=None, due_ms=None,
+        stalls=None, error=None, *, result=None, error_type=None, traceback=None, progress=None, created_ms=None, started_ms=None,
+        finished_ms=None, cancel_requested=false, keep_ms=None, unique_key=None
+    ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         id: &Bound<'_, PyAny>,
@@ -115,13 +160,26 @@ impl Job {
         due_ms: Option<&Bound<'_, PyAny>>,
         stalls: Option<&Bound<'_, PyAny>>,
         error: Option<&Bound<'_, PyAny>>,
+        result: Option<&Bound<'_, PyAny>>,
+        error_type: Option<&Bound<'_, PyAny>>,
+        traceback: Option<&Bound<'_, PyAny>>,
+        progress: Option<&Bound<'_, PyAny>>,
+        created_ms: Option<&Bound<'_, PyAny>>,
+        started_ms: Option<&Bound<'_, PyAny>>,
+        finished_ms: Option<&Bound<'_, PyAny>>,
+        cancel_requested: bool,
+        keep_ms: Option<&Bound<'_, PyAny>>,
+        unique_key: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Job> {
-        let data = match data.filter(|d| !d.is_none()) {
-            None => vec![],
-            Some(d) if d.is_instance_of::<PyBytes>() || d.is_instance_of::<PyByteArray>() => d.extract::<Vec<u8>>()?,
-            Some(d) if d.is_instance_of::<PyString>() => text_arg(VERB, "data", d)?.into_bytes(),
-            Some(d) => return Err(HostError::Argument(format!("{VERB}: data must be bytes or str, not {}", type_name(d))).into()),
+        let bytes = |v: Option<&Bound<'_, PyAny>>, name: &str| -> PyResult<Option<Vec<u8>>> {
+            match v.filter(|d| !d.is_none()) {
+                None => Ok(None),
+                Some(d) if d.is_instance_of::<PyBytes>() || d.is_instance_of::<PyByteArray>() => Ok(Some(d.extract::<Vec<u8>>()?)),
+                Some(d) if d.is_instance_of::<PyString>() => Ok(Some(text_arg(VERB, name, d)?.into_bytes())),
+                Some(d) => Err(HostError::Argument(format!("{VERB}: {name} must be bytes or str, not {}", type_name(d))).into()),
+            }
         };
+        let data = bytes(data, "data")?.unwrap_or_default();
         Ok(Job {
             id: text_arg(VERB, "id", id)?,
             data,
@@ -134,7 +192,35 @@ impl Job {
             due_ms: int(due_ms, "due_ms")?,
             stalls: int(stalls, "stalls")?.unwrap_or(0),
             error: opt_text(error, "error")?,
+            result: bytes(result, "result")?,
+            error_type: opt_text(error_type, "error_type")?,
+            traceback: opt_text(traceback, "traceback")?,
+            progress: bytes(progress, "progress")?,
+            created_ms: int(created_ms, "created_ms")?,
+            started_ms: int(started_ms, "started_ms")?,
+            finished_ms: int(finished_ms, "finished_ms")?,
+            cancel_requested,
+            keep_ms: int(keep_ms, "keep_ms")?,
+            unique_key: opt_text(unique_key, "unique_key")?,
         })
+    }
+
+    /// What its complete returned, as it was written (`None`: none, or not done).
+    #[getter]
+    fn result<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.result.as_deref().map(|r| PyBytes::new(py, r))
+    }
+
+    /// How far it has got, as its worker wrote it (`None`: never written).
+    #[getter]
+    fn progress<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        self.progress.as_deref().map(|p| PyBytes::new(py, p))
+    }
+
+    /// Whether it has come to an outcome: `state` is `done`, `dead` or `cancelled`.
+    #[getter]
+    fn ended(&self) -> bool {
+        matches!(self.state.as_deref(), Some("done" | "dead" | "cancelled"))
     }
 
     /// The job's data, as it was added.

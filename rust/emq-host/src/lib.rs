@@ -3,7 +3,8 @@
 //! `arguments` (every argument checked), `client` and `queue_core` (the calls),
 //! `job_backend` (`plan_backend`, `module_backend`), `sweep_calls` and
 //! `sweeps`, `reads`, `operations` (an operator's), `registry` (queues and workers),
-//! `drive` (a conversation on the wire), `conn` and `cluster` (connections),
+//! `outcome_calls` (SPEC §13's calls that are not settles), `drive` (a
+//! conversation on the wire), `conn` and `cluster` (connections),
 //! `py_values` (answers as Python values), `error` (the exception classes).
 
 mod allocator;
@@ -20,6 +21,7 @@ mod job_class;
 mod job_ids;
 mod module_backend;
 mod operations;
+mod outcome_calls;
 mod plan_backend;
 mod py_values;
 mod queue_core;
@@ -70,6 +72,13 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_ATTEMPTS", drive::MAX_ATTEMPTS)?;
     m.add("MAX_PAGE", emq_plan::operations::MAX_PAGE)?;
     m.add("ACT_BATCH", emq_plan::operations::act::ACT_BATCH)?;
+    // SPEC §13's limits, for the task layer and the tests.
+    m.add("RESULT_MAX", emq_plan::jobs::ending::RESULT_MAX)?;
+    m.add("TRACEBACK_MAX", emq_plan::jobs::ending::TRACEBACK_MAX)?;
+    m.add("PROGRESS_MAX", emq_plan::jobs::ending::PROGRESS_MAX)?;
+    m.add("WAITERS_MAX", emq_plan::jobs::ending::WAITERS_MAX)?;
+    m.add("INBOX_KEEP_MS", emq_plan::protocol::write::INBOX_KEEP_MS)?;
+    m.add("CANCELS_OVERLAP_MS", emq_plan::reads::cancels::CANCELS_OVERLAP_MS)?;
     let defaults = PyDict::new(m.py());
     defaults.set_item("done_ms", emq_plan::jobs::retention::DONE_MS)?;
     defaults.set_item("dead_ms", emq_plan::jobs::retention::DEAD_MS)?;

@@ -12,7 +12,7 @@ use crate::claim_tokens;
 use crate::conn::Conn;
 use crate::error::{ForCall, HostError, HostResult};
 use crate::jitter::Jitter;
-use crate::job_backend::{Failure, JobBackend};
+use crate::job_backend::{Completion, Failure, Finish, JobBackend};
 use crate::job_ids;
 use crate::plan_backend::fates;
 
@@ -34,7 +34,7 @@ impl JobBackend for ModuleBackend {
 
     /// By `EMQ.ADD`: the ids the plan would make come from this process's tag
     /// and sequence, sent with the call.
-    fn add(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[NewJob]) -> HostResult<Vec<Vec<u8>>> {
+    fn add(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[NewJob]) -> HostResult<(Vec<Vec<u8>>, Vec<bool>)> {
         let reply = one(conn, call, wire::add_cmd(keys, job_ids::next(jobs.len()), jobs))?;
         wire::parse_added(&reply, jobs.len()).for_call(call)
     }
@@ -55,23 +55,23 @@ impl JobBackend for ModuleBackend {
     }
 
     /// `EMQ.COMPLETE` of one.
-    fn complete(&self, conn: &mut Conn, call: &str, keys: &Keys, job: &Held) -> HostResult<bool> {
+    fn complete(&self, conn: &mut Conn, call: &str, keys: &Keys, job: &Completion) -> HostResult<bool> {
         Ok(self.complete_many(conn, call, keys, std::slice::from_ref(job))?.first() == Some(&true))
     }
 
-    fn complete_many(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[Held]) -> HostResult<Vec<bool>> {
+    fn complete_many(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[Completion]) -> HostResult<Vec<bool>> {
         let reply = one(conn, call, wire::complete_cmd(keys, jobs))?;
         wire::parse_answers(call, &reply, jobs.len()).for_call(call)
     }
 
     /// `EMQ.SETTLE` of one.
     fn fail(&self, conn: &mut Conn, call: &str, keys: &Keys, job: &Held, failure: &Failure) -> HostResult<Settled> {
-        let answers = self.settle_many(conn, call, keys, &[(job.clone(), Some(failure.clone()))])?;
+        let answers = self.settle_many(conn, call, keys, &[(job.clone(), Finish::Fail(failure.clone()))])?;
         Ok(answers.first().copied().unwrap_or(Settled::Refused))
     }
 
     /// By `EMQ.SETTLE`: each backoff's jitter drawn here, as the plan's host draws it.
-    fn settle_many(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[(Held, Option<Failure>)]) -> HostResult<Vec<Settled>> {
+    fn settle_many(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[(Held, Finish)]) -> HostResult<Vec<Settled>> {
         let fated = fates(jobs, &mut Jitter::new());
         let reply = one(conn, call, wire::settle_cmd(keys, &fated))?;
         wire::parse_settled(&reply, jobs.len()).for_call(call)
@@ -86,7 +86,7 @@ impl JobBackend for ModuleBackend {
         conn: &mut Conn,
         call: &str,
         keys: &Keys,
-        jobs: &[Held],
+        jobs: &[Completion],
         n: u64,
         lease_ms: u64,
     ) -> HostResult<(Vec<bool>, Option<Vec<Claimed>>)> {

@@ -18,7 +18,7 @@ use crate::conn::Conn;
 use crate::drive::drive;
 use crate::error::{ForCall, HostResult};
 use crate::jitter::Jitter;
-use crate::job_backend::{Failure, JobBackend};
+use crate::job_backend::{Completion, Failure, Finish, JobBackend};
 use crate::job_ids;
 
 pub struct PlanBackend;
@@ -35,16 +35,26 @@ fn settle(conn: &mut Conn, call: &str, keys: &Keys, job: &Held, action: Action) 
 }
 
 /// Each job's fate: complete, or fail with a draw of the backoff's jitter.
-pub fn fates(jobs: &[(Held, Option<Failure>)], rng: &mut Jitter) -> Vec<(Held, Fate)> {
+pub fn fates(jobs: &[(Held, Finish)], rng: &mut Jitter) -> Vec<(Held, Fate)> {
     jobs.iter()
-        .map(|(held, fail)| {
-            let fate = match fail {
-                None => Fate::Complete,
-                Some((error, retry_in_ms)) => Fate::Fail { error: error.clone(), retry_in_ms: *retry_in_ms, jitter: rng.unit() },
+        .map(|(held, finish)| {
+            let fate = match finish {
+                Finish::Complete(result) => Fate::Complete { result: result.clone() },
+                Finish::Fail(f) => Fate::Fail {
+                    error: f.error.clone(),
+                    retry_in_ms: f.retry_in_ms,
+                    jitter: rng.unit(),
+                    detail: f.detail.clone().map(Box::new),
+                },
             };
             (held.clone(), fate)
         })
         .collect()
+}
+
+/// A fail's action for the single call.
+fn fail_action(f: &Failure) -> Action {
+    Action::Fail { error: f.error.clone(), retry_in_ms: f.retry_in_ms, detail: f.detail.clone().map(Box::new) }
 }
 
 impl JobBackend for PlanBackend {
@@ -52,10 +62,12 @@ impl JobBackend for PlanBackend {
         "plan"
     }
 
-    fn add(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[NewJob]) -> HostResult<Vec<Vec<u8>>> {
+    fn add(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[NewJob]) -> HostResult<(Vec<Vec<u8>>, Vec<bool>)> {
         // One id sequence for the call: a retry keeps the ids it generates.
         let gen = job_ids::next(jobs.len());
-        drive(conn, call, || Add::new(keys.clone(), jobs.to_vec(), gen).for_call(call), |_| {})
+        let mut created = vec![];
+        let ids = drive(conn, call, || Add::new(keys.clone(), jobs.to_vec(), gen).for_call(call), |a| created = a.created().to_vec())?;
+        Ok((ids, created))
     }
 
     fn claim(&self, conn: &mut Conn, call: &str, keys: &Keys, n: u64, lease_ms: u64) -> HostResult<Vec<Claimed>> {
@@ -71,20 +83,21 @@ impl JobBackend for PlanBackend {
         drive(conn, call, || ExtendMany::new(keys.clone(), jobs.to_vec(), lease_ms).for_call(call), |_| {})
     }
 
-    fn complete(&self, conn: &mut Conn, call: &str, keys: &Keys, job: &Held) -> HostResult<bool> {
-        Ok(settle(conn, call, keys, job, Action::Complete)? == Settled::Completed)
+    fn complete(&self, conn: &mut Conn, call: &str, keys: &Keys, (job, result): &Completion) -> HostResult<bool> {
+        let settled = settle(conn, call, keys, job, Action::Complete { result: result.clone() })?;
+        Ok(matches!(settled, Settled::Completed | Settled::Cancelled))
     }
 
-    fn complete_many(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[Held]) -> HostResult<Vec<bool>> {
-        drive(conn, call, || CompleteMany::new(keys.clone(), jobs.to_vec()).for_call(call), |_| {})
+    fn complete_many(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[Completion]) -> HostResult<Vec<bool>> {
+        drive(conn, call, || CompleteMany::with_results(keys.clone(), jobs.to_vec()).for_call(call), |_| {})
     }
 
-    fn fail(&self, conn: &mut Conn, call: &str, keys: &Keys, job: &Held, (error, retry_in_ms): &Failure) -> HostResult<Settled> {
-        settle(conn, call, keys, job, Action::Fail { error: error.clone(), retry_in_ms: *retry_in_ms })
+    fn fail(&self, conn: &mut Conn, call: &str, keys: &Keys, job: &Held, failure: &Failure) -> HostResult<Settled> {
+        settle(conn, call, keys, job, fail_action(failure))
     }
 
     /// Each try draws each fail's jitter anew, as a new single call would.
-    fn settle_many(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[(Held, Option<Failure>)]) -> HostResult<Vec<Settled>> {
+    fn settle_many(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[(Held, Finish)]) -> HostResult<Vec<Settled>> {
         let mut rng = Jitter::new();
         drive(conn, call, || SettleMany::new(keys.clone(), fates(jobs, &mut rng)).for_call(call), |_| {})
     }
@@ -98,7 +111,7 @@ impl JobBackend for PlanBackend {
         conn: &mut Conn,
         call: &str,
         keys: &Keys,
-        jobs: &[Held],
+        jobs: &[Completion],
         n: u64,
         lease_ms: u64,
     ) -> HostResult<(Vec<bool>, Option<Vec<Claimed>>)> {
@@ -115,7 +128,7 @@ impl JobBackend for PlanBackend {
             conn,
             call,
             || {
-                let complete = CompleteMany::new(keys.clone(), jobs.to_vec()).for_call(call)?;
+                let complete = CompleteMany::with_results(keys.clone(), jobs.to_vec()).for_call(call)?;
                 let claim = if std::mem::take(&mut first) && n > 0 {
                     let claim = Claim::new(keys.clone(), n, lease_ms, claim_tokens::fresh(call, n as usize)?).for_call(call)?;
                     Some(claim.flat_only().hinted(hint.clone()))

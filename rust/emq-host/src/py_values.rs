@@ -1,10 +1,12 @@
 //! Rust values as Python ones: a server's replies (`Client.command`), `INFO`
 //! text, ids, and emq's answers, whose classes live in `emq.answers`
-//! (`FailOutcome`, `QueueCounts`, `Retention`, `StalledOutcome`), each looked
-//! up once.
+//! (`FailOutcome`, `QueueCounts`, `Retention`, `StalledOutcome`,
+//! `CancelOutcome`, `CancelRequests`, `UniqueAdd`), each looked up once.
 
+use emq_plan::jobs::cancel::CancelOutcome;
 use emq_plan::jobs::retention::Retention;
 use emq_plan::jobs::settle::Settled;
+use emq_plan::reads::cancels::CancelRequests;
 use emq_plan::reads::Counts;
 use emq_plan::Reply;
 use pyo3::prelude::*;
@@ -58,17 +60,22 @@ static FAIL_OUTCOME: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static QUEUE_COUNTS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static RETENTION: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static STALLED_OUTCOME: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static CANCEL_OUTCOME: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static CANCEL_REQUESTS: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static UNIQUE_ADD: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 fn answer<'py>(py: Python<'py>, cell: &'static PyOnceLock<Py<PyType>>, name: &str) -> PyResult<&'py Bound<'py, PyType>> {
     cell.import(py, "emq.answers", name)
 }
 
 /// A fail's answer: `FailOutcome.SCHEDULED` (retried later, or ready at once),
-/// `DEAD`, or `REFUSED` (the lease is lost; nothing changed).
+/// `DEAD`, `CANCELLED` (it had been asked to stop), or `REFUSED` (the lease is
+/// lost; nothing changed).
 pub fn fail_outcome(py: Python<'_>, s: Settled) -> PyResult<Bound<'_, PyAny>> {
     let member = match s {
         Settled::Retrying => "SCHEDULED",
         Settled::Dead => "DEAD",
+        Settled::Cancelled => "CANCELLED",
         _ => "REFUSED",
     };
     answer(py, &FAIL_OUTCOME, "FailOutcome")?.getattr(member)
@@ -80,7 +87,7 @@ pub fn settle_answer(py: Python<'_>, s: Settled, failed: bool) -> PyResult<Bound
     if failed {
         fail_outcome(py, s)
     } else {
-        Ok(pyo3::types::PyBool::new(py, s == Settled::Completed).to_owned().into_any())
+        Ok(pyo3::types::PyBool::new(py, matches!(s, Settled::Completed | Settled::Cancelled)).to_owned().into_any())
     }
 }
 
@@ -97,6 +104,7 @@ pub fn queue_counts(py: Python<'_>, n: Counts) -> PyResult<Bound<'_, PyAny>> {
     kw.set_item("dead", n.dead)?;
     kw.set_item("done", n.done)?;
     kw.set_item("ring", n.ring)?;
+    kw.set_item("cancelled", n.cancelled)?;
     answer(py, &QUEUE_COUNTS, "QueueCounts")?.call((), Some(&kw))
 }
 
@@ -112,4 +120,25 @@ pub fn retention(py: Python<'_>, r: Retention) -> PyResult<Bound<'_, PyAny>> {
 
 pub fn stalled_outcome(py: Python<'_>, recovered: Vec<Vec<u8>>, dead: Vec<Vec<u8>>) -> PyResult<Bound<'_, PyAny>> {
     answer(py, &STALLED_OUTCOME, "StalledOutcome")?.call1((ids(py, recovered)?, ids(py, dead)?))
+}
+
+/// A cancel's answer: an `emq.CancelOutcome`.
+pub fn cancel_outcome(py: Python<'_>, c: CancelOutcome) -> PyResult<Bound<'_, PyAny>> {
+    let member = match c {
+        CancelOutcome::Cancelled => "CANCELLED",
+        CancelOutcome::Stopping => "STOPPING",
+        CancelOutcome::AlreadyDone => "ALREADY_DONE",
+        CancelOutcome::Unknown => "UNKNOWN",
+    };
+    answer(py, &CANCEL_OUTCOME, "CancelOutcome")?.getattr(member)
+}
+
+/// The requests to stop read: an `emq.CancelRequests` (the ids, the next cursor).
+pub fn cancel_requests(py: Python<'_>, r: CancelRequests) -> PyResult<Bound<'_, PyAny>> {
+    answer(py, &CANCEL_REQUESTS, "CancelRequests")?.call1((ids(py, r.ids)?, r.until))
+}
+
+/// A unique add's answer: an `emq.UniqueAdd` (the id, whether this call added it).
+pub fn unique_add(py: Python<'_>, id: Vec<u8>, created: bool) -> PyResult<Bound<'_, PyAny>> {
+    answer(py, &UNIQUE_ADD, "UniqueAdd")?.call1((text(id), created))
 }

@@ -5,6 +5,7 @@
 
 use std::sync::atomic::AtomicBool;
 
+use emq_plan::jobs::waiters::Watched;
 use emq_plan::lanes::lane_control::LaneOp;
 use emq_plan::operations::{Action, Answer, Place};
 use emq_plan::schedules::ops::{Answer as ScheduleAnswer, Op};
@@ -13,7 +14,10 @@ use emq_plan::Keys;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-use crate::arguments::{self, count, duration, held, held_jobs, integer, optional_count, JobBackendName, Least, Span, MAX_STORED};
+use crate::arguments::{
+    self, completions, count, duration, fail_of, held, held_jobs, integer, optional_count, optional_duration, JobBackendName, Least, Span,
+    MAX_STORED,
+};
 use crate::client::{Client, Setting};
 use crate::conn::Conn;
 use crate::error::{ForCall, HostResult};
@@ -21,6 +25,7 @@ use crate::job_backend::JobBackend;
 use crate::job_class::Job;
 use crate::module_backend::ModuleBackend;
 use crate::operations;
+use crate::outcome_calls;
 use crate::plan_backend::{lane_control, PlanBackend};
 use crate::py_values;
 use crate::reads;
@@ -69,7 +74,7 @@ impl QueueCore {
 
     /// An operator's action on the jobs `ids` (checked first): each id and its answer.
     fn act(&self, py: Python<'_>, call: &str, action: Action, ids: &Bound<'_, PyAny>) -> PyResult<Vec<(String, &'static str)>> {
-        let ids = arguments::ids(call, "ids", ids)?;
+        let ids = arguments::distinct_ids(call, "ids", ids)?;
         if ids.is_empty() {
             return Ok(vec![]);
         }
@@ -167,7 +172,8 @@ impl QueueCore {
     }
 
     /// ADD (SPEC §7) of one job: its id. `delay` and `at` (at most one of them)
-    /// in ms as every duration and time is (`arguments::Span::ms`, `instant`).
+    /// in ms as every duration and time is (`arguments::Span::ms`, `instant`);
+    /// `keep`, the job's own retention (`None`: the queue's; `"forever"`).
     #[allow(clippy::too_many_arguments)]
     fn add(
         &self,
@@ -178,11 +184,39 @@ impl QueueCore {
         at: &Bound<'_, PyAny>,
         lane: &Bound<'_, PyAny>,
         max_attempts: &Bound<'_, PyAny>,
+        keep: &Bound<'_, PyAny>,
     ) -> PyResult<String> {
         const CALL: &str = "Queue.add";
-        let job = [arguments::new_job(CALL, data, id, delay, at, lane, max_attempts)?];
-        let ids = self.added(py, self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &job)))?;
+        let none = py.None().into_bound(py);
+        let job = [arguments::new_job(CALL, data, id, delay, at, lane, max_attempts, Some([keep, &none, &none]))?];
+        let (ids, _) = self.added(py, self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &job)))?;
         Ok(ids.into_iter().next().map(py_values::text).unwrap_or_default())
+    }
+
+    /// ADD of one job under a uniqueness key for `unique_for`: an
+    /// `emq.UniqueAdd`, the id of the job the key names while its row exists
+    /// (and nothing written), else of the new job.
+    #[allow(clippy::too_many_arguments)]
+    fn add_unique<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        unique_key: &Bound<'py, PyAny>,
+        unique_for: &Bound<'py, PyAny>,
+        id: &Bound<'py, PyAny>,
+        delay: &Bound<'py, PyAny>,
+        at: &Bound<'py, PyAny>,
+        lane: &Bound<'py, PyAny>,
+        max_attempts: &Bound<'py, PyAny>,
+        keep: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        const CALL: &str = "Queue.add_unique";
+        if unique_key.is_none() || unique_for.is_none() {
+            return Err(arguments::refused(CALL, "unique_key and unique_for are needed"));
+        }
+        let job = [arguments::new_job(CALL, data, id, delay, at, lane, max_attempts, Some([keep, unique_key, unique_for]))?];
+        let (ids, created) = self.added(py, self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &job)))?;
+        py_values::unique_add(py, ids.into_iter().next().unwrap_or_default(), created.first().copied().unwrap_or(false))
     }
 
     /// ADD of many jobs in one guarded transaction (all or none): each its data,
@@ -193,7 +227,7 @@ impl QueueCore {
         if jobs.is_empty() {
             return Ok(vec![]);
         }
-        let ids = self.added(py, self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &jobs)))?;
+        let (ids, _) = self.added(py, self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &jobs)))?;
         Ok(ids.into_iter().map(py_values::text).collect())
     }
 
@@ -225,17 +259,19 @@ impl QueueCore {
         self.job_op(py, CALL, |b, c, k| b.extend_many(c, CALL, k, &jobs, lease_ms))
     }
 
-    /// COMPLETE: whether the job is done (`False`: the lease is lost).
-    fn complete(&self, py: Python<'_>, job: &Bound<'_, PyAny>) -> PyResult<bool> {
+    /// COMPLETE with its result (`None`: none): whether the job left `active`
+    /// (done, or cancelled: it had been asked to stop; `False`: the lease is lost).
+    fn complete(&self, py: Python<'_>, job: &Bound<'_, PyAny>, result: &Bound<'_, PyAny>) -> PyResult<bool> {
         const CALL: &str = "Queue.complete";
-        let job = held(CALL, job)?;
+        let job = (held(CALL, job)?, arguments::result(CALL, result)?);
         self.job_op(py, CALL, |b, c, k| b.complete(c, CALL, k, &job))
     }
 
-    /// COMPLETE of many held jobs in one call: whether each is done.
+    /// COMPLETE of many held jobs in one call (each a job, or `(job, result)`):
+    /// whether each left `active`.
     fn complete_many(&self, py: Python<'_>, jobs: &Bound<'_, PyAny>) -> PyResult<Vec<bool>> {
         const CALL: &str = "Queue.complete_many";
-        let jobs = held_jobs(CALL, jobs)?;
+        let jobs = completions(CALL, jobs)?;
         if jobs.is_empty() {
             return Ok(vec![]);
         }
@@ -252,24 +288,28 @@ impl QueueCore {
         lease: &Bound<'_, PyAny>,
     ) -> PyResult<(Vec<bool>, Option<Vec<Job>>)> {
         const CALL: &str = "Queue.complete_and_claim";
-        let jobs = held_jobs(CALL, jobs)?;
+        let jobs = completions(CALL, jobs)?;
         let n = count(CALL, "n", n, true)?;
         let lease_ms = duration(CALL, "lease", lease, Least::Positive, None)?.ms();
         let (done, claimed) = self.job_op(py, CALL, |b, c, k| b.complete_and_claim(c, CALL, k, &jobs, n, lease_ms))?;
         Ok((done, claimed.map(|c| c.into_iter().map(Job::claimed).collect())))
     }
 
-    /// FAIL: an `emq.FailOutcome`. `retry_in` (`None`: the backoff) in ms, `Span::ms`.
+    /// FAIL: an `emq.FailOutcome`. `retry_in` (`None`: the backoff) in ms,
+    /// `Span::ms`; `error_type` (`None`: the error's class, when it is an
+    /// exception) and `traceback` written beside the error.
     fn fail<'py>(
         &self,
         py: Python<'py>,
         job: &Bound<'py, PyAny>,
         error: &Bound<'py, PyAny>,
         retry_in: &Bound<'py, PyAny>,
+        error_type: &Bound<'py, PyAny>,
+        traceback: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         const CALL: &str = "Queue.fail";
         let job = held(CALL, job)?;
-        let failure = (arguments::failure(CALL, error)?, arguments::retry_in(CALL, retry_in)?);
+        let failure = fail_of(CALL, error, retry_in, error_type, traceback)?;
         let settled = self.job_op(py, CALL, |b, c, k| b.fail(c, CALL, k, &job, &failure))?;
         py_values::fail_outcome(py, settled)
     }
@@ -281,8 +321,8 @@ impl QueueCore {
         let items = arguments::settle_items(CALL, items)?;
         let answers = if items.is_empty() { vec![] } else { self.job_op(py, CALL, |b, c, k| b.settle_many(c, CALL, k, &items))? };
         let out = PyList::empty(py);
-        for ((_, failure), settled) in items.iter().zip(answers) {
-            out.append(py_values::settle_answer(py, settled, failure.is_some())?)?;
+        for ((_, finish), settled) in items.iter().zip(answers) {
+            out.append(py_values::settle_answer(py, settled, matches!(finish, crate::job_backend::Finish::Fail(_)))?)?;
         }
         Ok(out)
     }
@@ -311,6 +351,86 @@ impl QueueCore {
         let keys = &self.keys;
         let row = self.client.get().on(py, CALL, self.queue(), |c| reads::get(c, CALL, keys, &key))?;
         Ok(row.map(|r| Job::row(py_values::text(key), r)))
+    }
+
+    /// Many rows in one pipelined read: for each id its `emq.Job` (every
+    /// field of the row), or `None` (never added, or no longer kept).
+    fn status(&self, py: Python<'_>, ids: &Bound<'_, PyAny>) -> PyResult<Vec<Option<Job>>> {
+        const CALL: &str = "Queue.status";
+        let ids = arguments::ids(CALL, ids)?;
+        let keys = &self.keys;
+        let rows = self.client.get().on(py, CALL, self.queue(), |c| outcome_calls::status(c, CALL, keys, &ids))?;
+        Ok(ids.into_iter().zip(rows).map(|(id, r)| r.map(|r| Job::row(py_values::text(id), r))).collect())
+    }
+
+    /// Registers `inbox` with each job (SPEC §13): for each id, `None` (no
+    /// such job), its `emq.Job` come to an outcome (`ended`: done, dead or
+    /// cancelled; nothing registered), or its `emq.Job` as it stands
+    /// (registered: the inbox gets its id when it comes to an outcome).
+    fn watch(&self, py: Python<'_>, ids: &Bound<'_, PyAny>, inbox: &Bound<'_, PyAny>) -> PyResult<Vec<Option<Job>>> {
+        const CALL: &str = "Queue.watch";
+        let ids = arguments::ids(CALL, ids)?;
+        let inbox = arguments::inbox(CALL, inbox)?;
+        let keys = &self.keys;
+        let found = self.client.get().wrote(py, CALL, self.queue(), |c| outcome_calls::watch(c, CALL, keys, &ids, &inbox))?;
+        Ok(ids
+            .into_iter()
+            .zip(found)
+            .map(|(id, w)| match w {
+                Watched::Unknown => None,
+                Watched::Ended(r) | Watched::Waiting(r) => Some(Job::row(py_values::text(id), r)),
+            })
+            .collect())
+    }
+
+    /// The ids pushed to `inbox` (its waiters' jobs come to outcomes), oldest
+    /// first: blocks on `client`'s connection until one comes, `timeout`
+    /// passes (`[]`) or the pop is unblocked (`CLIENT UNBLOCK`), then takes
+    /// every id there in the same round trip. `client` is one of its own.
+    fn pop_inbox(
+        &self,
+        py: Python<'_>,
+        inbox: &Bound<'_, PyAny>,
+        timeout: &Bound<'_, PyAny>,
+        client: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<String>> {
+        const CALL: &str = "Queue.pop_inbox";
+        let inbox = arguments::inbox(CALL, inbox)?;
+        let timeout = optional_duration(CALL, "timeout", timeout, Least::Positive)?.map(Span::seconds);
+        let client = client
+            .cast::<Client>()
+            .map_err(|_| arguments::refused(CALL, format_args!("client must be an emq.Client, not {}", arguments::type_name(client))))?;
+        let keys = &self.keys;
+        let ids = client.get().on(py, CALL, self.queue(), |c| outcome_calls::pop_inbox(c, CALL, keys, &inbox, timeout))?;
+        Ok(ids.into_iter().map(py_values::text).collect())
+    }
+
+    /// CANCEL (SPEC §13): an `emq.CancelOutcome`.
+    fn cancel<'py>(&self, py: Python<'py>, id: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        const CALL: &str = "Queue.cancel";
+        let id = arguments::name(CALL, "id", id)?;
+        let keys = &self.keys;
+        let out = self.client.get().wrote(py, CALL, self.queue(), |c| outcome_calls::cancel(c, CALL, keys, &id))?;
+        py_values::cancel_outcome(py, out)
+    }
+
+    /// PROGRESS of a held job: whether it was written (`False`: the lease is lost).
+    fn progress(&self, py: Python<'_>, job: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<bool> {
+        const CALL: &str = "Queue.progress";
+        let job = held(CALL, job)?;
+        let value = arguments::progress(CALL, value)?;
+        let keys = &self.keys;
+        self.client.get().wrote(py, CALL, self.queue(), |c| outcome_calls::progress(c, CALL, keys, &job, &value))
+    }
+
+    /// The running jobs asked to stop since `since` (the cursor an earlier
+    /// read gave; `None`: all still kept): an `emq.CancelRequests`.
+    fn cancel_requests<'py>(&self, py: Python<'py>, since: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        const CALL: &str = "Queue.cancel_requests";
+        let since = optional_count(CALL, "since", since, true)?.map(|s| i64::try_from(s).unwrap_or(i64::MAX));
+        let keys = &self.keys;
+        let r = self.client.get().on(py, CALL, self.queue(), |c| outcome_calls::cancel_requests(c, CALL, keys, since))?;
+        py_values::cancel_requests(py, r)
     }
 
     /// The lanes that have a list or a control hash, sorted.
@@ -376,7 +496,7 @@ impl QueueCore {
     /// Each lane's control as it stands: `(paused, limit, active, in_ring)`, in the order asked.
     fn lane_controls(&self, py: Python<'_>, lanes: &Bound<'_, PyAny>) -> PyResult<Vec<(bool, i64, i64, bool)>> {
         const CALL: &str = "Queue.lane_controls";
-        let lanes = arguments::ids(CALL, "lanes", lanes)?;
+        let lanes = arguments::distinct_ids(CALL, "lanes", lanes)?;
         let keys = &self.keys;
         let ctls = self.client.get().on(py, CALL, self.queue(), |c| operations::lane_controls(c, CALL, keys, &lanes))?;
         Ok(ctls.into_iter().map(|c| (c.paused, c.limit, c.active, c.in_ring)).collect())

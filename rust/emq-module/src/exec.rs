@@ -224,12 +224,21 @@ impl Host {
                 }
                 Write::TakeSlots { by, .. } => self.hash_incr(&key, b"active", *by),
                 Write::Schedule(due) if due.iter().all(|(s, _)| plain_score(s)) && !due.is_empty() => self.zset_add(&key, due.iter()),
-                Write::Lease { deadline: at, ids } | Write::Bury { at, ids } | Write::ListDone { at, ids }
+                Write::Lease { deadline: at, ids }
+                | Write::Bury { at, ids }
+                | Write::ListDone { at, ids }
+                | Write::ListCancelled { at, ids }
+                | Write::AskToStop { at, ids }
                     if plain_score(*at) && !ids.is_empty() =>
                 {
                     self.zset_add(&key, ids.iter().map(|id| (*at, id)))
                 }
-                Write::Schedule(_) | Write::Lease { .. } | Write::Bury { .. } | Write::ListDone { .. } => self.call_write(keys, w),
+                Write::Schedule(_)
+                | Write::Lease { .. }
+                | Write::Bury { .. }
+                | Write::ListDone { .. }
+                | Write::ListCancelled { .. }
+                | Write::AskToStop { .. } => self.call_write(keys, w),
                 Write::Unschedule(ids) | Write::LeaveActive(ids) | Write::TrimDead(ids) if self.is_head(&key, ids) => {
                     // The members are the set's first ones, in order: the same removal,
                     // without a lookup and a search for each member.
@@ -238,12 +247,18 @@ impl Host {
                 }
                 Write::Unschedule(ids) | Write::LeaveActive(ids) | Write::TrimDead(ids) if !ids.is_empty() => self.zset_rem(&key, ids),
                 Write::Unschedule(_) | Write::LeaveActive(_) | Write::TrimDead(_) => self.call_write(keys, w),
-                Write::TrimDone { before } => match self.none_in_range(&key, (f64::NEG_INFINITY, false), *before) {
-                    Some(r) => r,
-                    None => self.call_write(keys, w),
-                },
-                Write::MakeReady { ids, .. } | Write::JoinRing(ids) | Write::Wake(ids) if !ids.is_empty() => self.list_push(&key, ids),
-                Write::MakeReady { .. } | Write::JoinRing(_) | Write::Wake(_) => self.call_write(keys, w),
+                Write::TrimDone { before } | Write::TrimCancelled { before } | Write::TrimCancels { before } => {
+                    match self.none_in_range(&key, (f64::NEG_INFINITY, false), *before) {
+                        Some(r) => r,
+                        None => self.call_write(keys, w),
+                    }
+                }
+                Write::MakeReady { ids, .. } | Write::JoinRing(ids) | Write::Wake(ids) | Write::Notify { ids, .. } if !ids.is_empty() => {
+                    self.list_push(&key, ids)
+                }
+                Write::MakeReady { .. } | Write::JoinRing(_) | Write::Wake(_) | Write::Notify { .. } => self.call_write(keys, w),
+                // A cancel's removal from a list, an inbox's expiry, a uniqueness key: rare, by the commands themselves.
+                Write::Dequeue { .. } | Write::KeepInbox { .. } | Write::ClaimUnique { .. } => self.call_write(keys, w),
                 Write::RotateRing => self.list_rotate(&key),
                 Write::TrimWake => self.list_trim(&key, (-WAKE_MAX, -1)),
                 Write::TakePending { count: 0 } => self.call_write(keys, w),

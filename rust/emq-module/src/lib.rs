@@ -120,7 +120,7 @@ fn job(ctx: *mut Ctx, args: &[&[u8]]) -> emq_plan::error::Result<Reply> {
             Ok(wire::claimed_reply(&exec::run(ctx, &mut c)?))
         }
         JobRequest::Complete { queue, jobs } => {
-            let mut c = CompleteMany::new(Keys::new(&queue), jobs)?;
+            let mut c = CompleteMany::with_results(Keys::new(&queue), jobs)?;
             Ok(wire::answers_reply(&exec::run(ctx, &mut c)?))
         }
         JobRequest::Extend { queue, lease_ms, jobs } => {
@@ -133,7 +133,8 @@ fn job(ctx: *mut Ctx, args: &[&[u8]]) -> emq_plan::error::Result<Reply> {
         }
         JobRequest::Add { queue, gen, jobs } => {
             let mut c = Add::new(Keys::new(&queue), jobs, gen)?;
-            Ok(wire::added_reply(&exec::run(ctx, &mut c)?))
+            let ids = exec::run(ctx, &mut c)?;
+            Ok(wire::added_reply(&ids, c.created()))
         }
     }
 }

@@ -45,6 +45,8 @@ pub mod kind {
     pub const ACTIVE: &[u8] = b"active";
     pub const DEAD: &[u8] = b"dead";
     pub const DONE: &[u8] = b"done";
+    pub const CANCELLED: &[u8] = b"cancelled";
+    pub const CANCELS: &[u8] = b"cancels";
     pub const RETENTION: &[u8] = b"retention";
     pub const RING: &[u8] = b"ring";
     pub const PROMOTIONS: &[u8] = b"promotions";
@@ -59,6 +61,8 @@ pub mod kind {
     pub const WORKER: &[u8] = b"worker:";
     pub const TIMERS: &[u8] = b"timers";
     pub const SCHEDULES: &[u8] = b"schedules";
+    pub const INBOX: &[u8] = b"inbox:";
+    pub const UNIQUE: &[u8] = b"unique:";
 }
 
 /// The tag of the registry's keys, `R = "emq:{emq registry}:"` (SPEC §2): a
@@ -114,6 +118,24 @@ impl Keys {
     /// The done rows that are kept (zset: id -> finished time).
     pub fn done(&self) -> Vec<u8> {
         self.key(kind::DONE)
+    }
+    /// The cancelled rows that are kept (zset: id -> when the cancel took effect).
+    pub fn cancelled(&self) -> Vec<u8> {
+        self.key(kind::CANCELLED)
+    }
+    /// The running jobs asked to stop (zset: id -> when asked), the last hour of them.
+    pub fn cancels(&self) -> Vec<u8> {
+        self.key(kind::CANCELS)
+    }
+    /// `P inbox:W`: a waiter's inbox (list of the ids of the jobs it waits for
+    /// that have come to an outcome, `jobs::ending`).
+    pub fn inbox(&self, inbox: &[u8]) -> Vec<u8> {
+        self.key2(kind::INBOX, inbox)
+    }
+    /// `P unique:K`: the id of the job added under uniqueness key `K` (string,
+    /// expiring with the add's window, `jobs::add`).
+    pub fn unique(&self, key: &[u8]) -> Vec<u8> {
+        self.key2(kind::UNIQUE, key)
     }
     /// The retention policy (hash, see `jobs::retention`).
     pub fn retention(&self) -> Vec<u8> {

@@ -11,7 +11,7 @@ use emq_plan::{ErrorKind, Keys, Reply};
 use support::*;
 
 fn new_job(lane: Option<&str>, when: When) -> NewJob {
-    NewJob { id: None, data: id("d"), when, lane: lane.map(id), max_attempts: 3 }
+    NewJob { id: None, data: id("d"), when, lane: lane.map(id), max_attempts: 3, keep: None, unique: None }
 }
 
 /// The row ADD writes for `job` under id `i`, due at `due`.
@@ -25,6 +25,8 @@ fn new_row(i: &[u8], job: &NewJob, due: i64) -> Write {
         created: NOW,
         digest,
         lane: job.lane.clone(),
+        keep: job.keep,
+        unique: job.unique.as_ref().map(|u| u.key.clone()),
     }));
     Write::SetRow { id: i.to_vec(), fields }
 }

@@ -78,8 +78,13 @@ fn complete_many_completes_the_held_jobs_and_offers_their_lane_once() {
     r.extend([ctl(false, 2, 2, false), Reply::Int(3)]);
     r.extend(done_tail("50"));
     let w = exec(c.feed(&r).unwrap());
-    let done =
-        |i: &str| [row(i, RowFields::Done { finished: NOW }), Write::DropLease { id: id(i) }, Write::ExpireRow { id: id(i), at: NOW + 50 }];
+    let done = |i: &str| {
+        [
+            row(i, RowFields::Done { finished: NOW, result: None }),
+            Write::DropLease { id: id(i) },
+            Write::ExpireRow { id: id(i), at: NOW + 50 },
+        ]
+    };
     let mut want = vec![Write::MarkLease { second: 7 }, Write::LeaveActive(members(&["a", "b"]))];
     want.extend(done("a"));
     want.extend(done("b"));
@@ -116,8 +121,8 @@ fn complete_many_confirms_a_lane_it_leaves_empty() {
 /// policy and head read under a watch on `dead`) and keeps the outcome of each.
 #[test]
 fn settle_many_plans_each_job_as_its_single_call() {
-    let fail = |retry_in_ms| Fate::Fail { error: id("e"), retry_in_ms, jitter: 0.0 };
-    let jobs = vec![(job("a", "t", None), Fate::Complete), (job("b", "t", None), fail(None)), (job("c", "t", None), fail(Some(0)))];
+    let fail = |retry_in_ms| Fate::Fail { error: id("e"), retry_in_ms, jitter: 0.0, detail: None };
+    let jobs = vec![(job("a", "t", None), Fate::COMPLETE), (job("b", "t", None), fail(None)), (job("c", "t", None), fail(Some(0)))];
     let mut c = SettleMany::new(Keys::new(b"q"), jobs).unwrap();
     c.start();
     // Rows `state token lane attempts max_attempts lease`: b on its last attempt.
@@ -135,9 +140,9 @@ fn settle_many_plans_each_job_as_its_single_call() {
             Write::LeaveActive(members(&["a", "b", "c"])),
             Write::DropLease { id: id("b") },
             Write::Bury { at: NOW, ids: members(&["b"]) },
-            row("b", RowFields::Dead { error: id("e"), finished: NOW }),
+            row("b", RowFields::Dead { error: id("e"), finished: NOW, detail: None }),
             Write::DropLease { id: id("c") },
-            row("c", RowFields::Retry { ready: true, error: id("e"), due: NOW }),
+            row("c", RowFields::Retry { ready: true, error: id("e"), due: NOW, detail: None }),
             Write::MakeReady { lane: None, ids: members(&["c"]) },
             Write::DeleteRows(members(&["a"])),
             Write::Wake(members(&[""])),
@@ -165,7 +170,7 @@ fn complete_and_claim_reads_once_for_both_and_writes_the_claim_first() {
             cmd(&["TIME"]),
             cmd(&["LRANGE", "emq:{q}:pending", "0", "1"]),
             cmd(&["LLEN", "emq:{q}:ring"]),
-            cmd(&["HMGET", "emq:{q}:job:a", "state", "token", "lane", "lease"]),
+            cmd(&["HMGET", "emq:{q}:job:a", "state", "token", "lane", "lease", "wait", "cancel", "keep"]),
             cmd(&["LLEN", "emq:{q}:wake"]),
             cmd(&["ZCARD", "emq:{q}:active"]),
             cmd(&["HMGET", "emq:{q}:retention", "done_ms"]),

@@ -243,6 +243,8 @@ fn no_conversation_panics_on_any_reply() {
                         when: if rng.below(2) == 0 { When::Delay(rng.below(3)) } else { When::At(rng.below(3) as i64) },
                         lane: (rng.below(2) == 0).then(|| b"L".to_vec()),
                         max_attempts: 1,
+                        keep: None,
+                        unique: None,
                     })
                     .collect();
                 let digests: Vec<Vec<u8>> = jobs.iter().map(|j| emq_plan::jobs::add::digest(j).into_bytes()).collect();
@@ -255,8 +257,8 @@ fn no_conversation_panics_on_any_reply() {
             4 => {
                 let action = match rng.below(3) {
                     0 => Action::Extend { lease_ms: 10 },
-                    1 => Action::Complete,
-                    _ => Action::Fail { error: b"e".to_vec(), retry_in_ms: (rng.below(2) == 0).then_some(0) },
+                    1 => Action::COMPLETE,
+                    _ => Action::Fail { error: b"e".to_vec(), retry_in_ms: (rng.below(2) == 0).then_some(0), detail: None },
                 };
                 let lane = (rng.below(2) == 0).then(|| b"L".to_vec());
                 if rng.below(4) == 0 {
@@ -271,11 +273,16 @@ fn no_conversation_panics_on_any_reply() {
                         _ => {
                             // Completed and failed at once (a fail ready at once, or after a backoff).
                             let fates = [
-                                Fate::Fail { error: b"e".to_vec(), retry_in_ms: (rng.below(2) == 0).then_some(0), jitter: 0.5 },
+                                Fate::Fail {
+                                    error: b"e".to_vec(),
+                                    retry_in_ms: (rng.below(2) == 0).then_some(0),
+                                    jitter: 0.5,
+                                    detail: None,
+                                },
                                 if rng.below(2) == 0 {
-                                    Fate::Complete
+                                    Fate::COMPLETE
                                 } else {
-                                    Fate::Fail { error: vec![], retry_in_ms: None, jitter: 0.1 }
+                                    Fate::Fail { error: vec![], retry_in_ms: None, jitter: 0.1, detail: None }
                                 },
                             ];
                             let items: Vec<_> = held.iter().cloned().zip(fates).collect();
@@ -291,10 +298,20 @@ fn no_conversation_panics_on_any_reply() {
                 drive(&mut rng, || LaneControl::new(keys(), b"L".to_vec(), op).unwrap());
             }
             6 => drive(&mut rng, || Sweep::new(Kind::Stalled { max_stalled: None }, keys(), batch)),
-            7 => match rng.below(4) {
+            7 => match rng.below(9) {
                 0 => drive(&mut rng, || Get::new(keys(), b"a".to_vec()).unwrap()),
                 1 => drive(&mut rng, || Lanes::new(keys())),
                 2 => drive(&mut rng, || CountsRead::new(keys())),
+                // SPEC §13's calls.
+                3 => drive(&mut rng, || emq_plan::jobs::cancel::Cancel::new(keys(), b"a".to_vec()).unwrap()),
+                4 => drive(&mut rng, || {
+                    emq_plan::jobs::waiters::Await::new(keys(), vec![b"a".to_vec(), b"b".to_vec()], b"w".to_vec()).unwrap()
+                }),
+                5 => drive(&mut rng, || {
+                    emq_plan::jobs::progress::Progress::new(keys(), b"a".to_vec(), b"1".to_vec(), None, b"0.5".to_vec()).unwrap()
+                }),
+                6 => drive(&mut rng, || emq_plan::reads::Status::new(keys(), vec![b"a".to_vec()]).unwrap()),
+                7 => drive(&mut rng, || emq_plan::reads::cancels::Cancels::new(keys(), Some(5))),
                 _ => drive(&mut rng, || GetRetention::new(keys())),
             },
             _ => {

@@ -36,6 +36,8 @@ fn job(id: Option<&str>, data: &str, lane: Option<&str>, max_attempts: u32, when
         when,
         lane: lane.map(|s| s.as_bytes().to_vec()),
         max_attempts,
+        keep: None,
+        unique: None,
     }
 }
 
@@ -174,7 +176,7 @@ fn settle_replies(done_ms: Option<&str>, done: Reply, attempts: &str) -> Vec<Rep
 }
 
 fn complete() -> Settle {
-    Settle::new(Keys::new(b"q"), b"a".to_vec(), b"t".to_vec(), None, Action::Complete, 0.5).unwrap()
+    Settle::new(Keys::new(b"q"), b"a".to_vec(), b"t".to_vec(), None, Action::COMPLETE, 0.5).unwrap()
 }
 
 #[test]
@@ -233,9 +235,15 @@ fn complete_refuses_a_done_or_retention_of_the_wrong_type() {
 
 #[test]
 fn a_fail_that_kills_reads_the_dead_head_under_a_watch_and_trims() {
-    let mut s =
-        Settle::new(Keys::new(b"q"), b"a".to_vec(), b"t".to_vec(), None, Action::Fail { error: b"e".to_vec(), retry_in_ms: None }, 0.5)
-            .unwrap();
+    let mut s = Settle::new(
+        Keys::new(b"q"),
+        b"a".to_vec(),
+        b"t".to_vec(),
+        None,
+        Action::Fail { error: b"e".to_vec(), retry_in_ms: None, detail: None },
+        0.5,
+    )
+    .unwrap();
     let Step::Read { cmds, .. } = s.start() else { panic!() };
     assert!(!cmds.iter().any(|c| c.to_args().contains(&&b"emq:{q}:retention"[..])), "FAIL reads the policy only when the job dies");
     let Step::Read { watch, cmds } = s.feed(&settle_replies(None, Reply::Nil, "1")).unwrap() else { panic!() };
@@ -258,7 +266,7 @@ fn a_fail_that_kills_reads_the_dead_head_under_a_watch_and_trims() {
 
 #[test]
 fn a_lane_job_that_dies_trims_then_confirms_its_empty_lane() {
-    let action = Action::Fail { error: b"e".to_vec(), retry_in_ms: Some(0) };
+    let action = Action::Fail { error: b"e".to_vec(), retry_in_ms: Some(0), detail: None };
     let mut s = Settle::new(Keys::new(b"q"), b"a".to_vec(), b"t".to_vec(), Some(b"L".to_vec()), action, 0.5).unwrap();
     s.start();
     let mut r = vec![time(), fields(&[Some("active"), Some("t"), Some("L"), Some("1"), Some("1")])];
@@ -285,10 +293,10 @@ fn a_settle_reads_the_types_of_what_its_action_may_write_and_no_more() {
     let keys = |ks: &[&str]| ks.iter().map(|k| format!("emq:{{q}}:{k}").into_bytes()).collect::<Vec<_>>();
     // A flat complete writes `active`, the row and `done` (by the retention): not
     // `pending`, `schedule`, `dead`, the ring or `wake`.
-    assert_eq!(reads(None, Action::Complete), keys(&["active", "retention", "done"]));
+    assert_eq!(reads(None, Action::COMPLETE), keys(&["active", "retention", "done"]));
     assert_eq!(reads(None, Action::Extend { lease_ms: 5 }), keys(&["active"]));
     // A lane job's complete offers its lane: the ring and `wake` too.
-    assert_eq!(reads(Some("L"), Action::Complete), keys(&["lanectl:L", "lane:L", "active", "ring", "wake", "retention", "done"]));
-    let fail = Action::Fail { error: b"e".to_vec(), retry_in_ms: None };
+    assert_eq!(reads(Some("L"), Action::COMPLETE), keys(&["lanectl:L", "lane:L", "active", "ring", "wake", "retention", "done"]));
+    let fail = Action::Fail { error: b"e".to_vec(), retry_in_ms: None, detail: None };
     assert_eq!(reads(None, fail), keys(&["active", "ring", "wake", "pending", "schedule", "dead"]));
 }

@@ -25,7 +25,7 @@ fn held(token: &str, lane: Option<&str>, attempts: &str) -> Reply {
 }
 
 fn fail(retry_in_ms: Option<u64>) -> Action {
-    Action::Fail { error: id("boom"), retry_in_ms }
+    Action::Fail { error: id("boom"), retry_in_ms, detail: None }
 }
 
 /// The replies of a flat FAIL's read: the clock, the row, `ZCARD active`, the
@@ -60,7 +60,7 @@ fn extend_moves_the_lease_and_marks_the_old_one() {
 /// another lane than the worker named is the worker's mistake.
 #[test]
 fn a_lost_lease_is_refused_and_writes_nothing() {
-    for action in [Action::Extend { lease_ms: 5 }, Action::Complete, fail(None)] {
+    for action in [Action::Extend { lease_ms: 5 }, Action::COMPLETE, fail(None)] {
         let mut s = settle(None, action.clone());
         let (_, cmds) = read(s.start());
         let mut r = vec![time(), held("other", None, "1")];
@@ -90,7 +90,7 @@ fn a_fail_with_attempts_left_is_scheduled_and_wakes_only_as_the_new_head() {
         Write::MarkLease { second: OLD_SECOND },
         Write::LeaveActive(members(&["a"])),
         Write::DropLease { id: id("a") },
-        row("a", RowFields::Retry { ready: false, error: id("boom"), due: NOW + 5000 }),
+        row("a", RowFields::Retry { ready: false, error: id("boom"), due: NOW + 5000, detail: None }),
         Write::Schedule(Scored::from_iter([(NOW + 5000, "a")])),
     ];
     assert_eq!(retried(Reply::Array(vec![bulk("x"), bulk(&(NOW + 1).to_string())])), want);
@@ -110,7 +110,7 @@ fn a_fail_with_no_delay_is_ready_at_once_and_the_backoff_doubles() {
         w[2..],
         [
             Write::DropLease { id: id("a") },
-            row("a", RowFields::Retry { ready: true, error: id("boom"), due: NOW }),
+            row("a", RowFields::Retry { ready: true, error: id("boom"), due: NOW, detail: None }),
             Write::MakeReady { lane: None, ids: members(&["a"]) },
             Write::Wake(members(&[""])),
             Write::TrimWake,
@@ -120,7 +120,7 @@ fn a_fail_with_no_delay_is_ready_at_once_and_the_backoff_doubles() {
     s.start();
     let w = exec(s.feed(&fail_replies(held("t", None, "2"), Reply::Array(vec![]))).unwrap());
     // 1 s · 2^(2-1) = 2 s, half fixed and half drawn: 1 s + 1 s · 0.5.
-    assert_eq!(w[3], row("a", RowFields::Retry { ready: false, error: id("boom"), due: NOW + 1500 }));
+    assert_eq!(w[3], row("a", RowFields::Retry { ready: false, error: id("boom"), due: NOW + 1500, detail: None }));
 }
 
 /// A lane job's COMPLETE gives back its lane's slot (`active` one less) and
@@ -128,7 +128,7 @@ fn a_fail_with_no_delay_is_ready_at_once_and_the_backoff_doubles() {
 /// joins the ring with its wake token. It watches the row and the control.
 #[test]
 fn a_lane_jobs_complete_gives_back_its_slot_and_offers_the_lane() {
-    let mut s = settle(Some("L"), Action::Complete);
+    let mut s = settle(Some("L"), Action::COMPLETE);
     let (watch, _) = read(s.start());
     assert_eq!(watch, vec![key("job:a"), key("lanectl:L")]);
     // The clock, the row, the lane's control (at its limit) and length, `active`,
@@ -150,7 +150,7 @@ fn a_lane_jobs_complete_gives_back_its_slot_and_offers_the_lane() {
         vec![
             Write::MarkLease { second: OLD_SECOND },
             Write::LeaveActive(members(&["a"])),
-            row("a", RowFields::Done { finished: NOW }),
+            row("a", RowFields::Done { finished: NOW, result: None }),
             Write::DropLease { id: id("a") },
             Write::ListDone { at: NOW, ids: members(&["a"]) },
             lane("L", LaneField::Active(0)),
@@ -169,7 +169,7 @@ fn a_lane_jobs_complete_gives_back_its_slot_and_offers_the_lane() {
 #[test]
 fn a_lane_left_empty_is_confirmed_empty_under_a_watch() {
     let planned = |again: i64| {
-        let mut s = settle(Some("L"), Action::Complete);
+        let mut s = settle(Some("L"), Action::COMPLETE);
         s.start();
         let r = [
             time(),

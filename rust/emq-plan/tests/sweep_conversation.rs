@@ -35,6 +35,12 @@ fn fields(values: &[Option<&str>]) -> Reply {
     Reply::Array(values.iter().map(|v| v.map(bulk).unwrap_or(Reply::Nil)).collect())
 }
 
+/// A stalled check's row as it reads it (`lane stalls wait cancel keep`): its
+/// `lane` and `stalls`, no waiters, no cancel.
+fn row(lane_stalls: &[Option<&str>; 2]) -> Reply {
+    fields(&[lane_stalls[0], lane_stalls[1], None, None, None])
+}
+
 fn cmd(parts: &[&str]) -> Cmd {
     Cmd::from_args(parts)
 }
@@ -166,7 +172,7 @@ fn a_changed_selection_is_a_conflict() {
     s.start();
     select(&mut s, &[time(), members(&[("a", NOW - 5)])]);
     // `a` left active between the selection and the watch.
-    let rest = [fields(&[None, None]), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+    let rest = [row(&[None, None]), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
     let e = s.feed(&[&[Reply::Array(vec![])][..], &rest].concat());
     assert_eq!(e.unwrap_err().kind, ErrorKind::Conflict);
     // `a` was scored again, or is out of the range read again.
@@ -258,8 +264,8 @@ fn stalled_check_counts_stalls_recovers_and_kills() {
     let (watch, _) = select(&mut s, &[time(), members(&[("x", NOW - 2), ("y", NOW - 1)])]);
     assert_eq!(watch, vec![b"emq:{q}:job:x".to_vec(), b"emq:{q}:job:y".to_vec()], "leases of the current second: their rows");
     let again = members(&[("x", NOW - 2), ("y", NOW - 1)]);
-    let x = fields(&[None, None]);
-    let y = fields(&[Some("L"), Some("1")]);
+    let x = row(&[None, None]);
+    let y = row(&[Some("L"), Some("1")]);
     let (_, cmds) = read(s.feed(&[again, x, y, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
     assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:lanectl:L", "paused", "limit", "active", "ring"]));
     let (watch, cmds) = read(s.feed(&[fields(&[None, Some("1"), Some("1"), None]), Reply::Int(3)]).unwrap());
@@ -355,16 +361,16 @@ fn stalled_plan(speculate: bool, x_fields: Reply, y_fields: Reply) -> Vec<Cmd> {
 fn the_speculated_plan_is_the_plan_whether_or_not_the_guess_holds() {
     let cases = [
         // The guess: flat rows at their first stall.
-        (fields(&[None, None]), fields(&[None, None])),
+        (row(&[None, None]), row(&[None, None])),
         // Not the guess: a row that stalled before (it dies here), a lane row.
-        (fields(&[None, None]), fields(&[None, Some("1")])),
-        (fields(&[Some("L"), None]), fields(&[None, None])),
+        (row(&[None, None]), row(&[None, Some("1")])),
+        (row(&[Some("L"), None]), row(&[None, None])),
     ];
     for (x, y) in cases {
         let plain = stalled_plan(false, x.clone(), y.clone());
         assert_eq!(stalled_plan(true, x, y), plain);
     }
-    let w = stalled_plan(true, fields(&[None, None]), fields(&[None, Some("1")]));
+    let w = stalled_plan(true, row(&[None, None]), row(&[None, Some("1")]));
     assert!(w.contains(&cmd(&["HSET", "emq:{q}:job:y", "state", "dead", "stalls", "2", "error", "stalled"])), "{w:?}");
     assert_eq!(w[w.len() - 2..], [cmd(&["ZREM", "emq:{q}:dead", "old1"]), cmd(&["DEL", "emq:{q}:job:old1"])], "{w:?}");
 }
@@ -381,7 +387,7 @@ fn all_die_plan(speculate: bool, dead_head: Reply, policy: Reply, card: i64) -> 
     }
     let again = members(&[("x", NOW - 2), ("y", NOW - 1)]);
     let replies =
-        [again, fields(&[None, None]), fields(&[None, None]), Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+        [again, row(&[None, None]), row(&[None, None]), Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
     let (watch, cmds) = read(s.feed(&replies).unwrap());
     assert_eq!(watch, vec![b"emq:{q}:dead".to_vec()]);
     assert_eq!(cmds[2], cmd(&["ZRANGE", "emq:{q}:dead", "0", "65", "WITHSCORES"]), "d + 64 entries: d = 2");
@@ -418,7 +424,7 @@ fn a_dead_zset_or_retention_of_the_wrong_type_at_the_trim_is_a_layout_error() {
         s.start();
         select(&mut s, &[time(), members(&[("x", NOW - 2)])]);
         let replies =
-            [members(&[("x", NOW - 2)]), fields(&[None, None]), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
+            [members(&[("x", NOW - 2)]), row(&[None, None]), Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)];
         read(s.feed(&replies).unwrap());
         let e = s.feed(&[policy, card, members(&[])]).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Layout, "{e}");
@@ -433,7 +439,7 @@ fn answer(cmds: &[Cmd], again: &Reply, zmscore: &Reply) -> Vec<Reply> {
         .map(|c| match c.name() {
             b"ZRANGE" => again.clone(),
             b"ZMSCORE" => zmscore.clone(),
-            b"HMGET" => fields(&[None, None]),
+            b"HMGET" => row(&[None, None]),
             b"EXISTS" => Reply::Int(i64::try_from(c.to_args().len() - 1).unwrap()),
             _ => Reply::Int(0),
         })
@@ -532,7 +538,7 @@ fn in_the_server_a_sweep_reads_once_and_watches_nothing() {
     s.start();
     let (watch, cmds) = read(s.feed(&[time(), sel()]).unwrap());
     assert!(watch.is_empty());
-    assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:job:a", "lane", "stalls"]), "no ZRANGE again first");
+    assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:job:a", "lane", "stalls", "wait", "cancel", "keep"]), "no ZRANGE again first");
 }
 
 // -- a bare selection (`Sweep::bare_selection`) -------------------------------------

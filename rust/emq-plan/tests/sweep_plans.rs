@@ -12,7 +12,7 @@ use emq_plan::ErrorKind;
 use support::*;
 
 fn live(lane: Option<&str>, stalls: i64) -> Row {
-    Row::Live { lane: lane.map(id), stalls }
+    Row::Live { lane: lane.map(id), stalls, ending: Default::default() }
 }
 
 fn read_of(rows: &[(&str, f64, Row)], lanes: Vec<Lane>) -> Read {

@@ -117,7 +117,7 @@ pub fn command<'py>(args: impl Iterator<Item = Bound<'py, PyAny>>) -> PyResult<C
 
 /// Job ids (`name` each) from a list, tuple or other iterable that is not
 /// text itself, each kept once in the order given.
-pub fn ids(call: &str, what: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
+pub fn distinct_ids(call: &str, what: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
     if v.is_instance_of::<PyString>() || bytes_of(v)?.is_some() {
         return Err(refused(call, format_args!("{what} must be a list of ids, not {}", type_name(v))));
     }

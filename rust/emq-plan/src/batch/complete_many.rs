@@ -3,13 +3,15 @@
 //! row is `active` with its token, else refused and left as it is), under one
 //! clock reading, in one transaction. The result is that of the completes one
 //! after another in the order given (a lane is offered when the job that frees
-//! its slot is reached).
+//! its slot is reached): each done row gets its result, each outcome is told to
+//! its waiters, and a job asked to stop is cancelled (SPEC §13, `ending`).
 
-use crate::batch::extend_many::{held_rows, lease_marks_of, row_reads, Held, EXTEND_MAX};
+use crate::batch::extend_many::{ending_of, ending_row_reads, held_rows, lease_marks_of, Held, EXTEND_MAX};
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
-use crate::jobs::retention::{self, Retention};
-use crate::jobs::settle::COMPLETE;
+use crate::jobs::ending::{cancelled_writes, Ending, Extras, ExtrasRead, Notices};
+use crate::jobs::retention::{self, DoneRow, Retention};
+use crate::jobs::settle::{check_outcome, COMPLETE};
 use crate::lanes::offer::{LaneCtl, Offers, CTL_FIELDS};
 use crate::names::Keys;
 use crate::protocol::cmd::Cmd;
@@ -21,18 +23,32 @@ use crate::protocol::write::{LaneField, Members, Write};
 pub struct CompleteMany {
     keys: Keys,
     jobs: Vec<Held>,
+    /// Each job's result (`None`: none), in the order of `jobs`.
+    results: Vec<Option<Vec<u8>>>,
     /// The lanes the jobs name, in the order of their first job.
     lanes: Vec<Vec<u8>>,
     answers: Vec<bool>,
     /// The plan, held while the lane lists it relies on being empty (how many)
     /// are read again.
     held: Option<(Vec<Write>, usize)>,
+    /// The first read's replies, kept while the endings' extras are read.
+    first: Option<(Vec<Reply>, Extras)>,
 }
 
 impl CompleteMany {
-    /// Checks the call before anything is read: at most `EXTEND_MAX` jobs, each
-    /// with an id, none twice (a job is completed once).
+    /// Completes with no results.
     pub fn new(keys: Keys, jobs: Vec<Held>) -> Result<Self> {
+        CompleteMany::with_results(keys, jobs.into_iter().map(|j| (j, None)).collect())
+    }
+
+    /// Checks the call before anything is read: at most `EXTEND_MAX` jobs, each
+    /// with an id, none twice (a job is completed once), each result within
+    /// `ending::RESULT_MAX`.
+    pub fn with_results(keys: Keys, jobs: Vec<(Held, Option<Vec<u8>>)>) -> Result<Self> {
+        let (jobs, results): (Vec<Held>, Vec<Option<Vec<u8>>>) = jobs.into_iter().unzip();
+        for r in &results {
+            check_outcome(COMPLETE, r.as_deref(), None)?;
+        }
         if jobs.len() > EXTEND_MAX {
             return Err(Error::argument(COMPLETE, "jobs", format!("at most {EXTEND_MAX} a call")));
         }
@@ -45,7 +61,7 @@ impl CompleteMany {
             }
         }
         let lanes = lanes_of(&jobs);
-        Ok(CompleteMany { keys, jobs, lanes, answers: vec![], held: None })
+        Ok(CompleteMany { keys, jobs, results, lanes, answers: vec![], held: None, first: None })
     }
 }
 
@@ -128,7 +144,7 @@ impl Conversation for CompleteMany {
         let mut watch: Vec<Vec<u8>> = self.jobs.iter().map(|j| k.job(&j.id)).collect();
         watch.extend(self.lanes.iter().map(|l| k.lanectl(l)));
         let mut cmds = vec![Cmd::new("TIME")];
-        cmds.extend(row_reads(k, &self.jobs));
+        cmds.extend(ending_row_reads(k, &self.jobs));
         lane_reads(k, &self.lanes, &mut cmds);
         done_reads(k, &mut cmds);
         Step::Read { watch, cmds }
@@ -141,6 +157,25 @@ impl Conversation for CompleteMany {
             }
             return Ok(Step::Exec(writes));
         }
+        if let Some((first, extras)) = self.first.take() {
+            let read = extras.parse(COMPLETE, &self.keys, replies)?;
+            return self.plan(&first, Some(read));
+        }
+        self.plan(replies, None)
+    }
+
+    fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out> {
+        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
+            return Err(Error::server(COMPLETE, message));
+        }
+        Ok(std::mem::take(&mut self.answers))
+    }
+}
+
+impl CompleteMany {
+    /// The plan from the first read's `replies`; `extras`, what the endings'
+    /// step read (`None`: not yet; rows with waiters or a cancel make that step first).
+    fn plan(&mut self, replies: &[Reply], extras: Option<ExtrasRead>) -> Result<Step<Vec<bool>>> {
         let (n, nl) = (self.jobs.len(), self.lanes.len());
         if replies.len() != 1 + n + 2 * nl + 5 {
             return Err(Error::server(COMPLETE, "wrong number of replies"));
@@ -154,16 +189,35 @@ impl Conversation for CompleteMany {
             return Err(Error::layout(COMPLETE, "active has the wrong type"));
         }
         let done_ms = Retention::from_reply(COMPLETE, &k, &["done_ms"], &t[3])?.done_ms;
-        let mut done: Vec<&[u8]> = vec![];
+        let held = held_rows(COMPLETE, &k, &self.jobs, &replies[1..=n])?;
+        let endings: Vec<Ending> =
+            held.iter().zip(&replies[1..=n]).map(|((h, _), r)| if *h { ending_of(r) } else { Ending::default() }).collect();
+        if extras.is_none() && endings.iter().any(Ending::needs_more) {
+            let more = Extras::of(&endings);
+            let step = more.step(&k);
+            self.first = Some((replies.to_vec(), more));
+            return Ok(step);
+        }
+        let cancel_done_ms = extras.map_or(done_ms, |e| e.done_ms);
+        let mut leaving: Vec<&[u8]> = vec![];
+        let mut done: Vec<DoneRow<'_>> = vec![];
+        let mut cancelled: Vec<(&[u8], i64)> = vec![];
+        let mut notices = Notices::default();
         let mut offers = Offers::default();
         let mut seconds: Vec<i64> = vec![];
         self.answers = Vec::with_capacity(n);
-        for (j, (held, second)) in self.jobs.iter().zip(held_rows(COMPLETE, &k, &self.jobs, &replies[1..=n])?) {
+        for (((j, (held, second)), ending), result) in self.jobs.iter().zip(held).zip(&endings).zip(&self.results) {
             self.answers.push(held);
             if !held {
                 continue;
             }
-            done.push(&j.id);
+            leaving.push(&j.id);
+            if ending.cancel {
+                cancelled.push((&j.id, ending.keep_or(cancel_done_ms)));
+            } else {
+                done.push(DoneRow { id: &j.id, keep: ending.keep_or(done_ms), result: result.as_deref() });
+            }
+            notices.add(&j.id, ending);
             if let Some(l) = &j.lane {
                 // As its own COMPLETE would: the lane gives back the job's slot, then offer(L).
                 let i = self.lanes.iter().position(|x| x == l).expect("every job's lane was read");
@@ -174,15 +228,17 @@ impl Conversation for CompleteMany {
             }
             seconds.extend(second);
         }
-        if done.is_empty() {
+        if leaving.is_empty() {
             return Ok(Step::Done(std::mem::take(&mut self.answers)));
         }
-        if done_ms != 0 && t[4].is_wrongtype() {
+        if done.iter().any(|d| d.keep != 0) && t[4].is_wrongtype() {
             return Err(retention::wrong_type(COMPLETE, &k.done()));
         }
         let mut w = lease_marks_of(seconds);
-        w.push(Write::LeaveActive(Members::of(&done)));
-        retention::many_done_writes(&done, now, done_ms, &mut w);
+        w.push(Write::LeaveActive(Members::of(&leaving)));
+        retention::many_done_writes(&done, now, &mut w);
+        cancelled_writes(&cancelled, now, true, &mut w);
+        notices.writes(&mut w);
         let relied = lane_writes(&self.lanes, lanes, &mut w);
         if offers.offered_any() {
             if !ring_ok || !wake_ok {
@@ -195,12 +251,5 @@ impl Conversation for CompleteMany {
             return Ok(confirm_empty(&k, &relied));
         }
         Ok(Step::Exec(w))
-    }
-
-    fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out> {
-        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
-            return Err(Error::server(COMPLETE, message));
-        }
-        Ok(std::mem::take(&mut self.answers))
     }
 }

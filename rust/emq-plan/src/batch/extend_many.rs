@@ -5,6 +5,7 @@
 
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
+use crate::jobs::ending::{Ending, ENDING_FIELDS};
 use crate::jobs::settle::EXTEND;
 use crate::names::Keys;
 use crate::numbers::{field_int, later};
@@ -39,6 +40,22 @@ const ROW: [&str; 4] = ["state", "token", "lane", "lease"];
 /// The read of each job's row, in order (their replies go to [`held_rows`]).
 pub fn row_reads<'a>(keys: &'a Keys, jobs: &'a [Held]) -> impl Iterator<Item = Cmd> + 'a {
     jobs.iter().map(move |j| Cmd::new("HMGET").arg(keys.job(&j.id)).args(ROW))
+}
+
+/// [`row_reads`] of a call that may end the jobs: each row's fields, then its
+/// ending fields (`ending::ENDING_FIELDS`, at [`ENDING_AT`]).
+pub fn ending_row_reads<'a>(keys: &'a Keys, jobs: &'a [Held]) -> impl Iterator<Item = Cmd> + 'a {
+    jobs.iter().map(move |j| Cmd::new("HMGET").arg(keys.job(&j.id)).args(ROW).args(ENDING_FIELDS))
+}
+
+/// Where an [`ending_row_reads`] row's ending fields start.
+pub const ENDING_AT: usize = ROW.len();
+
+/// The ending fields of a row read by [`ending_row_reads`].
+pub fn ending_of(reply: &Reply) -> Ending {
+    let f = reply.fields();
+    let field = |i: usize| f.get(ENDING_AT + i).copied().flatten();
+    Ending::from_fields(field(0), field(1), field(2))
 }
 
 /// Each job's row as [`row_reads`] read it: whether the job is still held

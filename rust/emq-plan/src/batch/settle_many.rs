@@ -6,14 +6,17 @@
 //! transaction. The result is that of the single calls one after another in
 //! the order given: a lane is offered when the job that frees its slot (or a
 //! retry that makes its list non-empty) is reached, and a retry due before the
-//! head of `schedule` as it stands by then wakes a parked worker.
+//! head of `schedule` as it stands by then wakes a parked worker. Results and
+//! errors are written, outcomes told to their waiters, and jobs asked to stop
+//! cancelled, as the single calls do (SPEC §13, `ending`).
 
 use crate::batch::complete_many::{done_reads, lane_reads, lane_states, lane_writes, lanes_of};
 use crate::batch::extend_many::{lease_marks_of, Held, EXTEND_MAX};
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
-use crate::jobs::retention::{self, Retention};
-use crate::jobs::settle::{fail_writes, Fail, Failed, Settled, COMPLETE, FAIL};
+use crate::jobs::ending::{cancelled_writes, Ending, Extras, ExtrasRead, Notices, ENDING_FIELDS};
+use crate::jobs::retention::{self, DoneRow, Retention};
+use crate::jobs::settle::{check_outcome, fail_writes, Fail, Failed, Settled, COMPLETE, FAIL};
 use crate::lanes::offer::{schedule_head, Offers};
 use crate::names::Keys;
 use crate::numbers::field_int;
@@ -21,25 +24,30 @@ use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::guard::{confirm_empty, lease_bucket, still_empty};
 use crate::protocol::reply::Reply;
-use crate::protocol::write::{Members, Write};
+use crate::protocol::write::{ErrorDetail, Members, Write};
 
 /// What a job's handler came to.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Fate {
-    Complete,
+    /// As `settle::Action::Complete`, with its result.
+    Complete { result: Option<Vec<u8>> },
     /// As `settle::Action::Fail`, with the job's own draw for the backoff's
     /// jitter (in [0, 1)), used when `retry_in_ms` is `None`.
-    Fail {
-        error: Vec<u8>,
-        retry_in_ms: Option<u64>,
-        jitter: f64,
-    },
+    Fail { error: Vec<u8>, retry_in_ms: Option<u64>, jitter: f64, detail: Option<Box<ErrorDetail>> },
 }
 
 impl Fate {
+    /// A complete with no result.
+    pub const COMPLETE: Fate = Fate::Complete { result: None };
+
+    /// A fail with no error type or traceback.
+    pub fn fail(error: &[u8], retry_in_ms: Option<u64>, jitter: f64) -> Fate {
+        Fate::Fail { error: error.to_vec(), retry_in_ms, jitter, detail: None }
+    }
+
     fn verb(&self) -> &'static str {
         match self {
-            Fate::Complete => COMPLETE,
+            Fate::Complete { .. } => COMPLETE,
             Fate::Fail { .. } => FAIL,
         }
     }
@@ -52,6 +60,8 @@ pub struct SettleMany {
     lanes: Vec<Vec<u8>>,
     answers: Vec<Settled>,
     held: Option<Waiting>,
+    /// The first read's replies, kept while the endings' extras are read.
+    first: Option<(Vec<Reply>, Extras)>,
 }
 
 /// What a plan waits for before it is applied.
@@ -63,8 +73,10 @@ enum Waiting {
     Confirm(Vec<Write>, usize),
 }
 
-/// The row fields read for each job (FAIL's: the attempts decide retry or dead).
-const ROW: [&str; 6] = ["state", "token", "lane", "attempts", "max_attempts", "lease"];
+/// The row fields read for each job (FAIL's: the attempts decide retry or dead),
+/// then its ending fields.
+const ROW: [&str; 9] =
+    ["state", "token", "lane", "attempts", "max_attempts", "lease", ENDING_FIELDS[0], ENDING_FIELDS[1], ENDING_FIELDS[2]];
 
 /// Replies after the rows and lanes: ring, wake, active, the retention of done
 /// rows, done, pending, the head of schedule, dead.
@@ -85,15 +97,19 @@ impl SettleMany {
             if jobs[..i].iter().any(|(o, _)| o.id == j.id) {
                 return Err(Error::argument(verb, "jobs", format!("{:?} is given twice", String::from_utf8_lossy(&j.id))));
             }
+            match f {
+                Fate::Complete { result } => check_outcome(COMPLETE, result.as_deref(), None)?,
+                Fate::Fail { detail, .. } => check_outcome(FAIL, None, detail.as_deref())?,
+            }
         }
         let lanes = lanes_of(jobs.iter().map(|(j, _)| j));
-        Ok(SettleMany { keys, jobs, lanes, answers: vec![], held: None })
+        Ok(SettleMany { keys, jobs, lanes, answers: vec![], held: None, first: None })
     }
 }
 
 /// A batch's verb: COMPLETE when every job completes, FAIL when any fails.
 fn verb_of(jobs: &[(Held, Fate)]) -> &'static str {
-    if jobs.iter().all(|(_, f)| *f == Fate::Complete) {
+    if jobs.iter().all(|(_, f)| matches!(f, Fate::Complete { .. })) {
         COMPLETE
     } else {
         FAIL
@@ -147,6 +163,26 @@ impl Conversation for SettleMany {
             }
             None => {}
         }
+        if let Some((first, extras)) = self.first.take() {
+            let read = extras.parse(verb, &self.keys, replies)?;
+            return self.plan(&first, Some(read));
+        }
+        self.plan(replies, None)
+    }
+
+    fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out> {
+        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
+            return Err(Error::server(self.verb(), message));
+        }
+        Ok(std::mem::take(&mut self.answers))
+    }
+}
+
+impl SettleMany {
+    /// The plan from the first read's `replies`; `extras`, what the endings'
+    /// step read (`None`: not yet; rows with waiters or a cancel make that step first).
+    fn plan(&mut self, replies: &[Reply], extras: Option<ExtrasRead>) -> Result<Step<Vec<Settled>>> {
+        let verb = self.verb();
         let (n, nl) = (self.jobs.len(), self.lanes.len());
         if replies.len() != 1 + n + 2 * nl + TAIL {
             return Err(Error::server(verb, "wrong number of replies"));
@@ -163,16 +199,45 @@ impl Conversation for SettleMany {
         // The head of `schedule` as each fail in turn would read it: its first
         // score, moved earlier by the retries before it (`offer::new_head`).
         let mut head: Option<f64> = schedule.as_array().and_then(|a| a.get(1)).and_then(Reply::as_score);
+        // Each held row's ending fields; rows with waiters or a cancel first read their extras.
+        let held = |(j, _): &(Held, Fate), r: &Reply| {
+            let f = r.fields();
+            f.first().copied().flatten() == Some(b"active".as_slice()) && f.get(1).copied().flatten() == Some(j.token.as_slice())
+        };
+        let endings: Vec<Ending> = self
+            .jobs
+            .iter()
+            .zip(&replies[1..=n])
+            .map(|(job, r)| {
+                let f = r.fields();
+                let field = |i: usize| f.get(i).copied().flatten();
+                if held(job, r) {
+                    Ending::from_fields(field(6), field(7), field(8))
+                } else {
+                    Ending::default()
+                }
+            })
+            .collect();
+        if extras.is_none() && endings.iter().any(Ending::needs_more) {
+            let more = Extras::of(&endings);
+            let step = more.step(&k);
+            self.first = Some((replies.to_vec(), more));
+            return Ok(step);
+        }
 
         let mut w: Vec<Write> = vec![];
         let mut leaving: Vec<&[u8]> = vec![];
-        let mut done_ids: Vec<&[u8]> = vec![];
+        // Each done row: its id, its own keep, its result.
+        let mut done_rows: Vec<DoneRow<'_>> = vec![];
+        let mut own_keeps: Vec<Option<i64>> = vec![];
+        let mut cancelled: Vec<(&[u8], Option<i64>)> = vec![];
+        let mut notices = Notices::default();
         let mut dying: Vec<Vec<u8>> = vec![];
         let mut seconds: Vec<i64> = vec![];
         let mut offers = Offers::default();
         let mut wakes = false;
         self.answers = Vec::with_capacity(n);
-        for ((j, fate), r) in self.jobs.iter().zip(&replies[1..=n]) {
+        for (((j, fate), r), ending) in self.jobs.iter().zip(&replies[1..=n]).zip(&endings) {
             if r.is_wrongtype() {
                 return Err(Error::layout(fate.verb(), format!("{} has the wrong type", String::from_utf8_lossy(&k.job(&j.id)))));
             }
@@ -190,12 +255,19 @@ impl Conversation for SettleMany {
             let mut ready = false;
             let mut woke = false;
             match fate {
-                Fate::Complete => {
-                    done_ids.push(&j.id);
+                _ if ending.cancel => {
+                    cancelled.push((&j.id, ending.keep));
+                    notices.add(&j.id, ending);
+                    self.answers.push(Settled::Cancelled);
+                }
+                Fate::Complete { result } => {
+                    done_rows.push(DoneRow { id: &j.id, keep: 0, result: result.as_deref() });
+                    own_keeps.push(ending.keep);
+                    notices.add(&j.id, ending);
                     self.answers.push(Settled::Completed);
                 }
-                Fate::Fail { error, retry_in_ms, jitter } => {
-                    let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: *jitter };
+                Fate::Fail { error, retry_in_ms, jitter, detail } => {
+                    let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: *jitter, detail: detail.as_deref() };
                     let tries = (field(3).and_then(field_int).unwrap_or(0), field(4).and_then(field_int).unwrap_or(0));
                     match fail_writes(&j.id, j.lane.as_deref(), &fail, tries, now, &mut w) {
                         Failed::Ready => {
@@ -218,6 +290,7 @@ impl Conversation for SettleMany {
                                 return Err(Error::layout(FAIL, "dead has the wrong type"));
                             }
                             dying.push(j.id.clone());
+                            notices.add(&j.id, ending);
                             self.answers.push(Settled::Dead);
                         }
                     }
@@ -243,10 +316,15 @@ impl Conversation for SettleMany {
             return Ok(Step::Done(std::mem::take(&mut self.answers)));
         }
         // The retention of done rows, as a complete reads it (a fail does not).
-        let done_ms = if done_ids.is_empty() { 0 } else { Retention::from_reply(COMPLETE, &k, &["done_ms"], retention)?.done_ms };
-        if done_ms != 0 && done.is_wrongtype() {
+        let done_ms = if done_rows.is_empty() { 0 } else { Retention::from_reply(COMPLETE, &k, &["done_ms"], retention)?.done_ms };
+        for (d, keep) in done_rows.iter_mut().zip(own_keeps) {
+            d.keep = keep.unwrap_or(done_ms);
+        }
+        if done_rows.iter().any(|d| d.keep != 0) && done.is_wrongtype() {
             return Err(retention::wrong_type(COMPLETE, &k.done()));
         }
+        let cancel_done_ms = extras.map_or(retention::DONE_MS, |e| e.done_ms);
+        let cancelled: Vec<(&[u8], i64)> = cancelled.into_iter().map(|(id, keep)| (id, keep.unwrap_or(cancel_done_ms))).collect();
         if offers.offered_any() && ring.is_wrongtype() {
             return Err(Error::layout(verb, "ring has the wrong type"));
         }
@@ -256,9 +334,9 @@ impl Conversation for SettleMany {
         let mut plan = lease_marks_of(seconds);
         plan.push(Write::LeaveActive(Members::of(&leaving)));
         plan.append(&mut w);
-        if !done_ids.is_empty() {
-            retention::many_done_writes(&done_ids, now, done_ms, &mut plan);
-        }
+        retention::many_done_writes(&done_rows, now, &mut plan);
+        cancelled_writes(&cancelled, now, true, &mut plan);
+        notices.writes(&mut plan);
         let relied = lane_writes(&self.lanes, lanes, &mut plan);
         if offers.offered_any() || wakes {
             offers.writes(&mut plan);
@@ -273,13 +351,6 @@ impl Conversation for SettleMany {
             return Ok(confirm_empty(&k, &relied));
         }
         Ok(Step::Exec(plan))
-    }
-
-    fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out> {
-        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
-            return Err(Error::server(self.verb(), message));
-        }
-        Ok(std::mem::take(&mut self.answers))
     }
 }
 
@@ -313,7 +384,7 @@ mod tests {
     /// after the head the batch's earlier retry made does not, one due before it does.
     #[test]
     fn a_retry_wakes_when_it_is_the_head_as_the_calls_before_it_left_schedule() {
-        let fail = |ms: u64| Fate::Fail { error: b"e".to_vec(), retry_in_ms: Some(ms), jitter: 0.0 };
+        let fail = |ms: u64| Fate::fail(b"e", Some(ms), 0.0);
         for (delays, tokens) in [(vec![5000, 9000], 1), (vec![5000, 3000], 2), (vec![5000, 5000], 1)] {
             let jobs: Vec<_> = delays.iter().enumerate().map(|(i, &d)| (held(&i.to_string()), fail(d))).collect();
             let mut c = SettleMany::new(Keys::new(b"q"), jobs).unwrap();
@@ -327,15 +398,15 @@ mod tests {
 
     #[test]
     fn refused_jobs_only_write_nothing() {
-        let mut c = SettleMany::new(Keys::new(b"q"), vec![(Held { token: b"old".to_vec(), ..held("a") }, Fate::Complete)]).unwrap();
+        let mut c = SettleMany::new(Keys::new(b"q"), vec![(Held { token: b"old".to_vec(), ..held("a") }, Fate::COMPLETE)]).unwrap();
         c.start();
         assert!(matches!(c.feed(&replies(1)), Ok(Step::Done(a)) if a == vec![Settled::Refused]));
     }
 
     #[test]
     fn a_job_given_twice_is_refused_before_anything_is_read() {
-        let fail = Fate::Fail { error: vec![], retry_in_ms: None, jitter: 0.0 };
-        let e = SettleMany::new(Keys::new(b"q"), vec![(held("a"), Fate::Complete), (held("a"), fail)]).err().unwrap();
+        let fail = Fate::fail(b"", None, 0.0);
+        let e = SettleMany::new(Keys::new(b"q"), vec![(held("a"), Fate::COMPLETE), (held("a"), fail)]).err().unwrap();
         assert!(e.to_string().contains("EMQ.FAIL") && e.to_string().contains("twice"), "{e}");
     }
 }

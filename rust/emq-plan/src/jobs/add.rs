@@ -1,6 +1,13 @@
 //! ADD (SPEC §7): write the row; ready at once (pending or its lane, offer,
 //! wake) when due, else into `schedule`.
-
+//!
+//! A job may carry its own retention (`keep`, SPEC §13) and a uniqueness key
+//! with a window: under `WATCH P unique:K`, `GET P unique:K`; when it names a
+//! job whose row exists (read in a second step, watched), the add of that job
+//! is answered with that id and writes nothing; else the add's transaction
+//! also sets `P unique:K` to the new id for the window (`SET … PX`). Producers
+//! racing on one key all watch it: one `EXEC` wins, the others read again and
+//! find its job.
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
 use crate::lanes::offer::{new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
@@ -8,6 +15,7 @@ use crate::names::{id_problem, Keys};
 use crate::numbers::{later, Decimal, HEX, MAX_MS};
 use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
+use crate::protocol::reply::check_error;
 use crate::protocol::reply::Reply;
 use crate::protocol::write::{Members, NewRow, RowFields, Scored, Write};
 
@@ -28,6 +36,27 @@ pub struct NewJob {
     pub when: When,
     pub lane: Option<Vec<u8>>,
     pub max_attempts: u32,
+    /// The job's own retention of its done or cancelled row (ms, `-1`:
+    /// forever), in place of the queue's `done_ms`.
+    pub keep: Option<i64>,
+    /// Added only if no job holds this uniqueness key.
+    pub unique: Option<Unique>,
+}
+
+/// A uniqueness key and how long it holds (ms): a second add under the key
+/// within the window, while the first job's row exists, is answered with the
+/// first job's id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unique {
+    pub key: Vec<u8>,
+    pub window_ms: u64,
+}
+
+impl NewJob {
+    /// A job of `data`, ready at once, flat, with 3 attempts and nothing else.
+    pub fn of(data: &[u8]) -> Self {
+        NewJob { id: None, data: data.to_vec(), when: When::Delay(0), lane: None, max_attempts: 3, keep: None, unique: None }
+    }
 }
 
 pub struct Add {
@@ -38,10 +67,20 @@ pub struct Add {
     /// Lanes of jobs that may be ready at once, in order of first job.
     lanes: Vec<Vec<u8>>,
     ids: Vec<Vec<u8>>,
+    /// Whether this call wrote each job (`false`: it had landed, or its
+    /// uniqueness key names another job, whose id `ids` holds).
+    created: Vec<bool>,
     started: bool,
     /// A given id that another job has: the call's answer once its reads are confirmed.
     refused: Option<Error>,
+    /// The first read's replies, kept while the jobs that uniqueness keys
+    /// name are read.
+    first: Option<Named>,
 }
+
+/// The first read's replies, and for each job with a uniqueness key the id
+/// its key names (`None`: the key is free).
+type Named = (Vec<Reply>, Vec<Option<Vec<u8>>>);
 
 impl Add {
     /// Checks every job before anything is read: ids and lanes (SPEC §1),
@@ -62,6 +101,22 @@ impl Add {
             if j.max_attempts == 0 {
                 return Err(Error::argument(ADD, "max_attempts", "must be a positive integer"));
             }
+            if let Some(k) = j.keep {
+                if !(-1..=MAX_MS).contains(&k) {
+                    return Err(Error::argument(ADD, "keep", format!("must be -1 (forever) or from 0 to {MAX_MS} ms")));
+                }
+            }
+            if let Some(u) = &j.unique {
+                if let Some(why) = id_problem(&u.key) {
+                    return Err(Error::argument(ADD, "unique_key", why));
+                }
+                if u.window_ms == 0 || u.window_ms > MAX_MS.unsigned_abs() {
+                    return Err(Error::argument(ADD, "unique_for", format!("must be from 1 to {MAX_MS} ms")));
+                }
+                if jobs[..i].iter().any(|o| o.unique.as_ref().is_some_and(|x| x.key == u.key)) {
+                    return Err(Error::argument(ADD, "unique_key", format!("{:?} is given twice", String::from_utf8_lossy(&u.key))));
+                }
+            }
         }
         let mut lanes: Vec<Vec<u8>> = vec![];
         for j in &jobs {
@@ -71,11 +126,22 @@ impl Add {
                 }
             }
         }
-        Ok(Add { keys, jobs, gen, lanes, ids: vec![], started: false, refused: None })
+        Ok(Add { keys, jobs, gen, lanes, ids: vec![], created: vec![], started: false, refused: None, first: None })
     }
 
     fn given_ids(&self) -> impl Iterator<Item = &Vec<u8>> {
         self.jobs.iter().filter_map(|j| j.id.as_ref())
+    }
+
+    fn unique_keys(&self) -> impl Iterator<Item = &Vec<u8>> {
+        self.jobs.iter().filter_map(|j| j.unique.as_ref().map(|u| &u.key))
+    }
+
+    /// Whether the call wrote each job, in order (once it is done): `false`
+    /// where the job had landed already, or where its uniqueness key named
+    /// another job, whose id the call answered.
+    pub fn created(&self) -> &[bool] {
+        &self.created
     }
 }
 
@@ -84,8 +150,10 @@ impl Add {
 /// caller asked for (the id aside: it is the row's key). Each part is tagged and
 /// variable parts are length-prefixed:
 /// `emq.add.v1` `d<len>:<data>` (`l<len>:<lane>` or `n`) `m<max_attempts>;`
-/// (`D<delay ms>;` or `A<due ms>;`). An add that finds a row with its own digest
-/// under the id it names has already landed (a retry after a lost reply).
+/// (`D<delay ms>;` or `A<due ms>;`), then, only when given, `k<keep ms>;` and
+/// `u<len>:<key>w<window ms>;` (so the digest of a request without them is
+/// what it always was). An add that finds a row with its own digest under the
+/// id it names has already landed (a retry after a lost reply).
 pub fn digest(job: &NewJob) -> String {
     String::from_utf8(digest_hex(job).to_vec()).expect("hex is ASCII")
 }
@@ -120,6 +188,20 @@ pub fn digest_hex(job: &NewJob) -> [u8; 32] {
         }
     }
     buf.push(b';');
+    if let Some(k) = job.keep {
+        buf.push(b'k');
+        buf.extend_from_slice(Decimal::int(k).as_bytes());
+        buf.push(b';');
+    }
+    if let Some(u) = &job.unique {
+        buf.push(b'u');
+        buf.extend_from_slice(Decimal::count(u.key.len()).as_bytes());
+        buf.push(b':');
+        buf.extend_from_slice(&u.key);
+        buf.push(b'w');
+        buf.extend_from_slice(Decimal::uint(u.window_ms).as_bytes());
+        buf.push(b';');
+    }
     let full = sha1_smol::Sha1::from(&buf).digest().bytes();
     let mut hex = [0u8; 32];
     for (pair, b) in hex.chunks_exact_mut(2).zip(&full[..16]) {
@@ -156,11 +238,13 @@ impl Conversation for Add {
         let k = &self.keys;
         let mut watch: Vec<Vec<u8>> = self.given_ids().map(|id| k.job(id)).collect();
         watch.extend(self.lanes.iter().map(|l| k.lanectl(l)));
+        watch.extend(self.unique_keys().map(|u| k.unique(u)));
         let mut cmds = vec![Cmd::new("TIME")];
         for id in self.given_ids() {
             cmds.push(Cmd::new("EXISTS").arg(k.job(id)));
             cmds.push(Cmd::new("HGET").arg(k.job(id)).arg("digest"));
         }
+        cmds.extend(self.unique_keys().map(|u| Cmd::new("GET").arg(k.unique(u))));
         for l in &self.lanes {
             cmds.push(Cmd::new("HMGET").arg(k.lanectl(l)).args(CTL_FIELDS));
             cmds.push(Cmd::new("LLEN").arg(k.lane(l)));
@@ -175,10 +259,66 @@ impl Conversation for Add {
     }
 
     fn feed(&mut self, replies: &[Reply]) -> Result<Step<Self::Out>> {
+        if let Some((first, named)) = self.first.take() {
+            // Which of the jobs the keys named still have rows.
+            if replies.len() != named.iter().flatten().count() {
+                return Err(Error::server(ADD, "unique: wrong number of replies"));
+            }
+            let mut exists = replies.iter();
+            let mut taken = Vec::with_capacity(named.len());
+            for id in named {
+                taken.push(match id {
+                    None => None,
+                    Some(id) => {
+                        let r = exists.next().expect("one reply a job named");
+                        check_error(ADD, &self.keys.job(&id), r)?;
+                        match r.as_int() {
+                            Some(0) => None,
+                            Some(_) => Some(id),
+                            None => return Err(Error::server(ADD, "EXISTS gave no count")),
+                        }
+                    }
+                });
+            }
+            return self.plan(&first, taken);
+        }
         let given = 2 * self.given_ids().count();
-        if replies.len() != 1 + given + 2 * self.lanes.len() + 4 {
+        let uniques = self.unique_keys().count();
+        if replies.len() != 1 + given + uniques + 2 * self.lanes.len() + 4 {
             return Err(Error::server(ADD, "wrong number of replies"));
         }
+        // The jobs the uniqueness keys name: each is read (and watched) before the plan.
+        let mut named: Vec<Option<Vec<u8>>> = Vec::with_capacity(uniques);
+        for (u, r) in self.unique_keys().zip(&replies[1 + given..1 + given + uniques]) {
+            check_error(ADD, &self.keys.unique(u), r)?;
+            named.push(r.as_bytes().map(<[u8]>::to_vec));
+        }
+        if named.iter().any(Option::is_some) {
+            let rows: Vec<Vec<u8>> = named.iter().flatten().map(|id| self.keys.job(id)).collect();
+            let cmds = rows.iter().map(|r| Cmd::new("EXISTS").arg(r)).collect();
+            self.first = Some((replies.to_vec(), named));
+            return Ok(Step::Read { watch: rows, cmds });
+        }
+        self.plan(replies, vec![None; uniques])
+    }
+
+    fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out> {
+        if let Some(e) = self.refused.take() {
+            return Err(e);
+        }
+        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
+            return Err(Error::server(ADD, message));
+        }
+        Ok(std::mem::take(&mut self.ids))
+    }
+}
+
+impl Add {
+    /// The plan from the first read's `replies`; `taken`, for each job with a
+    /// uniqueness key in order, the id of the job its key names whose row exists.
+    fn plan(&mut self, replies: &[Reply], taken: Vec<Option<Vec<u8>>>) -> Result<Step<Vec<Vec<u8>>>> {
+        let given = 2 * self.given_ids().count();
+        let uniques = taken.len();
         let now = parse_time(&replies[0]).ok_or_else(|| Error::server(ADD, "TIME gave no clock"))?;
         // Each given id: new, already landed (a row with this request's digest:
         // skipped, its id returned), or taken by another job (the call is refused).
@@ -212,15 +352,26 @@ impl Conversation for Add {
                 None => return Err(Error::server(ADD, "EXISTS gave no count")),
             }
         }
+        // Jobs whose uniqueness key names a job that exists: answered with that id, not written.
+        let mut answer: Vec<Option<Vec<u8>>> = vec![None; self.jobs.len()];
+        let mut taken = taken.into_iter();
+        for (i, j) in self.jobs.iter().enumerate() {
+            if j.unique.is_some() {
+                let named = taken.next().flatten();
+                if !landed[i] {
+                    answer[i] = named;
+                }
+            }
+        }
         let k = &self.keys;
         let mut ctls = Vec::with_capacity(self.lanes.len());
-        for (l, pair) in self.lanes.iter().zip(replies[1 + given..].chunks_exact(2)) {
+        for (l, pair) in self.lanes.iter().zip(replies[1 + given + uniques..].chunks_exact(2)) {
             if pair[0].is_wrongtype() || pair[1].is_wrongtype() {
                 return Err(Error::layout(ADD, format!("{} or its control has the wrong type", String::from_utf8_lossy(&k.lane(l)))));
             }
             ctls.push((LaneCtl::from_reply(&pair[0]), pair[1].as_int().unwrap_or(0)));
         }
-        let t = &replies[1 + given + 2 * self.lanes.len()..];
+        let t = &replies[1 + given + uniques + 2 * self.lanes.len()..];
         let (pending_ok, schedule_ok, ring_ok, wake_ok) =
             (!t[0].is_wrongtype(), !t[1].is_wrongtype(), !t[2].is_wrongtype(), !t[3].is_wrongtype());
 
@@ -231,11 +382,13 @@ impl Conversation for Add {
             .enumerate()
             .map(|(i, j)| j.id.clone().unwrap_or_else(|| generated_id(now, tag, seq.wrapping_add(i as u64))))
             .collect();
+        self.created = landed.iter().zip(&answer).map(|(&l, a)| !l && a.is_none()).collect();
+        let mut uniques_set = vec![];
 
         let mut w = vec![];
         let (mut flat, mut scheduled): (Vec<&[u8]>, Scored) = (vec![], Scored::new());
         let mut by_lane: Vec<(&[u8], Vec<&[u8]>)> = vec![];
-        for ((j, id), _) in self.jobs.iter_mut().zip(&self.ids).zip(&landed).filter(|(_, &l)| !l) {
+        for ((j, id), _) in self.jobs.iter_mut().zip(&self.ids).zip(&self.created).filter(|(_, &c)| c) {
             let due = match j.when {
                 When::Delay(d) => later(now, d),
                 When::At(t) => t.min(MAX_MS),
@@ -245,7 +398,12 @@ impl Conversation for Add {
             let digest = digest_hex(j);
             let data = std::mem::take(&mut j.data);
             let j: &NewJob = j;
-            let new = NewRow { ready, data, due, max_attempts: j.max_attempts, created: now, digest, lane: j.lane.clone() };
+            let unique = j.unique.as_ref().map(|u| u.key.clone());
+            if let Some(u) = &j.unique {
+                uniques_set.push(Write::ClaimUnique { key: u.key.clone(), id: id.clone(), ttl_ms: u.window_ms });
+            }
+            let new =
+                NewRow { ready, data, due, max_attempts: j.max_attempts, created: now, digest, lane: j.lane.clone(), keep: j.keep, unique };
             let fields = RowFields::New(Box::new(new));
             w.push(Write::SetRow { id: id.clone(), fields });
             match (&j.lane, ready) {
@@ -294,20 +452,22 @@ impl Conversation for Add {
         if ready || woke {
             offers.writes(&mut w);
         }
+        w.extend(uniques_set);
+        // Answered with the jobs the keys name.
+        for (id, a) in self.ids.iter_mut().zip(answer) {
+            if let Some(a) = a {
+                *id = a;
+            }
+        }
         if w.is_empty() {
+            if self.jobs.iter().any(|j| j.unique.is_some()) {
+                // The keys and the rows they name are confirmed by an `EXEC` of nothing
+                // under the watch (else a new call reads them again).
+                return Ok(Step::Exec(vec![]));
+            }
             return Ok(Step::Done(std::mem::take(&mut self.ids)));
         }
         Ok(Step::Exec(w))
-    }
-
-    fn finish(&mut self, exec: &[Reply]) -> Result<Self::Out> {
-        if let Some(e) = self.refused.take() {
-            return Err(e);
-        }
-        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
-            return Err(Error::server(ADD, message));
-        }
-        Ok(std::mem::take(&mut self.ids))
     }
 }
 
@@ -355,7 +515,7 @@ mod tests {
                     When::At(i64::MAX),
                 ] {
                     for max_attempts in [1, 3, u32::MAX] {
-                        let j = NewJob { id: None, data: data.to_vec(), when, lane: lane.clone(), max_attempts };
+                        let j = NewJob { id: None, data: data.to_vec(), when, lane: lane.clone(), max_attempts, keep: None, unique: None };
                         assert_eq!(digest(&j), digest_as_written(&j), "{j:?}");
                     }
                 }

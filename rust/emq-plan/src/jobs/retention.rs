@@ -118,33 +118,83 @@ pub fn wrong_type(verb: &str, key: &[u8]) -> Error {
 
 // ------------------------------------------------------------------ done rows
 
+/// A row that a complete makes done: its id, how long it is kept (its own
+/// `keep`, else the queue's `done_ms`: `0` deleted at once, `-1` forever) and
+/// its result.
+pub struct DoneRow<'a> {
+    pub id: &'a [u8],
+    pub keep: i64,
+    pub result: Option<&'a [u8]>,
+}
+
 /// COMPLETE's writes for the row of `id`, done at `now` under `done_ms`, after
 /// it has left `active` (see the module doc): deleted at once, or marked done
 /// and listed in `P done` (with its expiry unless kept forever).
 pub fn done_writes(id: &[u8], now: i64, done_ms: i64, w: &mut Vec<Write>) {
-    many_done_writes(&[id], now, done_ms, w);
+    many_done_writes(&[DoneRow { id, keep: done_ms, result: None }], now, w);
 }
 
-/// `done_writes` for many rows done at the same `now`: the rows' writes, then
-/// one `ZADD` of them all to `P done` and one trim of its expired entries. The
-/// same keyspace as their completes one after another under that clock: each
-/// would list its row at `now` and trim entries older than `now - done_ms`,
-/// which none of the new ones is.
-pub fn many_done_writes(ids: &[&[u8]], now: i64, done_ms: i64, w: &mut Vec<Write>) {
-    if done_ms == 0 {
-        w.extend(ids.iter().map(|id| Write::DeleteRows(Members::one(id))));
-        return;
-    }
-    for id in ids {
-        w.push(Write::SetRow { id: id.to_vec(), fields: RowFields::Done { finished: now } });
-        w.push(Write::DropLease { id: id.to_vec() });
-        if done_ms > 0 {
-            w.push(Write::ExpireRow { id: id.to_vec(), at: now.saturating_add(done_ms) });
+/// The writes of many rows done at the same `now` ([`ended_writes`]): a
+/// row kept 0 ms is deleted; the others get `state done finished [result]`,
+/// lose their lease and expire when their keep is up; then one `ZADD` of them
+/// all to `P done` and one trim of its entries older than the longest keep.
+/// With every row kept by the queue's `done_ms`, the same keyspace as their
+/// completes one after another under that clock: each would list its row at
+/// `now` and trim entries older than `now - done_ms`, which none of the new
+/// ones is.
+pub fn many_done_writes(rows: &[DoneRow<'_>], now: i64, w: &mut Vec<Write>) {
+    let rows = rows
+        .iter()
+        .map(|r| Ended { id: r.id, keep: r.keep, fields: RowFields::Done { finished: now, result: r.result.map(<[u8]>::to_vec) } })
+        .collect();
+    ended_writes(rows, now, true, |at, ids| Write::ListDone { at, ids }, |before| Write::TrimDone { before }, w);
+}
+
+/// A row that ends now, as the retention writes it: its id, how long it is
+/// kept (ms: `0` deleted at once, `-1` forever) and the fields it gets.
+pub struct Ended<'a> {
+    pub id: &'a [u8],
+    pub keep: i64,
+    pub fields: RowFields,
+}
+
+/// The retention writes of rows that end at `now` (done or cancelled), after
+/// they have left where they were: a row kept 0 ms is deleted at once; any
+/// other gets its fields, loses its lease (`lease`: it had one), expires at
+/// `now + keep` (none when kept forever), and is listed in the index (`P done`
+/// or `P cancelled`, by `list`) at `now`; then the index drops its entries
+/// finished more than the longest positive keep of these rows ago (`trim`),
+/// those of rows expired by then (none when every row is kept forever).
+pub fn ended_writes(
+    rows: Vec<Ended<'_>>,
+    now: i64,
+    lease: bool,
+    list: fn(i64, Members) -> Write,
+    trim: fn(i64) -> Write,
+    w: &mut Vec<Write>,
+) {
+    let mut listed: Vec<&[u8]> = vec![];
+    let mut longest: Option<i64> = None;
+    for Ended { id, keep, fields } in rows {
+        if keep == 0 {
+            w.push(Write::DeleteRows(Members::one(id)));
+            continue;
         }
+        w.push(Write::SetRow { id: id.to_vec(), fields });
+        if lease {
+            w.push(Write::DropLease { id: id.to_vec() });
+        }
+        if keep > 0 {
+            w.push(Write::ExpireRow { id: id.to_vec(), at: now.saturating_add(keep) });
+            longest = Some(longest.map_or(keep, |l| l.max(keep)));
+        }
+        listed.push(id);
     }
-    w.push(Write::ListDone { at: now, ids: Members::of(ids) });
-    if done_ms > 0 {
-        w.push(Write::TrimDone { before: now.saturating_sub(done_ms) });
+    if !listed.is_empty() {
+        w.push(list(now, Members::of(&listed)));
+    }
+    if let Some(keep) = longest {
+        w.push(trim(now.saturating_sub(keep)));
     }
 }
 
@@ -417,7 +467,7 @@ mod tests {
         done_writes(b"a", 1000, 0, &mut w);
         assert_eq!(w, vec![Write::DeleteRows(members(&["a"]))], "0: deleted at once, not listed");
         let kept = |w: &mut Vec<Write>| {
-            w.insert(0, Write::SetRow { id: id(), fields: RowFields::Done { finished: 1000 } });
+            w.insert(0, Write::SetRow { id: id(), fields: RowFields::Done { finished: 1000, result: None } });
             w.insert(1, Write::DropLease { id: id() });
         };
         let mut w = vec![];
@@ -434,13 +484,20 @@ mod tests {
         let mut want = vec![Write::ListDone { at: 1000, ids: members(&["a"]) }];
         kept(&mut want);
         assert_eq!(w, want, "kept forever: no expiry, nothing trimmed");
+        let rows = |keep: i64| [DoneRow { id: b"a", keep, result: None }, DoneRow { id: b"b", keep, result: None }];
         let mut w = vec![];
-        many_done_writes(&[b"a", b"b"], 7, 0, &mut w);
+        many_done_writes(&rows(0), 7, &mut w);
         assert_eq!(w, vec![Write::DeleteRows(members(&["a"])), Write::DeleteRows(members(&["b"]))], "one DEL a row");
         let mut w = vec![];
-        many_done_writes(&[b"a", b"b"], 7, -1, &mut w);
+        many_done_writes(&rows(-1), 7, &mut w);
         assert_eq!(w.last(), Some(&Write::ListDone { at: 7, ids: members(&["a", "b"]) }), "one ZADD for the batch");
         assert_eq!(w.len(), 5);
+        // Each row its own keep and result: the trim goes by the longest keep.
+        let mut w = vec![];
+        let r = [DoneRow { id: b"a", keep: 10, result: Some(b"1") }, DoneRow { id: b"b", keep: 30, result: None }];
+        many_done_writes(&r, 7, &mut w);
+        assert_eq!(w[0], Write::SetRow { id: id(), fields: RowFields::Done { finished: 7, result: Some(b"1".to_vec()) } });
+        assert_eq!((&w[2], w.last()), (&Write::ExpireRow { id: id(), at: 17 }, Some(&Write::TrimDone { before: -23 })));
     }
 
     /// A death's trim: the ids the policy removes leave `dead` and their rows

@@ -1,11 +1,17 @@
 //! EXTEND, COMPLETE and FAIL (SPEC §7): only while the row is `active` with the
 //! worker's token; otherwise nothing changes and the worker is told so (a sweep
-//! recovered the job, and the late worker's word is refused).
+//! recovered the job, and the late worker's word is refused). A complete writes
+//! its result, a fail its error, error type and traceback; an outcome is told
+//! to the row's waiters, and a job asked to stop is cancelled instead
+//! (SPEC §13, `ending`).
 
 use crate::backoff::backoff;
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
-use crate::jobs::retention::{self, Retention};
+use crate::jobs::ending::{
+    cancelled_writes, check_size, Ending, Extras, ExtrasRead, Notices, ENDING_FIELDS, ERROR_TYPE_MAX, RESULT_MAX, TRACEBACK_MAX,
+};
+use crate::jobs::retention::{self, DoneRow, Retention};
 use crate::lanes::offer::{new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
 use crate::names::Keys;
 use crate::numbers::{field_int, later};
@@ -13,7 +19,7 @@ use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::guard::{confirm_empty, lease_bucket, relies_on_empty, still_empty};
 use crate::protocol::reply::Reply;
-use crate::protocol::write::{LaneField, Members, RowFields, Scored, Write};
+use crate::protocol::write::{ErrorDetail, LaneField, Members, RowFields, Scored, Write};
 
 pub const EXTEND: &str = "EMQ.EXTEND";
 pub const COMPLETE: &str = "EMQ.COMPLETE";
@@ -24,12 +30,34 @@ pub enum Action {
     Extend {
         lease_ms: u64,
     },
-    Complete,
-    /// `retry_in_ms: None`: the backoff for this attempt (`retry_delay_ms`).
+    /// `result`: the return value, written to the done row.
+    Complete {
+        result: Option<Vec<u8>>,
+    },
+    /// `retry_in_ms: None`: the backoff for this attempt (`retry_delay_ms`);
+    /// `detail`: the error's type and traceback, written beside it.
     Fail {
         error: Vec<u8>,
         retry_in_ms: Option<u64>,
+        detail: Option<Box<ErrorDetail>>,
     },
+}
+
+impl Action {
+    /// A complete with no result.
+    pub const COMPLETE: Action = Action::Complete { result: None };
+
+    /// A fail with no error type or traceback.
+    pub fn fail(error: &[u8], retry_in_ms: Option<u64>) -> Action {
+        Action::Fail { error: error.to_vec(), retry_in_ms, detail: None }
+    }
+}
+
+/// Refuses a result or an error detail past its limit (`ending`), naming the argument.
+pub fn check_outcome(verb: &str, result: Option<&[u8]>, detail: Option<&ErrorDetail>) -> Result<()> {
+    check_size(verb, "result", result, RESULT_MAX)?;
+    check_size(verb, "error_type", detail.and_then(|d| d.error_type.as_deref()), ERROR_TYPE_MAX)?;
+    check_size(verb, "traceback", detail.and_then(|d| d.traceback.as_deref()), TRACEBACK_MAX)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +69,8 @@ pub enum Settled {
     /// Failed, and back in `schedule` (or ready at once with no delay).
     Retrying,
     Dead,
+    /// Asked to stop while it ran (`cancel 1`): cancelled instead, never retried.
+    Cancelled,
 }
 
 /// A failed job's first retry delay (ms): each attempt doubles it.
@@ -58,11 +88,12 @@ pub fn retry_delay_ms(attempts: i64, unit: f64) -> u64 {
 }
 
 /// A FAIL's own arguments: the error, the retry delay (`None`: the backoff),
-/// and the draw for the backoff's jitter (in [0, 1)).
+/// the draw for the backoff's jitter (in [0, 1)), and the error's detail.
 pub struct Fail<'a> {
     pub error: &'a [u8],
     pub retry_in_ms: Option<u64>,
     pub jitter: f64,
+    pub detail: Option<&'a ErrorDetail>,
 }
 
 /// Where a failed job went.
@@ -91,14 +122,15 @@ pub fn fail_writes(
 ) -> Failed {
     w.push(Write::DropLease { id: id.to_vec() });
     let error = fail.error.to_vec();
+    let detail = fail.detail.filter(|d| d.error_type.is_some() || d.traceback.is_some()).map(|d| Box::new(d.clone()));
     if attempts >= max_attempts {
         w.push(Write::Bury { at: now, ids: Members::one(id) });
-        w.push(Write::SetRow { id: id.to_vec(), fields: RowFields::Dead { error, finished: now } });
+        w.push(Write::SetRow { id: id.to_vec(), fields: RowFields::Dead { error, finished: now, detail } });
         return Failed::Dead;
     }
     let delay = fail.retry_in_ms.unwrap_or_else(|| retry_delay_ms(attempts, fail.jitter));
     let due = later(now, delay);
-    w.push(Write::SetRow { id: id.to_vec(), fields: RowFields::Retry { ready: delay == 0, error, due } });
+    w.push(Write::SetRow { id: id.to_vec(), fields: RowFields::Retry { ready: delay == 0, error, due, detail } });
     if delay == 0 {
         w.push(Write::MakeReady { lane: lane.map(<[u8]>::to_vec), ids: Members::one(id) });
         Failed::Ready
@@ -119,6 +151,8 @@ pub struct Settle {
     result: Option<Settled>,
     /// The plan, held while a step it depends on is read.
     held: Option<Held>,
+    /// The first read's replies, kept while the endings' extras are read (`ending::Extras`).
+    first: Option<(Vec<Reply>, Extras)>,
 }
 
 /// What a plan waits for before it is applied.
@@ -131,6 +165,9 @@ enum Held {
 }
 
 const ROW: [&str; 6] = ["state", "token", "lane", "attempts", "max_attempts", "lease"];
+/// A complete's and a fail's: the row's, then its ending fields (`ending::ENDING_FIELDS`).
+const ROW_ENDING: [&str; 9] =
+    ["state", "token", "lane", "attempts", "max_attempts", "lease", ENDING_FIELDS[0], ENDING_FIELDS[1], ENDING_FIELDS[2]];
 
 impl Settle {
     pub fn new(keys: Keys, id: Vec<u8>, token: Vec<u8>, lane: Option<Vec<u8>>, action: Action, jitter: f64) -> Result<Self> {
@@ -141,7 +178,12 @@ impl Settle {
         if id.is_empty() {
             return Err(Error::argument(verb, "job", "has no id"));
         }
-        Ok(Settle { keys, id, token, lane, action, jitter, result: None, held: None })
+        match &action {
+            Action::Complete { result } => check_outcome(verb, result.as_deref(), None)?,
+            Action::Fail { detail, .. } => check_outcome(verb, None, detail.as_deref())?,
+            Action::Extend { .. } => {}
+        }
+        Ok(Settle { keys, id, token, lane, action, jitter, result: None, held: None, first: None })
     }
 }
 
@@ -165,14 +207,15 @@ impl Reads {
 impl Settle {
     fn reads(&self) -> Reads {
         let fails = matches!(self.action, Action::Fail { .. });
-        Reads { offers: fails || (self.lane.is_some() && self.action == Action::Complete), fails, done: self.action == Action::Complete }
+        let completes = matches!(self.action, Action::Complete { .. });
+        Reads { offers: fails || (self.lane.is_some() && completes), fails, done: completes }
     }
 }
 
 pub fn verb(a: &Action) -> &'static str {
     match a {
         Action::Extend { .. } => EXTEND,
-        Action::Complete => COMPLETE,
+        Action::Complete { .. } => COMPLETE,
         Action::Fail { .. } => FAIL,
     }
 }
@@ -191,7 +234,8 @@ impl Conversation for Settle {
     fn start(&mut self) -> Step<Settled> {
         let k = &self.keys;
         let mut watch = vec![k.job(&self.id)];
-        let mut cmds = vec![Cmd::new("TIME"), Cmd::new("HMGET").arg(k.job(&self.id)).args(ROW)];
+        let row: &[&str] = if matches!(self.action, Action::Extend { .. }) { &ROW } else { &ROW_ENDING };
+        let mut cmds = vec![Cmd::new("TIME"), Cmd::new("HMGET").arg(k.job(&self.id)).args(row)];
         if let Some(l) = &self.lane {
             watch.push(k.lanectl(l));
             cmds.push(Cmd::new("HMGET").arg(k.lanectl(l)).args(CTL_FIELDS));
@@ -238,6 +282,26 @@ impl Conversation for Settle {
             }
             None => {}
         }
+        if let Some((first, extras)) = self.first.take() {
+            let read = extras.parse(verb, &self.keys, replies)?;
+            return self.plan(&first, Some(read));
+        }
+        self.plan(replies, None)
+    }
+
+    fn finish(&mut self, exec: &[Reply]) -> Result<Settled> {
+        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
+            return Err(Error::server(self.verb(), message));
+        }
+        self.result.ok_or_else(|| Error::server(self.verb(), "EXEC's replies were fed before a plan"))
+    }
+}
+
+impl Settle {
+    /// The plan from the first read's `replies`; `extras`, what the endings'
+    /// step read (`None`: not yet; a row that needs it makes that step first).
+    fn plan(&mut self, replies: &[Reply], extras: Option<ExtrasRead>) -> Result<Step<Settled>> {
+        let verb = self.verb();
         let k = self.keys.clone();
         let lane_reads = if self.lane.is_some() { 2 } else { 0 };
         let r = self.reads();
@@ -258,6 +322,17 @@ impl Conversation for Settle {
         }
         let attempts = field(3).and_then(field_int).unwrap_or(0);
         let max_attempts = field(4).and_then(field_int).unwrap_or(0);
+        let ending = if matches!(self.action, Action::Extend { .. }) {
+            Ending::default()
+        } else {
+            Ending::from_fields(field(6), field(7), field(8))
+        };
+        if ending.needs_more() && extras.is_none() {
+            let more = Extras::of([&ending]);
+            let step = more.step(&k);
+            self.first = Some((replies.to_vec(), more));
+            return Ok(step);
+        }
         let (ctl, lane_len) = match &self.lane {
             Some(l) => {
                 if replies[2].is_wrongtype() || replies[3].is_wrongtype() {
@@ -291,6 +366,7 @@ impl Conversation for Settle {
         // A retry that becomes the new head of `schedule` (SPEC §7, `offer::new_head`).
         let mut woke = false;
         let mut dies = false;
+        let mut notices = Notices::default();
         match &self.action {
             Action::Extend { lease_ms } => {
                 let deadline = later(now, *lease_ms);
@@ -299,21 +375,31 @@ impl Conversation for Settle {
                 self.result = Some(Settled::Extended);
                 return Ok(Step::Exec(w));
             }
-            Action::Complete => {
+            _ if ending.cancel => {
+                // Asked to stop while it ran: cancelled, whatever the worker says (`ending`).
+                let done_ms = extras.map_or(retention::DONE_MS, |e| e.done_ms);
+                w.push(Write::LeaveActive(Members::one(&self.id)));
+                cancelled_writes(&[(&self.id, ending.keep_or(done_ms))], now, true, &mut w);
+                notices.add(&self.id, &ending);
+                out = Settled::Cancelled;
+            }
+            Action::Complete { result } => {
                 let (Some(retention), Some(done)) = (retention, done) else {
                     return Err(Error::server(verb, "the retention was not read"));
                 };
                 let done_ms = Retention::from_reply(verb, &k, &["done_ms"], retention)?.done_ms;
-                if done_ms != 0 && done.is_wrongtype() {
+                let keep = ending.keep_or(done_ms);
+                if keep != 0 && done.is_wrongtype() {
                     return Err(retention::wrong_type(verb, &k.done()));
                 }
                 w.push(Write::LeaveActive(Members::one(&self.id)));
-                retention::done_writes(&self.id, now, done_ms, &mut w);
+                retention::many_done_writes(&[DoneRow { id: &self.id, keep, result: result.as_deref() }], now, &mut w);
+                notices.add(&self.id, &ending);
                 out = Settled::Completed;
             }
-            Action::Fail { error, retry_in_ms } => {
+            Action::Fail { error, retry_in_ms, detail } => {
                 w.push(Write::LeaveActive(Members::one(&self.id)));
-                let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: self.jitter };
+                let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: self.jitter, detail: detail.as_deref() };
                 match fail_writes(&self.id, self.lane.as_deref(), &fail, (attempts, max_attempts), now, &mut w) {
                     Failed::Ready => {
                         if (self.lane.is_none() && !pending_ok) || !wake_ok {
@@ -334,11 +420,13 @@ impl Conversation for Settle {
                             return Err(Error::layout(verb, "dead has the wrong type"));
                         }
                         dies = true;
+                        notices.add(&self.id, &ending);
                         out = Settled::Dead;
                     }
                 }
             }
         }
+        notices.writes(&mut w);
         // A lane job leaving `active` gives back its lane's slot, then offer(L).
         let mut offers = Offers::default();
         let mut relies_on_empty_lane = false;
@@ -374,13 +462,6 @@ impl Conversation for Settle {
             return Ok(confirm_empty(&k, &[lane]));
         }
         Ok(Step::Exec(w))
-    }
-
-    fn finish(&mut self, exec: &[Reply]) -> Result<Settled> {
-        if let Some(Reply::Error { message, .. }) = exec.iter().find(|r| matches!(r, Reply::Error { .. })) {
-            return Err(Error::server(self.verb(), message));
-        }
-        self.result.ok_or_else(|| Error::server(self.verb(), "EXEC's replies were fed before a plan"))
     }
 }
 

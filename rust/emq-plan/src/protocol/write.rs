@@ -29,6 +29,10 @@ pub const LEASE_MARK_KEEP_MS: u64 = 60_000;
 /// What a lease mark holds: only its write matters to a watch, never its value.
 pub const LEASE_MARK_VALUE: &[u8] = b"1";
 
+/// How long a waiter's inbox lives after its last push (ms, [`Write::KeepInbox`]):
+/// an inbox nobody pops any more goes by itself an hour later.
+pub const INBOX_KEEP_MS: u64 = 3_600_000;
+
 /// One write of a plan. Each variant's doc gives the command it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Write {
@@ -68,6 +72,14 @@ pub enum Write {
     /// `ZREMRANGEBYSCORE P done -inf (before`: the entries of done rows that
     /// finished before `before`, whose rows have expired.
     TrimDone { before: i64 },
+    /// `ZADD P cancelled at id…`: cancelled rows kept, listed when the cancel took effect.
+    ListCancelled { at: i64, ids: Members },
+    /// `ZREMRANGEBYSCORE P cancelled -inf (before`: as [`Write::TrimDone`], for `P cancelled`.
+    TrimCancelled { before: i64 },
+    /// `ZADD P cancels at id…`: running jobs asked to stop, at `at`.
+    AskToStop { at: i64, ids: Members },
+    /// `ZREMRANGEBYSCORE P cancels -inf (before`: the requests older than the hour kept.
+    TrimCancels { before: i64 },
 
     // -- the lists
     /// `RPUSH P pending id…` (`lane: None`) or `RPUSH P lane:L id…`: jobs ready to claim.
@@ -87,6 +99,17 @@ pub enum Write {
     Wake(Members),
     /// `LTRIM P wake -WAKE_MAX -1`: `P wake` keeps its newest [`WAKE_MAX`] tokens.
     TrimWake,
+    /// `LREM P pending 1 id` (`lane: None`) or `LREM P lane:L 1 id`: a ready job
+    /// cancelled, taken out of its list (the first time it is listed).
+    Dequeue { lane: Option<Vec<u8>>, id: Vec<u8> },
+    /// `RPUSH P inbox:W id…`: the ids of jobs come to an outcome, for their waiter `W`.
+    Notify { inbox: Vec<u8>, ids: Members },
+    /// `PEXPIRE P inbox:W INBOX_KEEP_MS`: the inbox lives an hour past its last push.
+    KeepInbox { inbox: Vec<u8> },
+
+    // -- uniqueness, `P unique:K`
+    /// `SET P unique:K id PX ttl_ms`: the job added under uniqueness key `K`, for the add's window.
+    ClaimUnique { key: Vec<u8>, id: Vec<u8>, ttl_ms: u64 },
 
     // -- the guard's keys (`crate::protocol::guard`)
     /// `SET P leases:B 1 PX LEASE_MARK_KEEP_MS`: the lease mark of second `B`.
@@ -150,20 +173,56 @@ pub enum RowFields {
     Stalled { stalls: i64, dead: bool },
     /// EXTEND: `lease`, the new deadline.
     Lease(i64),
-    /// FAIL with attempts left: `state pending|scheduled error due`, retried at
-    /// once when `ready`.
-    Retry { ready: bool, error: Vec<u8>, due: i64 },
-    /// FAIL of the last attempt: `state dead error finished`.
-    Dead { error: Vec<u8>, finished: i64 },
-    /// COMPLETE of a row that is kept: `state done finished`.
-    Done { finished: i64 },
+    /// FAIL with attempts left: `state pending|scheduled error due
+    /// [error_type T] [traceback B]`, retried at once when `ready`.
+    Retry { ready: bool, error: Vec<u8>, due: i64, detail: Option<Box<ErrorDetail>> },
+    /// FAIL of the last attempt: `state dead error finished [error_type T]
+    /// [traceback B]`.
+    Dead { error: Vec<u8>, finished: i64, detail: Option<Box<ErrorDetail>> },
+    /// COMPLETE of a row that is kept: `state done finished [result R]`.
+    Done { finished: i64, result: Option<Vec<u8>> },
+    /// A cancel that took effect (SPEC §13): `state cancelled finished error cancelled`.
+    Cancelled { finished: i64 },
     /// A dead job retried by an operator: `state pending attempts 0 stalls 0 due`,
     /// due now (its `error` is kept).
     Revived { due: i64 },
+    /// PROGRESS of a held job: `progress value`.
+    Progress(Vec<u8>),
+    /// A waiter registered: `wait inboxes` (space-separated inbox ids).
+    Waiters(Vec<u8>),
+    /// A running job asked to stop: `cancel 1`.
+    AskStop,
+}
+
+/// What a fail records beside its message (SPEC §13): the exception's class
+/// name and its traceback text, each when given.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ErrorDetail {
+    pub error_type: Option<Vec<u8>>,
+    pub traceback: Option<Vec<u8>>,
+}
+
+impl ErrorDetail {
+    /// How many fields it sets.
+    fn count(detail: Option<&ErrorDetail>) -> usize {
+        detail.map_or(0, |d| usize::from(d.error_type.is_some()) + usize::from(d.traceback.is_some()))
+    }
+
+    fn pairs(detail: Option<&ErrorDetail>, f: &mut impl FnMut(&'static Word, Arg<'_>)) {
+        if let Some(d) = detail {
+            if let Some(t) = &d.error_type {
+                f(&word::ERROR_TYPE, Arg::Bytes(t));
+            }
+            if let Some(t) = &d.traceback {
+                f(&word::TRACEBACK, Arg::Bytes(t));
+            }
+        }
+    }
 }
 
 /// The whole row of a new job, `pending` when `ready`, else `scheduled`:
-/// `state data due attempts(0) max_attempts created digest [lane]`.
+/// `state data due attempts(0) max_attempts created digest [lane] [keep]
+/// [unique]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewRow {
     pub ready: bool,
@@ -174,6 +233,10 @@ pub struct NewRow {
     /// The request's digest, in hex (`jobs::add::digest`).
     pub digest: [u8; 32],
     pub lane: Option<Vec<u8>>,
+    /// The job's own retention of its done (or cancelled) row, ms (`-1`: forever).
+    pub keep: Option<i64>,
+    /// The uniqueness key it was added under.
+    pub unique: Option<Vec<u8>>,
 }
 
 /// The field a [`Write::SetLane`] sets in `P lanectl:L`.
@@ -408,18 +471,31 @@ mod word {
 
     pub const SADD: Word = Word::new("SADD");
     pub const LREM: Word = Word::new("LREM");
+    pub const PEXPIRE: Word = Word::new("PEXPIRE");
+    pub const RESULT: Word = Word::new("result");
+    pub const ERROR_TYPE: Word = Word::new("error_type");
+    pub const TRACEBACK: Word = Word::new("traceback");
+    pub const PROGRESS: Word = Word::new("progress");
+    pub const WAIT: Word = Word::new("wait");
+    pub const CANCEL: Word = Word::new("cancel");
+    pub const KEEP: Word = Word::new("keep");
+    pub const UNIQUE: Word = Word::new("unique");
+    pub const CANCELLED: Word = Word::new("cancelled");
 }
 
 impl RowFields {
     /// How many fields it sets.
     pub fn count(&self) -> usize {
         match self {
-            RowFields::New(new) => 7 + usize::from(new.lane.is_some()),
+            RowFields::New(new) => {
+                7 + usize::from(new.lane.is_some()) + usize::from(new.keep.is_some()) + usize::from(new.unique.is_some())
+            }
             RowFields::Claimed { .. } => 5,
-            RowFields::Ready | RowFields::Lease(_) => 1,
+            RowFields::Ready | RowFields::Lease(_) | RowFields::Progress(_) | RowFields::Waiters(_) | RowFields::AskStop => 1,
             RowFields::Stalled { dead, .. } => 2 + usize::from(*dead),
-            RowFields::Retry { .. } | RowFields::Dead { .. } => 3,
-            RowFields::Done { .. } => 2,
+            RowFields::Retry { detail, .. } | RowFields::Dead { detail, .. } => 3 + ErrorDetail::count(detail.as_deref()),
+            RowFields::Done { result, .. } => 2 + usize::from(result.is_some()),
+            RowFields::Cancelled { .. } => 3,
             RowFields::Revived { .. } => 4,
         }
     }
@@ -429,7 +505,7 @@ impl RowFields {
         let state = |ready: bool| Arg::Word(if ready { &word::PENDING } else { &word::SCHEDULED });
         match self {
             RowFields::New(new) => {
-                let NewRow { ready, data, due, max_attempts, created, digest, lane } = &**new;
+                let NewRow { ready, data, due, max_attempts, created, digest, lane, keep, unique } = &**new;
                 f(&word::STATE, state(*ready));
                 f(&word::DATA, Arg::Bytes(data));
                 f(&word::DUE, Arg::Int(*due));
@@ -439,6 +515,12 @@ impl RowFields {
                 f(&word::DIGEST, Arg::Bytes(digest));
                 if let Some(l) = lane {
                     f(&word::LANE, Arg::Bytes(l));
+                }
+                if let Some(k) = keep {
+                    f(&word::KEEP, Arg::Int(*k));
+                }
+                if let Some(u) = unique {
+                    f(&word::UNIQUE, Arg::Bytes(u));
                 }
             }
             RowFields::Claimed { attempts, lease, token, claimed } => {
@@ -457,19 +539,24 @@ impl RowFields {
                 }
             }
             RowFields::Lease(deadline) => f(&word::LEASE, Arg::Int(*deadline)),
-            RowFields::Retry { ready, error, due } => {
+            RowFields::Retry { ready, error, due, detail } => {
                 f(&word::STATE, state(*ready));
                 f(&word::ERROR, Arg::Bytes(error));
                 f(&word::DUE, Arg::Int(*due));
+                ErrorDetail::pairs(detail.as_deref(), f);
             }
-            RowFields::Dead { error, finished } => {
+            RowFields::Dead { error, finished, detail } => {
                 f(&word::STATE, Arg::Word(&word::DEAD));
                 f(&word::ERROR, Arg::Bytes(error));
                 f(&word::FINISHED, Arg::Int(*finished));
+                ErrorDetail::pairs(detail.as_deref(), f);
             }
-            RowFields::Done { finished } => {
+            RowFields::Done { finished, result } => {
                 f(&word::STATE, Arg::Word(&word::DONE));
                 f(&word::FINISHED, Arg::Int(*finished));
+                if let Some(r) = result {
+                    f(&word::RESULT, Arg::Bytes(r));
+                }
             }
             RowFields::Revived { due } => {
                 f(&word::STATE, Arg::Word(&word::PENDING));
@@ -477,6 +564,14 @@ impl RowFields {
                 f(&word::STALLS, Arg::Word(&word::ZERO));
                 f(&word::DUE, Arg::Int(*due));
             }
+            RowFields::Cancelled { finished } => {
+                f(&word::STATE, Arg::Word(&word::CANCELLED));
+                f(&word::FINISHED, Arg::Int(*finished));
+                f(&word::ERROR, Arg::Word(&word::CANCELLED));
+            }
+            RowFields::Progress(v) => f(&word::PROGRESS, Arg::Bytes(v)),
+            RowFields::Waiters(v) => f(&word::WAIT, Arg::Bytes(v)),
+            RowFields::AskStop => f(&word::CANCEL, Arg::Word(&word::ONE)),
         }
     }
 }
@@ -509,21 +604,31 @@ impl Write {
             Write::DropLease { .. } | Write::DropFinished { .. } | Write::DropSchedule { .. } => &word::HDEL,
             Write::ExpireRow { .. } | Write::ExpireWorker { .. } => &word::PEXPIREAT,
             Write::DeleteRows(_) | Write::DeleteWorker(_) => &word::DEL,
-            Write::LeaveDead(_) | Write::LeaveDone(_) | Write::UnlistWorker(_) => &word::ZREM,
-            Write::Unready { .. } => &word::LREM,
-            Write::RegisterQueue(_) => &word::SADD,
-            Write::ListWorker { .. } => &word::ZADD,
-            Write::TrimWorkers { .. } => &word::ZREMRANGEBYSCORE,
             Write::TakeSlots { .. } => &word::HINCRBY,
             Write::Schedule(_)
             | Write::Lease { .. }
             | Write::ExtendLeases { .. }
             | Write::Bury { .. }
             | Write::ListDone { .. }
-            | Write::SetTimers(_) => &word::ZADD,
-            Write::Unschedule(_) | Write::LeaveActive(_) | Write::TrimDead(_) | Write::DropTimers(_) => &word::ZREM,
-            Write::TrimDone { .. } => &word::ZREMRANGEBYSCORE,
-            Write::MakeReady { .. } | Write::JoinRing(_) | Write::Wake(_) => &word::RPUSH,
+            | Write::ListCancelled { .. }
+            | Write::AskToStop { .. }
+            | Write::SetTimers(_)
+            | Write::ListWorker { .. } => &word::ZADD,
+            Write::Unschedule(_)
+            | Write::LeaveActive(_)
+            | Write::TrimDead(_)
+            | Write::DropTimers(_)
+            | Write::LeaveDead(_)
+            | Write::LeaveDone(_)
+            | Write::UnlistWorker(_) => &word::ZREM,
+            Write::TrimDone { .. } | Write::TrimCancelled { .. } | Write::TrimCancels { .. } | Write::TrimWorkers { .. } => {
+                &word::ZREMRANGEBYSCORE
+            }
+            Write::MakeReady { .. } | Write::JoinRing(_) | Write::Wake(_) | Write::Notify { .. } => &word::RPUSH,
+            Write::Dequeue { .. } | Write::Unready { .. } => &word::LREM,
+            Write::KeepInbox { .. } => &word::PEXPIRE,
+            Write::ClaimUnique { .. } => &word::SET,
+            Write::RegisterQueue(_) => &word::SADD,
             Write::TakePending { .. } | Write::TakeLaneHead { .. } | Write::DropRingHead => &word::LPOP,
             Write::RotateRing => &word::LMOVE,
             Write::TrimWake => &word::LTRIM,
@@ -553,8 +658,14 @@ impl Write {
             Write::Lease { .. } | Write::ExtendLeases { .. } | Write::LeaveActive(_) => f(own(kind::ACTIVE)),
             Write::Bury { .. } | Write::TrimDead(_) => f(own(kind::DEAD)),
             Write::ListDone { .. } | Write::TrimDone { .. } => f(own(kind::DONE)),
-            Write::MakeReady { lane: None, .. } | Write::TakePending { .. } => f(own(kind::PENDING)),
-            Write::MakeReady { lane: Some(lane), .. } | Write::TakeLaneHead { lane } => f(keys.parts(kind::LANE, lane)),
+            Write::ListCancelled { .. } | Write::TrimCancelled { .. } => f(own(kind::CANCELLED)),
+            Write::AskToStop { .. } | Write::TrimCancels { .. } => f(own(kind::CANCELS)),
+            Write::MakeReady { lane: None, .. } | Write::TakePending { .. } | Write::Dequeue { lane: None, .. } => f(own(kind::PENDING)),
+            Write::MakeReady { lane: Some(lane), .. } | Write::TakeLaneHead { lane } | Write::Dequeue { lane: Some(lane), .. } => {
+                f(keys.parts(kind::LANE, lane))
+            }
+            Write::Notify { inbox, .. } | Write::KeepInbox { inbox } => f(keys.parts(kind::INBOX, inbox)),
+            Write::ClaimUnique { key, .. } => f(keys.parts(kind::UNIQUE, key)),
             Write::JoinRing(_) | Write::RotateRing | Write::DropRingHead => f(own(kind::RING)),
             Write::Wake(_) | Write::TrimWake => f(own(kind::WAKE)),
             Write::MarkLease { second } => f(keys.parts(kind::LEASES, Decimal::int(*second).as_bytes())),
@@ -626,22 +737,37 @@ impl Write {
                 f(Arg::Word(&word::XX));
                 scored(f, *deadline, ids);
             }
-            Write::Lease { deadline: at, ids } | Write::Bury { at, ids } | Write::ListDone { at, ids } => scored(f, *at, ids),
+            Write::Lease { deadline: at, ids }
+            | Write::Bury { at, ids }
+            | Write::ListDone { at, ids }
+            | Write::ListCancelled { at, ids }
+            | Write::AskToStop { at, ids } => scored(f, *at, ids),
             Write::Unschedule(ids)
             | Write::LeaveActive(ids)
             | Write::TrimDead(ids)
             | Write::MakeReady { ids, .. }
             | Write::JoinRing(ids)
             | Write::Wake(ids)
-            | Write::DropTimers(ids) => ids.iter().for_each(|id| f(Arg::Bytes(id))),
+            | Write::DropTimers(ids)
+            | Write::Notify { ids, .. } => ids.iter().for_each(|id| f(Arg::Bytes(id))),
             Write::SetSchedule { name, record } => {
                 f(Arg::Bytes(name));
                 f(Arg::Bytes(record));
             }
             Write::DropSchedule { name } => f(Arg::Bytes(name)),
-            Write::TrimDone { before } => {
+            Write::TrimDone { before } | Write::TrimCancelled { before } | Write::TrimCancels { before } => {
                 f(Arg::Word(&word::NEG_INF));
                 f(Arg::Below(*before));
+            }
+            Write::Dequeue { id, .. } => {
+                f(Arg::Word(&word::ONE));
+                f(Arg::Bytes(id));
+            }
+            Write::KeepInbox { .. } => f(Arg::Uint(INBOX_KEEP_MS)),
+            Write::ClaimUnique { id, ttl_ms, .. } => {
+                f(Arg::Bytes(id));
+                f(Arg::Word(&word::PX));
+                f(Arg::Uint(*ttl_ms));
             }
             Write::TakePending { count } => f(Arg::Uint(*count as u64)),
             Write::TakeLaneHead { .. } | Write::DropRingHead | Write::CountPromotion => {}
@@ -674,18 +800,37 @@ impl Write {
     pub fn argc(&self) -> usize {
         match self {
             Write::SetRow { fields, .. } => 2 + 2 * fields.count(),
-            Write::DropLease { .. } | Write::SetLane { .. } | Write::TakeSlots { .. } | Write::TrimDone { .. } | Write::TrimWake => 4,
-            Write::ExpireRow { .. } | Write::TakePending { .. } | Write::DropFinished { .. } | Write::ExpireWorker { .. } => 3,
-            Write::RegisterQueue(_) | Write::UnlistWorker(_) => 3,
+            Write::DropLease { .. }
+            | Write::SetLane { .. }
+            | Write::TakeSlots { .. }
+            | Write::TrimDone { .. }
+            | Write::TrimCancelled { .. }
+            | Write::TrimCancels { .. }
+            | Write::TrimWake
+            | Write::Dequeue { .. }
+            | Write::Unready { .. }
+            | Write::ListWorker { .. }
+            | Write::TrimWorkers { .. }
+            | Write::SetSchedule { .. } => 4,
+            Write::ExpireRow { .. }
+            | Write::TakePending { .. }
+            | Write::KeepInbox { .. }
+            | Write::DropFinished { .. }
+            | Write::ExpireWorker { .. }
+            | Write::RegisterQueue(_)
+            | Write::UnlistWorker(_)
+            | Write::DropSchedule { .. } => 3,
+            Write::ClaimUnique { .. } | Write::RotateRing | Write::MarkLease { .. } => 5,
             Write::DeleteWorker(_) => 2,
             Write::LeaveDead(ids) | Write::LeaveDone(ids) => 2 + ids.len(),
-            Write::Unready { .. } | Write::ListWorker { .. } | Write::TrimWorkers { .. } => 4,
             Write::SetWorker { fields, .. } => 2 + 2 * fields.len(),
             Write::DeleteRows(ids) => 1 + ids.len(),
             Write::Schedule(due) | Write::SetTimers(due) => 2 + 2 * due.len(),
-            Write::SetSchedule { .. } => 4,
-            Write::DropSchedule { .. } => 3,
-            Write::Lease { ids, .. } | Write::Bury { ids, .. } | Write::ListDone { ids, .. } => 2 + 2 * ids.len(),
+            Write::Lease { ids, .. }
+            | Write::Bury { ids, .. }
+            | Write::ListDone { ids, .. }
+            | Write::ListCancelled { ids, .. }
+            | Write::AskToStop { ids, .. } => 2 + 2 * ids.len(),
             Write::ExtendLeases { ids, .. } => 3 + 2 * ids.len(),
             Write::Unschedule(ids)
             | Write::LeaveActive(ids)
@@ -693,9 +838,9 @@ impl Write {
             | Write::MakeReady { ids, .. }
             | Write::JoinRing(ids)
             | Write::Wake(ids)
-            | Write::DropTimers(ids) => 2 + ids.len(),
+            | Write::DropTimers(ids)
+            | Write::Notify { ids, .. } => 2 + ids.len(),
             Write::TakeLaneHead { .. } | Write::DropRingHead | Write::CountPromotion => 2,
-            Write::RotateRing | Write::MarkLease { .. } => 5,
             Write::SetRetention(fields) => 2 + 2 * fields.len(),
         }
     }
@@ -980,6 +1125,8 @@ mod tests {
                     created: -3,
                     digest: *b"0123456789abcdef0123456789abcdef",
                     lane: Some(b"L".to_vec()),
+                    keep: Some(-1),
+                    unique: Some(b"u 1".to_vec()),
                 }))),
                 Cmd::from_args([
                     &b"HSET"[..],
@@ -1000,6 +1147,10 @@ mod tests {
                     b"0123456789abcdef0123456789abcdef",
                     b"lane",
                     b"L",
+                    b"keep",
+                    b"-1",
+                    b"unique",
+                    b"u 1",
                 ]),
             ),
             (
@@ -1011,6 +1162,8 @@ mod tests {
                     created: 1,
                     digest: [b'f'; 32],
                     lane: None,
+                    keep: None,
+                    unique: None,
                 }))),
                 cmd(&[
                     "HSET",
@@ -1043,18 +1196,46 @@ mod tests {
             ),
             (row(RowFields::Lease(99)), cmd(&["HSET", "emq:{q}:job:a", "lease", "99"])),
             (
-                row(RowFields::Retry { ready: false, error: b"e".to_vec(), due: 8 }),
+                row(RowFields::Retry { ready: false, error: b"e".to_vec(), due: 8, detail: None }),
                 cmd(&["HSET", "emq:{q}:job:a", "state", "scheduled", "error", "e", "due", "8"]),
             ),
             (
-                row(RowFields::Retry { ready: true, error: b"e".to_vec(), due: 8 }),
+                row(RowFields::Retry { ready: true, error: b"e".to_vec(), due: 8, detail: None }),
                 cmd(&["HSET", "emq:{q}:job:a", "state", "pending", "error", "e", "due", "8"]),
             ),
             (
-                row(RowFields::Dead { error: b"e".to_vec(), finished: 7 }),
+                row(RowFields::Retry {
+                    ready: true,
+                    error: b"e".to_vec(),
+                    due: 8,
+                    detail: Some(Box::new(ErrorDetail { error_type: None, traceback: Some(b"t\nb".to_vec()) })),
+                }),
+                cmd(&["HSET", "emq:{q}:job:a", "state", "pending", "error", "e", "due", "8", "traceback", "t\nb"]),
+            ),
+            (
+                row(RowFields::Dead { error: b"e".to_vec(), finished: 7, detail: None }),
                 cmd(&["HSET", "emq:{q}:job:a", "state", "dead", "error", "e", "finished", "7"]),
             ),
-            (row(RowFields::Done { finished: 7 }), cmd(&["HSET", "emq:{q}:job:a", "state", "done", "finished", "7"])),
+            (
+                row(RowFields::Dead {
+                    error: b"e".to_vec(),
+                    finished: 7,
+                    detail: Some(Box::new(ErrorDetail { error_type: Some(b"mod.E".to_vec()), traceback: Some(vec![]) })),
+                }),
+                cmd(&["HSET", "emq:{q}:job:a", "state", "dead", "error", "e", "finished", "7", "error_type", "mod.E", "traceback", ""]),
+            ),
+            (row(RowFields::Done { finished: 7, result: None }), cmd(&["HSET", "emq:{q}:job:a", "state", "done", "finished", "7"])),
+            (
+                row(RowFields::Done { finished: 7, result: Some(b"{\"x\": 1}".to_vec()) }),
+                cmd(&["HSET", "emq:{q}:job:a", "state", "done", "finished", "7", "result", "{\"x\": 1}"]),
+            ),
+            (
+                row(RowFields::Cancelled { finished: 9 }),
+                cmd(&["HSET", "emq:{q}:job:a", "state", "cancelled", "finished", "9", "error", "cancelled"]),
+            ),
+            (row(RowFields::Progress(b"0.5".to_vec())), cmd(&["HSET", "emq:{q}:job:a", "progress", "0.5"])),
+            (row(RowFields::Waiters(b"w1 w2".to_vec())), cmd(&["HSET", "emq:{q}:job:a", "wait", "w1 w2"])),
+            (row(RowFields::AskStop), cmd(&["HSET", "emq:{q}:job:a", "cancel", "1"])),
             (Write::DropLease { id: b"a".to_vec() }, cmd(&["HDEL", "emq:{q}:job:a", "token", "lease"])),
             (Write::ExpireRow { id: b"a".to_vec(), at: 1050 }, cmd(&["PEXPIREAT", "emq:{q}:job:a", "1050"])),
             (Write::DeleteRows(ids(&["a", "b"])), cmd(&["DEL", "emq:{q}:job:a", "emq:{q}:job:b"])),
@@ -1074,6 +1255,18 @@ mod tests {
             (Write::LeaveActive(ids(&["a"])), cmd(&["ZREM", "emq:{q}:active", "a"])),
             (Write::TrimDead(ids(&["a"])), cmd(&["ZREM", "emq:{q}:dead", "a"])),
             (Write::TrimDone { before: -5 }, cmd(&["ZREMRANGEBYSCORE", "emq:{q}:done", "-inf", "(-5"])),
+            (Write::ListCancelled { at: 3, ids: ids(&["a"]) }, cmd(&["ZADD", "emq:{q}:cancelled", "3", "a"])),
+            (Write::TrimCancelled { before: 5 }, cmd(&["ZREMRANGEBYSCORE", "emq:{q}:cancelled", "-inf", "(5"])),
+            (Write::AskToStop { at: 4, ids: ids(&["a", "b"]) }, cmd(&["ZADD", "emq:{q}:cancels", "4", "a", "4", "b"])),
+            (Write::TrimCancels { before: 6 }, cmd(&["ZREMRANGEBYSCORE", "emq:{q}:cancels", "-inf", "(6"])),
+            (Write::Dequeue { lane: None, id: b"a".to_vec() }, cmd(&["LREM", "emq:{q}:pending", "1", "a"])),
+            (Write::Dequeue { lane: Some(b"L".to_vec()), id: b"a".to_vec() }, cmd(&["LREM", "emq:{q}:lane:L", "1", "a"])),
+            (Write::Notify { inbox: b"w1".to_vec(), ids: ids(&["a", "b"]) }, cmd(&["RPUSH", "emq:{q}:inbox:w1", "a", "b"])),
+            (Write::KeepInbox { inbox: b"w1".to_vec() }, cmd(&["PEXPIRE", "emq:{q}:inbox:w1", "3600000"])),
+            (
+                Write::ClaimUnique { key: b"k:1".to_vec(), id: b"a".to_vec(), ttl_ms: 600_000 },
+                cmd(&["SET", "emq:{q}:unique:k:1", "a", "PX", "600000"]),
+            ),
             (Write::MakeReady { lane: None, ids: ids(&["a", "b"]) }, cmd(&["RPUSH", "emq:{q}:pending", "a", "b"])),
             (Write::MakeReady { lane: Some(b"L".to_vec()), ids: ids(&["a"]) }, cmd(&["RPUSH", "emq:{q}:lane:L", "a"])),
             (Write::TakePending { count: 12 }, cmd(&["LPOP", "emq:{q}:pending", "12"])),

@@ -25,6 +25,9 @@ pub struct Counts {
     /// (all of them when kept forever).
     pub done: i64,
     pub ring: i64,
+    /// Cancelled rows still kept: those in `P cancelled` cancelled after
+    /// `now - done_ms` (all of them when kept forever), as `done`.
+    pub cancelled: i64,
 }
 
 /// The counts of every place, read in one `MULTI`/`EXEC` (one instant) once
@@ -46,12 +49,15 @@ impl CountsRead {
     fn count_cmds(&mut self) -> Step<Counts> {
         let k = &self.keys;
         self.lanes = self.scan.done();
-        let done = if self.done_ms >= 0 {
-            let from = format!("({}", self.now.unwrap_or(0).saturating_sub(self.done_ms));
-            Cmd::new("ZCOUNT").arg(k.done()).arg(from).arg("+inf")
-        } else {
-            Cmd::new("ZCARD").arg(k.done())
+        let kept = |key: Vec<u8>| {
+            if self.done_ms >= 0 {
+                let from = format!("({}", self.now.unwrap_or(0).saturating_sub(self.done_ms));
+                Cmd::new("ZCOUNT").arg(key).arg(from).arg("+inf")
+            } else {
+                Cmd::new("ZCARD").arg(key)
+            }
         };
+        let (done, cancelled) = (kept(k.done()), kept(k.cancelled()));
         let mut cmds = vec![
             Cmd::new("ZCARD").arg(k.schedule()),
             Cmd::new("LLEN").arg(k.pending()),
@@ -59,6 +65,7 @@ impl CountsRead {
             Cmd::new("ZCARD").arg(k.dead()),
             done,
             Cmd::new("LLEN").arg(k.ring()),
+            cancelled,
         ];
         cmds.extend(self.lanes.iter().map(|l| Cmd::new("LLEN").arg(k.lane(l))));
         Step::Snapshot(cmds)
@@ -103,7 +110,7 @@ impl Conversation for CountsRead {
 
     fn finish(&mut self, exec: &[Reply]) -> Result<Counts> {
         let k = &self.keys;
-        let mut keys = vec![k.schedule(), k.pending(), k.active(), k.dead(), k.done(), k.ring()];
+        let mut keys = vec![k.schedule(), k.pending(), k.active(), k.dead(), k.done(), k.ring(), k.cancelled()];
         keys.extend(self.lanes.iter().map(|l| k.lane(l)));
         if exec.len() != keys.len() {
             return Err(Error::server(COUNTS, "EXEC: wrong number of replies"));
@@ -120,7 +127,8 @@ impl Conversation for CountsRead {
             dead: n[3],
             done: n[4],
             ring: n[5],
-            lanes: std::mem::take(&mut self.lanes).into_iter().zip(n[6..].iter().copied()).collect(),
+            cancelled: n[6],
+            lanes: std::mem::take(&mut self.lanes).into_iter().zip(n[7..].iter().copied()).collect(),
         })
     }
 }
@@ -150,9 +158,11 @@ mod tests {
         let step = c.feed(&[time, Reply::Array(vec![bulk("1000")]), scan("0", &["emq:{q}:lane:L"]), scan("0", &[])]).unwrap();
         let Step::Snapshot(cmds) = step else { panic!("{step:?}") };
         assert_eq!(cmds[4], Cmd::from_args(["ZCOUNT", "emq:{q}:done", "(1699999999123", "+inf"]));
-        assert_eq!(cmds[6], Cmd::from_args(["LLEN", "emq:{q}:lane:L"]));
-        let counts = c.finish(&[1, 2, 3, 4, 5, 6, 7].map(Reply::Int)).unwrap();
-        assert_eq!(counts, Counts { schedule: 1, pending: 2, active: 3, dead: 4, done: 5, ring: 6, lanes: vec![(b"L".to_vec(), 7)] });
+        assert_eq!(cmds[6], Cmd::from_args(["ZCOUNT", "emq:{q}:cancelled", "(1699999999123", "+inf"]));
+        assert_eq!(cmds[7], Cmd::from_args(["LLEN", "emq:{q}:lane:L"]));
+        let counts = c.finish(&[1, 2, 3, 4, 5, 6, 8, 7].map(Reply::Int)).unwrap();
+        let want = Counts { schedule: 1, pending: 2, active: 3, dead: 4, done: 5, ring: 6, cancelled: 8, lanes: vec![(b"L".to_vec(), 7)] };
+        assert_eq!(counts, want);
     }
 
     #[test]
@@ -161,7 +171,8 @@ mod tests {
         c.start();
         let time = Reply::Array(vec![bulk("1700000000"), bulk("123456")]);
         c.feed(&[time, Reply::Array(vec![bulk("-1")]), scan("0", &[]), scan("0", &[])]).unwrap();
-        let e = c.finish(&[Reply::Int(1), wrongtype(), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap_err();
+        let e =
+            c.finish(&[Reply::Int(1), wrongtype(), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap_err();
         assert_eq!(e.kind, crate::error::ErrorKind::Layout);
         assert!(e.message.contains("emq:{q}:pending"), "{e}");
     }

@@ -119,6 +119,8 @@ impl TickAdds {
                 when: When::At(a.tick),
                 lane: a.job.lane.clone(),
                 max_attempts: a.job.max_attempts,
+                keep: None,
+                unique: None,
             };
             let new = NewRow {
                 ready: due <= now,
@@ -128,6 +130,8 @@ impl TickAdds {
                 max_attempts: j.max_attempts,
                 created: now,
                 lane: j.lane,
+                keep: None,
+                unique: None,
             };
             w.push(Write::SetRow { id: a.id.clone(), fields: RowFields::New(Box::new(new)) });
             match &a.job.lane {

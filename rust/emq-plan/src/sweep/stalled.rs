@@ -1,6 +1,10 @@
 //! STALLED CHECK's write plan (SPEC §6 steps 4 to 7): a pure function of the read.
+//! A row asked to stop (`cancel 1`, SPEC §13) is cancelled, not recovered; a
+//! row that dies or is cancelled is told to its waiters (`jobs::ending`).
 
 use crate::error::{Error, Result};
+use crate::jobs::ending::{cancelled_writes, Notices};
+use crate::jobs::retention::DONE_MS;
 use crate::lanes::offer::Offers;
 use crate::protocol::guard::{lease_marks, relies_on_empty};
 use crate::protocol::write::{LaneField, Members, RowFields, Write};
@@ -19,20 +23,31 @@ pub fn plan(read: &Read, max_stalled: Option<u64>) -> Result<Plan> {
     // Per lane, in the order of its first live row.
     let mut by_lane: Vec<LaneTally<'_>> = vec![];
     let mut rows = Vec::with_capacity(2 * read.ids.len());
+    let mut cancelled: Vec<(&[u8], i64)> = vec![];
+    let mut notices = Notices::default();
+    let done_ms = read.extras.map_or(DONE_MS, |e| e.done_ms);
 
     for (id, row) in read.ids.iter().zip(&read.rows) {
-        let Row::Live { lane, stalls } = row else { continue };
+        let Row::Live { lane, stalls, ending } = row else { continue };
         let stalls = stalls.saturating_add(1);
         let dies = dies(stalls, max_stalled);
-        if dies {
+        // Leaves for good: dead, or cancelled (asked to stop; never recovered).
+        let gone = dies || ending.cancel;
+        if ending.cancel {
+            cancelled.push((id, ending.keep_or(done_ms)));
+            notices.add(id, ending);
+        } else if dies {
             dead.push(id.clone());
+            notices.add(id, ending);
+            rows.push(Write::SetRow { id: id.clone(), fields: RowFields::Stalled { stalls, dead: true } });
+            rows.push(Write::DropLease { id: id.clone() });
         } else {
             recovered.push(id.clone());
+            rows.push(Write::SetRow { id: id.clone(), fields: RowFields::Stalled { stalls, dead: false } });
+            rows.push(Write::DropLease { id: id.clone() });
         }
-        rows.push(Write::SetRow { id: id.clone(), fields: RowFields::Stalled { stalls, dead: dies } });
-        rows.push(Write::DropLease { id: id.clone() });
         match lane {
-            None if !dies => flat.push(id),
+            None if !gone => flat.push(id),
             None => {}
             Some(l) => {
                 let i = match by_lane.iter().position(|(name, ..)| name == l) {
@@ -43,7 +58,7 @@ pub fn plan(read: &Read, max_stalled: Option<u64>) -> Result<Plan> {
                     }
                 };
                 by_lane[i].2 += 1;
-                if !dies {
+                if !gone {
                     by_lane[i].1.push(id);
                 }
             }
@@ -76,6 +91,7 @@ pub fn plan(read: &Read, max_stalled: Option<u64>) -> Result<Plan> {
         w.push(Write::Bury { at: read.now, ids: Members::of(&dead) });
     }
     w.extend(rows);
+    cancelled_writes(&cancelled, read.now, true, &mut w);
     if !flat.is_empty() {
         w.push(Write::MakeReady { lane: None, ids: Members::of(&flat) });
         offers.wake_flat();
@@ -87,6 +103,7 @@ pub fn plan(read: &Read, max_stalled: Option<u64>) -> Result<Plan> {
         w.push(Write::SetLane { lane: name.to_vec(), field: LaneField::Active(active) });
     }
     offers.writes(&mut w);
+    notices.writes(&mut w);
     Ok(Plan { writes: w, outcome: Outcome::Stalled { recovered, dead } })
 }
 
@@ -98,10 +115,10 @@ pub fn empty_lanes_relied_on(read: &Read, max_stalled: Option<u64>) -> Vec<Vec<u
         .filter(|lane| {
             let (mut left, mut pushed) = (0, 0);
             for row in &read.rows {
-                if let Row::Live { lane: Some(l), stalls } = row {
+                if let Row::Live { lane: Some(l), stalls, ending } = row {
                     if *l == lane.name {
                         left += 1;
-                        pushed += i64::from(!dies(stalls.saturating_add(1), max_stalled));
+                        pushed += i64::from(!dies(stalls.saturating_add(1), max_stalled) && !ending.cancel);
                     }
                 }
             }

@@ -21,8 +21,11 @@
 //!    of the first group, read every lane's control and length; (only when a
 //!    stalled check leaves a lane out of the ring because its list is empty)
 //!    `WATCH` that list and read its length again.
-//! 5. (only when a stalled check makes jobs dead) `WATCH P dead`, read the
-//!    retention and the head of `dead`, for the trim (`retention`).
+//! 5. (only when a stalled check's rows have waiters or a cancel, SPEC §13)
+//!    the inboxes' types, and for a cancel the retention of done rows and
+//!    `P cancelled`'s type (`jobs::ending::Extras`); (only when a stalled
+//!    check makes jobs dead) `WATCH P dead`, read the retention and the head
+//!    of `dead`, for the trim (`retention`).
 //! 6. `MULTI`, the write plan, `EXEC`. (A call of one transaction that kills no
 //!    one may have its guessed plan queued behind step 2's reads:
 //!    `Conversation::expected_exec`.)
@@ -54,6 +57,7 @@ use std::ops::Range;
 
 use crate::clock::parse_clock;
 use crate::error::{Error, Result};
+use crate::jobs::ending::{Ending, Extras, ExtrasRead};
 use crate::jobs::retention;
 use crate::lanes::offer::{LaneCtl, CTL_FIELDS};
 use crate::names::Keys;
@@ -93,6 +97,8 @@ enum Stage {
     },
     /// The lane lists whose emptiness the plan relies on, watched and read again.
     Confirm(Vec<Vec<u8>>),
+    /// The current group's endings need more (`jobs::ending::Extras`): read.
+    Extras(Extras),
     /// The plan makes jobs dead: `dead` watched, the retention and the head of
     /// `dead` read, for the trim (`retention::dead_step`).
     Dead(Plan),
@@ -129,6 +135,8 @@ pub struct Sweep {
     /// The group being applied.
     current: usize,
     part: Part,
+    /// What the current group's endings' extra step read, once it has.
+    part_extras: Option<ExtrasRead>,
     /// What the committed groups took.
     done: Option<Outcome>,
     /// The current group's planned reply, once its plan is built.
@@ -173,6 +181,7 @@ impl Sweep {
             groups: vec![],
             current: 0,
             part: Part::default(),
+            part_extras: None,
             done: None,
             outcome: None,
             guess: None,
@@ -311,7 +320,7 @@ impl Sweep {
     fn fields(&self) -> &'static [&'static str] {
         match self.kind {
             Kind::Promote => &["lane"],
-            Kind::Stalled { .. } => &["lane", "stalls"],
+            Kind::Stalled { .. } => &["lane", "stalls", "wait", "cancel", "keep"],
         }
     }
 
@@ -465,7 +474,7 @@ impl Sweep {
                 // A ghost, a key of another type, or a hash without either: TYPE tells.
                 unsure.push(i);
             }
-            rows.push(Row::Live { lane: lane.map(<[u8]>::to_vec), stalls: 0 });
+            rows.push(Row::Live { lane: lane.map(<[u8]>::to_vec), stalls: 0, ending: Ending::default() });
         }
         match self.probed(ids, [first, last, tail]) {
             Some(true) => {}
@@ -613,10 +622,13 @@ impl Sweep {
         }
     }
 
-    /// A live row from its fields as read (`lane`, then `stalls` for a stalled check).
+    /// A live row from its fields as read (`lane`, then for a stalled check
+    /// `stalls` and the ending fields `wait`, `cancel`, `keep`).
     fn row(fields: &[Option<&[u8]>]) -> Row {
-        let stalls = fields.get(1).copied().flatten().and_then(field_int).unwrap_or(0);
-        Row::Live { lane: fields.first().copied().flatten().map(<[u8]>::to_vec), stalls }
+        let field = |i: usize| fields.get(i).copied().flatten();
+        let stalls = field(1).and_then(field_int).unwrap_or(0);
+        let ending = if fields.len() > 2 { Ending::from_fields(field(2), field(3), field(4)) } else { Ending::default() };
+        Row::Live { lane: field(0).map(<[u8]>::to_vec), stalls, ending }
     }
 
     /// Settles the rows whose `EXISTS` count left them unsure, from their `TYPE`.
@@ -714,6 +726,7 @@ impl Sweep {
 
     /// The first group, from the reads of steps 2 to 4.
     fn first_part(&mut self) -> Result<Step> {
+        self.part_extras = None;
         let r = self.groups[0].clone();
         self.part = if self.groups.len() == 1 {
             // The call's one group: nothing reads the selection again (an abort
@@ -763,6 +776,7 @@ impl Sweep {
     }
 
     fn group_read(&mut self, replies: &[Reply]) -> Result<Step> {
+        self.part_extras = None;
         let r = self.groups[self.current].clone();
         let (ids, old_rows) = (self.read.ids[r.clone()].to_vec(), self.read.rows[r.clone()].to_vec());
         let lane_names = Self::lanes_of(&old_rows);
@@ -870,6 +884,7 @@ impl Sweep {
             lanes: part.lanes,
             types: self.read.types,
             next: self.read.next,
+            extras: self.part_extras,
         }
     }
 
@@ -878,6 +893,20 @@ impl Sweep {
     }
 
     fn plan_part(&mut self) -> Result<Step> {
+        if self.part_extras.is_none() {
+            // The first group of a call in groups reads the extras of every row
+            // selected: bad input present at the call's start writes nothing (SPEC §9).
+            let rows = if self.current == 0 && self.grouped_call() { &self.read.rows } else { &self.part.rows };
+            let extras = Extras::of(rows.iter().filter_map(|r| match r {
+                Row::Live { ending, .. } => Some(ending),
+                Row::Ghost => None,
+            }));
+            if extras.needed() {
+                let step = extras.step(&self.keys);
+                self.stage = Stage::Extras(extras);
+                return Ok(step);
+            }
+        }
         let read = self.part_as_read();
         let relied = match self.kind {
             Kind::Promote => vec![], // every lane it touches gets rows
@@ -981,7 +1010,11 @@ impl Sweep {
     /// plan `build` would make.
     fn guess_plan(&mut self, first: bool) {
         let r = self.groups[self.current].clone();
-        let rows = if first { vec![Row::Live { lane: None, stalls: 0 }; r.len()] } else { self.read.rows[r.clone()].to_vec() };
+        let rows = if first {
+            vec![Row::Live { lane: None, stalls: 0, ending: Ending::default() }; r.len()]
+        } else {
+            self.read.rows[r.clone()].to_vec()
+        };
         if !first && !Self::lanes_of(&rows).is_empty() {
             return;
         }
@@ -994,6 +1027,7 @@ impl Sweep {
             lanes: vec![],
             types: Types::ALL,
             next: self.read.next,
+            extras: None,
         };
         self.guess = self.plan(&read).ok().map(|p| (read, p));
     }
@@ -1069,6 +1103,10 @@ impl Sweep {
                 } else {
                     Err(Error::conflict(self.verb(), "a lane it found empty got work before the watch"))
                 }
+            }
+            Stage::Extras(extras) => {
+                self.part_extras = Some(extras.parse(self.verb(), &self.keys, replies)?);
+                self.plan_part()
             }
             Stage::Dead(plan) => self.dead_read(plan, replies),
             Stage::Exec => Err(self.host_error("a read was fed after the plan was built")),

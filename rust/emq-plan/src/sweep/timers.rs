@@ -370,9 +370,26 @@ mod tests {
     #[test]
     fn the_row_is_the_one_add_writes_for_the_id_due_at_the_tick() {
         let (_, w, _) = run(2_000, &[("tick:s", 2_000)], &[Some(every(1_000, Missed::Latest, false))], Some(&[false]));
-        let job = NewJob { id: Some(b"schedule:s:2000".to_vec()), data: b"d".to_vec(), when: When::At(2_000), lane: None, max_attempts: 3 };
-        let want =
-            NewRow { ready: true, data: b"d".to_vec(), due: 2_000, max_attempts: 3, created: 2_000, digest: digest_hex(&job), lane: None };
+        let job = NewJob {
+            id: Some(b"schedule:s:2000".to_vec()),
+            data: b"d".to_vec(),
+            when: When::At(2_000),
+            lane: None,
+            max_attempts: 3,
+            keep: None,
+            unique: None,
+        };
+        let want = NewRow {
+            ready: true,
+            data: b"d".to_vec(),
+            due: 2_000,
+            max_attempts: 3,
+            created: 2_000,
+            digest: digest_hex(&job),
+            lane: None,
+            keep: None,
+            unique: None,
+        };
         assert_eq!(w[0], Write::SetRow { id: b"schedule:s:2000".to_vec(), fields: RowFields::New(Box::new(want)) });
     }
 

@@ -2,6 +2,7 @@
 //! selected, the lanes and lists it touches, the write plan and the reply. Shared
 //! by the plans (`promote`, `stalled`) and the conversation that reads for them.
 
+use crate::jobs::ending::{Ending, ExtrasRead};
 use crate::lanes::offer::LaneCtl;
 use crate::protocol::write::Write;
 
@@ -43,10 +44,12 @@ pub enum Outcome {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Row {
     Ghost,
-    /// `lane: None`: a flat row.
+    /// `lane: None`: a flat row. `ending`: what a stalled check reads of its
+    /// waiters, cancel and keep (`jobs::ending`; a promote reads none).
     Live {
         lane: Option<Vec<u8>>,
         stalls: i64,
+        ending: Ending,
     },
 }
 
@@ -89,6 +92,9 @@ pub struct Read {
     /// it, `None` when the zset holds nothing past the selection, and `now`
     /// itself when the selection was all due (more may be).
     pub next: Option<f64>,
+    /// What the endings' extra step read (`jobs::ending::Extras`), when rows
+    /// have waiters or a cancel: the policy a cancelled row is kept by.
+    pub extras: Option<ExtrasRead>,
 }
 
 impl Read {

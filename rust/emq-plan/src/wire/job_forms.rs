@@ -6,39 +6,54 @@
 //! `EMQ.CLAIM 1 <P>pending <P> <n> <lease_ms> <token>…` (exactly `n` tokens,
 //! made by the caller: a lease's proof, 128 random bits)
 //!
-//! `EMQ.COMPLETE 1 <P>active <P> <id> <token> <lane>…` (a triple a job; lane
-//! empty for none)
+//! `EMQ.COMPLETE 1 <P>active <P> v2 <id> <token> <lane> <result>…` (four
+//! arguments a job; lane empty for none; `result` is `n` for none or `v` and
+//! the value's bytes)
 //!
-//! `EMQ.ADD 1 <P>schedule <P> <tag> <seq> <id> <data> <when> <lane> <max_attempts>…`
-//! (five arguments a job: id empty for one the plan makes from the caller's
-//! `tag` and `seq`, so a replica or the AOF replays the very ids handed out;
-//! `when` is `d<ms>`, a delay, or `a<ms>`, a due time; lane empty for none)
+//! `EMQ.ADD 1 <P>schedule <P> v2 <tag> <seq> <id> <data> <when> <lane>
+//! <max_attempts> <keep> <unique_key> <unique_ms>…` (eight arguments a job: id
+//! empty for one the plan makes from the caller's `tag` and `seq`, so a replica
+//! or the AOF replays the very ids handed out; `when` is `d<ms>`, a delay, or
+//! `a<ms>`, a due time; lane empty for none; `keep` empty for none, else the
+//! job's own retention in ms, `-1` forever; `unique_key` and `unique_ms` empty
+//! for none, else the uniqueness key and its window in ms)
 //!
 //! `EMQ.EXTEND 1 <P>active <P> <lease_ms> <id> <token> <lane>…` (the leases of a
-//! worker's running jobs, `extend_many`: a triple a job, as for `EMQ.COMPLETE`)
+//! worker's running jobs, `extend_many`: a triple a job)
 //!
-//! `EMQ.SETTLE 1 <P>active <P> <id> <token> <lane> <fate> <error>…` (a group
-//! commit of completes and fails, `settle_many`: five arguments a job; `fate` is
-//! `c` to complete, `r<ms>` to fail with that retry delay, `b<unit>` to fail with
-//! the backoff, `unit` the jitter's draw in millionths; `error` empty for a
-//! complete)
+//! `EMQ.SETTLE 1 <P>active <P> v2 <id> <token> <lane> <fate> <a> <b> <c>…` (a
+//! group commit of completes and fails, `settle_many`: seven arguments a job;
+//! `fate` is `c` to complete, `r<ms>` to fail with that retry delay, `b<unit>`
+//! to fail with the backoff, `unit` the jitter's draw in millionths; a complete's
+//! `a` is its result as in `EMQ.COMPLETE`, `b` and `c` empty; a fail's `a` is its
+//! error, `b` its error type and `c` its traceback, each `n` or `v` and the bytes)
+//!
+//! **Versions.** The forms that carry results and errors (SPEC §13) say their
+//! version, `v2`, after the prefix; the module refuses a form without it (a
+//! client of an older emq: `EMQARG … version`), and an older module refuses
+//! this one (its argument checks fail: `tag`, the jobs' count), so a client and
+//! a module of different versions never settle jobs by a misread form.
 
 use crate::batch::extend_many::{Held, EXTEND_MAX};
 use crate::batch::settle_many::Fate;
 use crate::error::{Error, Result};
-use crate::jobs::add::{NewJob, When, ADD};
+use crate::jobs::add::{NewJob, Unique, When, ADD};
 use crate::jobs::claim::{CLAIM, MAX_CLAIM};
 use crate::jobs::settle::{COMPLETE, EXTEND, FAIL};
 use crate::names::Keys;
 use crate::numbers::{count_arg, decimal, signed_decimal, MAX_MS};
 use crate::protocol::cmd::Cmd;
+use crate::protocol::write::ErrorDetail;
 use crate::wire::routing::queue_of;
+
+/// The version of the forms that carry results and errors.
+pub const FORM_VERSION: &[u8] = b"v2";
 
 /// A worker's call in its wire form (`parse_job`).
 #[derive(Clone, Debug, PartialEq)]
 pub enum JobRequest {
     Claim { queue: Vec<u8>, n: u64, lease_ms: u64, tokens: Vec<Vec<u8>> },
-    Complete { queue: Vec<u8>, jobs: Vec<Held> },
+    Complete { queue: Vec<u8>, jobs: Vec<(Held, Option<Vec<u8>>)> },
     Extend { queue: Vec<u8>, lease_ms: u64, jobs: Vec<Held> },
     Add { queue: Vec<u8>, gen: (u32, u64), jobs: Vec<NewJob> },
     Settle { queue: Vec<u8>, jobs: Vec<(Held, Fate)> },
@@ -71,16 +86,31 @@ pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
     };
     let shape = match verb {
         CLAIM => "1 key, the prefix, n, lease_ms and n tokens",
-        ADD => "1 key, the prefix, the id tag and sequence, and an id, data, when, lane and max_attempts a job",
-        SETTLE => "1 key, the prefix and an id, token, lane, fate and error a job",
+        ADD => "1 key, the prefix, v2, the id tag and sequence, and an id, data, when, lane, max_attempts, keep, unique_key and unique_ms a job",
+        SETTLE => "1 key, the prefix, v2 and an id, token, lane, fate and three values a job",
         EXTEND => "1 key, the prefix, lease_ms and an id, token and lane a job",
-        _ => "1 key, the prefix and an id, token and lane a job",
+        _ => "1 key, the prefix, v2 and an id, token, lane and result a job",
     };
     if tail.len() < 3 || tail[0] != b"1" {
         return Err(Error::layout(verb, format!("expected {shape}")));
     }
-    let argv = &tail[3..];
+    let mut argv = &tail[3..];
     let queue = queue_of(verb, tail[2], &tail[1..2], &[suffix])?.to_vec();
+    if matches!(verb, ADD | SETTLE | COMPLETE) {
+        if argv.is_empty() {
+            return Err(Error::layout(verb, format!("expected {shape}")));
+        }
+        match argv.split_first() {
+            Some((v, rest)) if *v == FORM_VERSION => argv = rest,
+            _ => {
+                return Err(Error::argument(
+                    verb,
+                    "version",
+                    "must be v2 after the prefix (this module's form: the client and the module are of different emq versions)",
+                ))
+            }
+        }
+    }
     if verb == CLAIM {
         let [n, lease_ms, tokens @ ..] = argv else { return Err(Error::layout(verb, format!("expected {shape}"))) };
         let n = count_arg(n, false).filter(|&n| n <= MAX_CLAIM);
@@ -105,7 +135,43 @@ pub fn parse_job(args: &[&[u8]]) -> Result<JobRequest> {
         let lease_ms = count_arg(lease_ms, false).ok_or_else(|| Error::argument(verb, "lease_ms", "must be a positive integer"))?;
         return Ok(JobRequest::Extend { queue, lease_ms, jobs: held_triples(verb, jobs, shape)? });
     }
-    Ok(JobRequest::Complete { queue, jobs: held_triples(verb, argv, shape)? })
+    Ok(JobRequest::Complete { queue, jobs: completes(argv, shape)? })
+}
+
+/// A value that may be absent, as the forms carry it: `n` for none, `v` and its bytes.
+fn optional_value(verb: &str, name: &str, v: &[u8]) -> Result<Option<Vec<u8>>> {
+    match v.split_first() {
+        Some((b'n', [])) => Ok(None),
+        Some((b'v', bytes)) => Ok(Some(bytes.to_vec())),
+        _ => Err(Error::argument(verb, name, "must be n (none) or v and the value")),
+    }
+}
+
+/// [`optional_value`]'s form of `v`.
+fn value_arg(c: Cmd, v: Option<&[u8]>) -> Cmd {
+    match v {
+        None => c.arg("n"),
+        Some(bytes) => c.arg_parts(&[b"v", bytes]),
+    }
+}
+
+/// `EMQ.COMPLETE`'s jobs: an id, a token, a lane (empty for none) and a result each.
+fn completes(argv: &[&[u8]], shape: &str) -> Result<Vec<(Held, Option<Vec<u8>>)>> {
+    if argv.is_empty() || !argv.len().is_multiple_of(4) {
+        return Err(Error::layout(COMPLETE, format!("expected {shape}")));
+    }
+    if argv.len() / 4 > EXTEND_MAX {
+        return Err(Error::argument(COMPLETE, "jobs", format!("at most {EXTEND_MAX} a call")));
+    }
+    argv.chunks_exact(4)
+        .map(|j| {
+            if j[1].is_empty() {
+                return Err(Error::argument(COMPLETE, "token", "must not be empty"));
+            }
+            let held = Held { id: j[0].to_vec(), token: j[1].to_vec(), lane: (!j[2].is_empty()).then(|| j[2].to_vec()) };
+            Ok((held, optional_value(COMPLETE, "result", j[3])?))
+        })
+        .collect()
 }
 
 /// `EMQ.COMPLETE`'s and `EMQ.EXTEND`'s jobs: an id, a token and a lane (empty for none) each.
@@ -126,30 +192,38 @@ fn held_triples(verb: &'static str, argv: &[&[u8]], shape: &str) -> Result<Vec<H
         .collect()
 }
 
-/// `EMQ.SETTLE`'s arguments after the prefix: five a job. What `SettleMany::new`
-/// checks (ids, none twice) it leaves to it.
+/// `EMQ.SETTLE`'s arguments after the version: seven a job. What `SettleMany::new`
+/// checks (ids, none twice, sizes) it leaves to it.
 fn parse_settle(queue: Vec<u8>, argv: &[&[u8]], shape: &str) -> Result<JobRequest> {
-    if argv.is_empty() || !argv.len().is_multiple_of(5) {
+    if argv.is_empty() || !argv.len().is_multiple_of(7) {
         return Err(Error::layout(SETTLE, format!("expected {shape}")));
     }
-    if argv.len() / 5 > EXTEND_MAX {
+    if argv.len() / 7 > EXTEND_MAX {
         return Err(Error::argument(SETTLE, "jobs", format!("at most {EXTEND_MAX} a call")));
     }
     let jobs = argv
-        .chunks_exact(5)
+        .chunks_exact(7)
         .map(|j| {
+            let fail = |retry_in_ms, jitter| -> Result<Fate> {
+                let detail = ErrorDetail {
+                    error_type: optional_value(FAIL, "error_type", j[5])?,
+                    traceback: optional_value(FAIL, "traceback", j[6])?,
+                };
+                let detail = (detail.error_type.is_some() || detail.traceback.is_some()).then(|| Box::new(detail));
+                Ok(Fate::Fail { error: j[4].to_vec(), retry_in_ms, jitter, detail })
+            };
             let fate = match j[3].split_first() {
-                Some((b'c', [])) => Some(Fate::Complete),
-                Some((b'r', ms)) => decimal::<u64>(ms).map(|ms| Fate::Fail { error: j[4].to_vec(), retry_in_ms: Some(ms), jitter: 0.0 }),
-                Some((b'b', unit)) => decimal::<u64>(unit).filter(|&u| u < 1_000_000).map(|u| Fate::Fail {
-                    error: j[4].to_vec(),
-                    retry_in_ms: None,
-                    jitter: u as f64 / 1e6,
-                }),
+                Some((b'c', [])) if j[5].is_empty() && j[6].is_empty() => {
+                    Some(Fate::Complete { result: optional_value(COMPLETE, "result", j[4])? })
+                }
+                Some((b'r', ms)) => decimal::<u64>(ms).map(|ms| fail(Some(ms), 0.0)).transpose()?,
+                Some((b'b', unit)) => decimal::<u64>(unit).filter(|&u| u < 1_000_000).map(|u| fail(None, u as f64 / 1e6)).transpose()?,
                 _ => None,
             };
-            let fate = fate.ok_or_else(|| Error::argument(SETTLE, "fate", "must be c, r<retry ms> or b<jitter in millionths>"))?;
-            let verb = if fate == Fate::Complete { COMPLETE } else { FAIL };
+            let fate = fate.ok_or_else(|| {
+                Error::argument(SETTLE, "fate", "must be c (with a result and two empty values), r<retry ms> or b<jitter in millionths>")
+            })?;
+            let verb = if matches!(fate, Fate::Complete { .. }) { COMPLETE } else { FAIL };
             if j[1].is_empty() {
                 return Err(Error::argument(verb, "token", "must not be empty"));
             }
@@ -159,18 +233,19 @@ fn parse_settle(queue: Vec<u8>, argv: &[&[u8]], shape: &str) -> Result<JobReques
     Ok(JobRequest::Settle { queue, jobs })
 }
 
-/// `EMQ.ADD`'s arguments after the prefix: the id tag and sequence, then five a
-/// job. What `Add::new` checks (ids, lanes, `max_attempts` of 0) it leaves to it.
+/// `EMQ.ADD`'s arguments after the version: the id tag and sequence, then
+/// eight a job. What `Add::new` checks (ids, lanes, `max_attempts` of 0, keys,
+/// windows and keeps in range) it leaves to it.
 fn parse_add(queue: Vec<u8>, argv: &[&[u8]], shape: &str) -> Result<JobRequest> {
     let [tag, seq, jobs @ ..] = argv else { return Err(Error::layout(ADD, format!("expected {shape}"))) };
-    if jobs.is_empty() || jobs.len() % 5 != 0 {
+    if jobs.is_empty() || jobs.len() % 8 != 0 {
         return Err(Error::layout(ADD, format!("expected {shape}")));
     }
     let tag = count_arg(tag, true).and_then(|t| u32::try_from(t).ok());
     let tag = tag.ok_or_else(|| Error::argument(ADD, "tag", "must be an integer from 0 to 4294967295"))?;
     let seq = decimal::<u64>(seq).ok_or_else(|| Error::argument(ADD, "seq", "must be a non-negative integer"))?;
     let jobs = jobs
-        .chunks_exact(5)
+        .chunks_exact(8)
         .map(|j| {
             // Any delay or due time the plan takes (the row's digest is of the value given).
             let when = match j[2].split_first() {
@@ -181,12 +256,26 @@ fn parse_add(queue: Vec<u8>, argv: &[&[u8]], shape: &str) -> Result<JobRequest> 
             let when = when.ok_or_else(|| Error::argument(ADD, "when", "must be d<delay ms> or a<due ms>"))?;
             let max_attempts = count_arg(j[4], true).and_then(|n| u32::try_from(n).ok());
             let max_attempts = max_attempts.ok_or_else(|| Error::argument(ADD, "max_attempts", "must be a positive integer"))?;
+            let keep = match j[5] {
+                b"" => None,
+                k => Some(signed_decimal(k).ok_or_else(|| Error::argument(ADD, "keep", "must be empty or an integer (ms, -1: forever)"))?),
+            };
+            let unique = match (j[6], j[7]) {
+                (b"", b"") => None,
+                (key, ms) => {
+                    let window_ms = decimal::<u64>(ms)
+                        .ok_or_else(|| Error::argument(ADD, "unique_ms", "must be a positive integer with a unique_key"))?;
+                    Some(Unique { key: key.to_vec(), window_ms })
+                }
+            };
             Ok(NewJob {
                 id: (!j[0].is_empty()).then(|| j[0].to_vec()),
                 data: j[1].to_vec(),
                 when,
                 lane: (!j[3].is_empty()).then(|| j[3].to_vec()),
                 max_attempts,
+                keep,
+                unique,
             })
         })
         .collect::<Result<Vec<_>>>()?;
@@ -196,7 +285,8 @@ fn parse_add(queue: Vec<u8>, argv: &[&[u8]], shape: &str) -> Result<JobRequest> 
 /// `EMQ.ADD`, as the client host sends it (`gen`: the id tag and the first
 /// sequence number of the ids the plan makes).
 pub fn add_cmd(keys: &Keys, gen: (u32, u64), jobs: &[NewJob]) -> Cmd {
-    let mut c = Cmd::new(ADD).arg("1").arg(keys.schedule()).arg(&keys.prefix).arg_int(i64::from(gen.0)).arg(gen.1.to_string());
+    let mut c = Cmd::new(ADD).arg("1").arg(keys.schedule()).arg(&keys.prefix).arg(FORM_VERSION);
+    c = c.arg_int(i64::from(gen.0)).arg(gen.1.to_string());
     for j in jobs {
         let when = match j.when {
             When::Delay(ms) => format!("d{ms}"),
@@ -204,6 +294,14 @@ pub fn add_cmd(keys: &Keys, gen: (u32, u64), jobs: &[NewJob]) -> Cmd {
         };
         c = c.arg(j.id.as_deref().unwrap_or_default()).arg(&j.data).arg(when).arg(j.lane.as_deref().unwrap_or_default());
         c = c.arg_int(i64::from(j.max_attempts));
+        c = match j.keep {
+            Some(k) => c.arg_int(k),
+            None => c.arg(""),
+        };
+        c = match &j.unique {
+            Some(u) => c.arg(&u.key).arg(u.window_ms.to_string()),
+            None => c.arg("").arg(""),
+        };
     }
     c
 }
@@ -218,8 +316,13 @@ pub fn claim_cmd(keys: &Keys, n: u64, lease_ms: u64, tokens: &[Vec<u8>]) -> Cmd 
 }
 
 /// `EMQ.COMPLETE`, as the client host sends it.
-pub fn complete_cmd(keys: &Keys, jobs: &[Held]) -> Cmd {
-    with_triples(Cmd::new(COMPLETE).arg("1").arg(keys.active()).arg(&keys.prefix), jobs)
+pub fn complete_cmd(keys: &Keys, jobs: &[(Held, Option<Vec<u8>>)]) -> Cmd {
+    let mut c = Cmd::new(COMPLETE).arg("1").arg(keys.active()).arg(&keys.prefix).arg(FORM_VERSION);
+    for (j, result) in jobs {
+        c = c.arg(&j.id).arg(&j.token).arg(j.lane.as_deref().unwrap_or_default());
+        c = value_arg(c, result.as_deref());
+    }
+    c
 }
 
 /// `EMQ.EXTEND`, as the client host sends it; the lease capped as `claim_cmd`
@@ -239,13 +342,21 @@ fn with_triples(mut c: Cmd, jobs: &[Held]) -> Cmd {
 /// `EMQ.SETTLE`, as the client host sends it. A backoff's jitter goes in
 /// millionths, as the module reads it back.
 pub fn settle_cmd(keys: &Keys, jobs: &[(Held, Fate)]) -> Cmd {
-    let mut c = Cmd::new(SETTLE).arg("1").arg(keys.active()).arg(&keys.prefix);
+    let mut c = Cmd::new(SETTLE).arg("1").arg(keys.active()).arg(&keys.prefix).arg(FORM_VERSION);
     for (j, fate) in jobs {
         c = c.arg(&j.id).arg(&j.token).arg(j.lane.as_deref().unwrap_or_default());
         c = match fate {
-            Fate::Complete => c.arg("c").arg(""),
-            Fate::Fail { error, retry_in_ms: Some(ms), .. } => c.arg(format!("r{ms}")).arg(error),
-            Fate::Fail { error, retry_in_ms: None, jitter } => c.arg(format!("b{}", micros(*jitter))).arg(error),
+            Fate::Complete { result } => value_arg(c.arg("c"), result.as_deref()).arg("").arg(""),
+            Fate::Fail { error, retry_in_ms, jitter, detail } => {
+                let fate = match retry_in_ms {
+                    Some(ms) => format!("r{ms}"),
+                    None => format!("b{}", micros(*jitter)),
+                };
+                let d = detail.as_deref();
+                let c = c.arg(fate).arg(error);
+                let c = value_arg(c, d.and_then(|d| d.error_type.as_deref()));
+                value_arg(c, d.and_then(|d| d.traceback.as_deref()))
+            }
         };
     }
     c
@@ -275,6 +386,8 @@ mod tests {
             when,
             lane: lane.map(<[u8]>::to_vec),
             max_attempts: 3,
+            keep: None,
+            unique: None,
         };
         let jobs = vec![
             job(None, When::Delay(0), None),
@@ -282,34 +395,42 @@ mod tests {
             job(None, When::At(i64::MIN), None),
             job(None, When::At(i64::MAX), Some(b"\xfe")),
             job(None, When::At(-5), None),
+            NewJob { keep: Some(-1), unique: Some(Unique { key: b"k \xff".to_vec(), window_ms: 1 }), ..job(None, When::Delay(1), None) },
+            NewJob { keep: Some(0), unique: Some(Unique { key: b"k".to_vec(), window_ms: u64::MAX }), ..job(None, When::Delay(1), None) },
+            NewJob { keep: Some(i64::MIN), ..job(None, When::Delay(1), None) },
         ];
         for gen in [(0, 0), (u32::MAX, u64::MAX)] {
             let r = parse_job(&add_cmd(&keys, gen, &jobs).to_args()).unwrap();
             assert_eq!(r, JobRequest::Add { queue: b"orders".to_vec(), gen, jobs: jobs.clone() });
         }
         let ids = vec![b"a".to_vec(), b"\xff".to_vec()];
-        assert_eq!(parse_added(&added_reply(&ids), 2).unwrap(), ids);
-        assert!(parse_added(&added_reply(&ids), 3).is_err());
+        assert_eq!(parse_added(&added_reply(&ids, &[true, false]), 2).unwrap(), (ids.clone(), vec![true, false]));
+        assert!(parse_added(&added_reply(&ids, &[true, true]), 3).is_err());
     }
 
     #[test]
     fn an_add_of_the_wrong_shape_or_values_is_refused() {
-        let head = "EMQ.ADD 1 emq:{o}:schedule emq:{o}:";
+        let head = "EMQ.ADD 1 emq:{o}:schedule emq:{o}: v2";
         for (tail, kind, name) in [
             ("1 0", ErrorKind::Layout, "expected"),
-            ("1 0 a d d0 l", ErrorKind::Layout, "expected"),
-            ("x 0 a d d0 l 1", ErrorKind::Argument, "tag"),
-            ("4294967296 0 a d d0 l 1", ErrorKind::Argument, "tag"),
-            ("1 -1 a d d0 l 1", ErrorKind::Argument, "seq"),
-            ("1 0 a d x0 l 1", ErrorKind::Argument, "when"),
-            ("1 0 a d d-1 l 1", ErrorKind::Argument, "when"),
-            ("1 0 a d a l 1", ErrorKind::Argument, "when"),
-            ("1 0 a d d18446744073709551616 l 1", ErrorKind::Argument, "when"),
-            ("1 0 a d d0 l x", ErrorKind::Argument, "max_attempts"),
+            ("1 0 a d d0 l 1", ErrorKind::Layout, "expected"),
+            ("x 0 a d d0 l 1   ", ErrorKind::Argument, "tag"),
+            ("4294967296 0 a d d0 l 1   ", ErrorKind::Argument, "tag"),
+            ("1 -1 a d d0 l 1   ", ErrorKind::Argument, "seq"),
+            ("1 0 a d x0 l 1   ", ErrorKind::Argument, "when"),
+            ("1 0 a d d-1 l 1   ", ErrorKind::Argument, "when"),
+            ("1 0 a d a l 1   ", ErrorKind::Argument, "when"),
+            ("1 0 a d d18446744073709551616 l 1   ", ErrorKind::Argument, "when"),
+            ("1 0 a d d0 l x   ", ErrorKind::Argument, "max_attempts"),
+            ("1 0 a d d0 l 1 x  ", ErrorKind::Argument, "keep"),
+            ("1 0 a d d0 l 1  k ", ErrorKind::Argument, "unique_ms"),
+            ("1 0 a d d0 l 1  k -5", ErrorKind::Argument, "unique_ms"),
         ] {
             refused(&format!("{head} {tail}"), kind, name);
         }
-        refused("EMQ.ADD 1 emq:{o}:pending emq:{o}: 1 0 a d d0 l 1", ErrorKind::Layout, "key");
+        refused("EMQ.ADD 1 emq:{o}:pending emq:{o}: v2 1 0 a d d0 l 1   ", ErrorKind::Layout, "key");
+        // A form of another version (an older client's): refused, naming the version.
+        refused("EMQ.ADD 1 emq:{o}:schedule emq:{o}: 1 0 a d d0 l 1", ErrorKind::Argument, "version");
     }
 
     #[test]
@@ -329,8 +450,16 @@ mod tests {
             Held { id: b"a".to_vec(), token: b"t".to_vec(), lane: None },
             Held { id: b"\xff".to_vec(), token: b"u".to_vec(), lane: Some(b"l".to_vec()) },
         ];
-        let c = complete_cmd(&keys, &jobs);
-        assert_eq!(parse_job(&c.to_args()).unwrap(), JobRequest::Complete { queue: b"orders".to_vec(), jobs: jobs.clone() });
+        let done: Vec<(Held, Option<Vec<u8>>)> = jobs.iter().cloned().zip([None, Some(b"\x00{}".to_vec())]).collect();
+        let c = complete_cmd(&keys, &done);
+        assert_eq!(parse_job(&c.to_args()).unwrap(), JobRequest::Complete { queue: b"orders".to_vec(), jobs: done.clone() });
+        let empty = vec![(jobs[0].clone(), Some(vec![]))];
+        let c = complete_cmd(&keys, &empty);
+        assert_eq!(
+            parse_job(&c.to_args()).unwrap(),
+            JobRequest::Complete { queue: b"orders".to_vec(), jobs: empty },
+            "an empty result is one"
+        );
         let c = extend_cmd(&keys, 30_000, &jobs);
         assert_eq!(
             parse_job(&c.to_args()).unwrap(),
@@ -364,11 +493,18 @@ mod tests {
     #[test]
     fn a_settle_parses_as_the_host_builds_it_and_refuses_bad_fates() {
         let keys = Keys::new(b"orders");
-        let fail = |retry_in_ms, jitter| Fate::Fail { error: b"e\xff".to_vec(), retry_in_ms, jitter };
+        let fail = |retry_in_ms, jitter| Fate::Fail { error: b"e\xff".to_vec(), retry_in_ms, jitter, detail: None };
+        let detail = |error_type: Option<&[u8]>, traceback: Option<&[u8]>| {
+            Some(Box::new(ErrorDetail { error_type: error_type.map(<[u8]>::to_vec), traceback: traceback.map(<[u8]>::to_vec) }))
+        };
+        let held = |id: &[u8]| Held { id: id.to_vec(), token: b"t".to_vec(), lane: None };
         let jobs = vec![
-            (Held { id: b"a".to_vec(), token: b"t".to_vec(), lane: None }, Fate::Complete),
+            (Held { id: b"a".to_vec(), token: b"t".to_vec(), lane: None }, Fate::COMPLETE),
             (Held { id: b"\xff".to_vec(), token: b"u".to_vec(), lane: Some(b"l".to_vec()) }, fail(Some(0), 0.0)),
             (Held { id: b"c".to_vec(), token: b"v".to_vec(), lane: None }, fail(None, 0.25)),
+            (held(b"d"), Fate::Complete { result: Some(b"n".to_vec()) }),
+            (held(b"e"), Fate::Fail { error: b"e".to_vec(), retry_in_ms: Some(5), jitter: 0.0, detail: detail(Some(b"m.E"), None) }),
+            (held(b"f"), Fate::Fail { error: vec![], retry_in_ms: None, jitter: 0.5, detail: detail(None, Some(b"")) }),
         ];
         let c = settle_cmd(&keys, &jobs);
         assert_eq!(parse_job(&c.to_args()).unwrap(), JobRequest::Settle { queue: b"orders".to_vec(), jobs });
@@ -376,22 +512,28 @@ mod tests {
         for u in [0, 1, 3, 7, 123_457, 999_999] {
             assert_eq!(micros(u as f64 / 1e6), u, "a draw read from the wire goes back as it came");
         }
-        let head = "EMQ.SETTLE 1 emq:{o}:active emq:{o}:";
+        let head = "EMQ.SETTLE 1 emq:{o}:active emq:{o}: v2";
         for (tail, kind, name) in [
-            ("a t l c", ErrorKind::Layout, "expected"),
-            ("a t l x e", ErrorKind::Argument, "fate"),
-            ("a t l c1 e", ErrorKind::Argument, "fate"),
-            ("a t l r-1 e", ErrorKind::Argument, "fate"),
-            ("a t l b1000000 e", ErrorKind::Argument, "fate"),
+            ("a t l c n ", ErrorKind::Layout, "expected"),
+            ("a t l x e n n", ErrorKind::Argument, "fate"),
+            ("a t l c1 e n n", ErrorKind::Argument, "fate"),
+            ("a t l r-1 e n n", ErrorKind::Argument, "fate"),
+            ("a t l b1000000 e n n", ErrorKind::Argument, "fate"),
+            ("a t l c n n n", ErrorKind::Argument, "fate"),
+            ("a t l c x  ", ErrorKind::Argument, "result"),
+            ("a t l r0 e x n", ErrorKind::Argument, "error_type"),
+            ("a t l r0 e n ", ErrorKind::Argument, "traceback"),
         ] {
             refused(&format!("{head} {tail}"), kind, name);
         }
-        refused("EMQ.SETTLE 1 emq:{o}:pending emq:{o}: a t l c e", ErrorKind::Layout, "key");
-        let e = parse_job(&[b"EMQ.SETTLE", b"1", b"emq:{o}:active", b"emq:{o}:", b"a", b"", b"", b"r0", b"e"]).unwrap_err();
+        refused("EMQ.SETTLE 1 emq:{o}:pending emq:{o}: v2 a t l c n  ", ErrorKind::Layout, "key");
+        refused("EMQ.SETTLE 1 emq:{o}:active emq:{o}: a t l c e", ErrorKind::Argument, "version");
+        let e =
+            parse_job(&[b"EMQ.SETTLE", b"1", b"emq:{o}:active", b"emq:{o}:", b"v2", b"a", b"", b"", b"r0", b"e", b"n", b"n"]).unwrap_err();
         assert!(e.message.contains("EMQ.FAIL") && e.message.contains("token"), "{e:?}");
-        let answers = [Settled::Refused, Settled::Completed, Settled::Retrying, Settled::Dead];
-        assert_eq!(parse_settled(&settled_reply(&answers), 4).unwrap(), answers);
-        assert!(parse_settled(&Reply::Array(vec![Reply::Int(4)]), 1).is_err());
+        let answers = [Settled::Refused, Settled::Completed, Settled::Retrying, Settled::Dead, Settled::Cancelled];
+        assert_eq!(parse_settled(&settled_reply(&answers), 5).unwrap(), answers);
+        assert!(parse_settled(&Reply::Array(vec![Reply::Int(5)]), 1).is_err());
     }
 
     #[test]
@@ -406,12 +548,14 @@ mod tests {
             ("EMQ.CLAIM 1 emq:{o}:pending emq:{o}: 1 0 t", ErrorKind::Argument, "lease_ms"),
             ("EMQ.CLAIM 1 emq:{o}:pending emq:{o}: 1", ErrorKind::Layout, "expected"),
             ("EMQ.COMPLETE 1 emq:{o}:active emq:{o}:", ErrorKind::Layout, "expected"),
-            ("EMQ.COMPLETE 1 emq:{o}:active emq:{o}: a t", ErrorKind::Layout, "expected"),
-            ("EMQ.COMPLETE 1 emq:{o}:pending emq:{o}: a t l", ErrorKind::Layout, "key"),
+            ("EMQ.COMPLETE 1 emq:{o}:active emq:{o}: v2 a t l", ErrorKind::Layout, "expected"),
+            ("EMQ.COMPLETE 1 emq:{o}:active emq:{o}: v2 a t l x", ErrorKind::Argument, "result"),
+            ("EMQ.COMPLETE 1 emq:{o}:active emq:{o}: a t l n", ErrorKind::Argument, "version"),
+            ("EMQ.COMPLETE 1 emq:{o}:pending emq:{o}: v2 a t l n", ErrorKind::Layout, "key"),
         ] {
             refused(bad, kind, name);
         }
-        let e = parse_job(&[b"EMQ.COMPLETE", b"1", b"emq:{o}:active", b"emq:{o}:", b"a", b"", b""]).unwrap_err();
+        let e = parse_job(&[b"EMQ.COMPLETE", b"1", b"emq:{o}:active", b"emq:{o}:", b"v2", b"a", b"", b"", b"n"]).unwrap_err();
         assert_eq!((e.kind, e.message.contains("token")), (ErrorKind::Argument, true), "{e}");
     }
 

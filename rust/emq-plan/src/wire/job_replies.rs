@@ -1,9 +1,11 @@
 //! The replies of a worker's module commands, as the module gives them and the
 //! client host reads them back: `EMQ.CLAIM` the jobs taken, each `[id, data,
 //! lane or nil, attempts, max_attempts, token, deadline]`; `EMQ.COMPLETE` and
-//! `EMQ.EXTEND` a 1 (done, extended) or 0 (refused: the lease was lost) a job;
-//! `EMQ.SETTLE` a 0 (refused), 1 (done), 2 (scheduled) or 3 (dead) a job;
-//! `EMQ.ADD` the jobs' ids.
+//! `EMQ.EXTEND` a 1 (done or cancelled, extended) or 0 (refused: the lease was
+//! lost) a job; `EMQ.SETTLE` a 0 (refused), 1 (done), 2 (scheduled), 3 (dead)
+//! or 4 (cancelled: it had been asked to stop) a job; `EMQ.ADD` a pair a job,
+//! its id and 1 when the call added it (0: it had landed already, or its
+//! uniqueness key named another job, whose id it is).
 
 use crate::error::{Error, Result};
 use crate::jobs::add::ADD;
@@ -12,16 +14,23 @@ use crate::jobs::settle::Settled;
 use crate::protocol::reply::Reply;
 use crate::wire::job_forms::SETTLE;
 
-/// `EMQ.ADD`'s reply: the jobs' ids.
-pub fn added_reply(ids: &[Vec<u8>]) -> Reply {
-    Reply::Array(ids.iter().map(|id| Reply::Bulk(id.clone())).collect())
+/// `EMQ.ADD`'s reply: each job's id, and whether the call added it.
+pub fn added_reply(ids: &[Vec<u8>], created: &[bool]) -> Reply {
+    Reply::Array(ids.iter().zip(created).map(|(id, &c)| Reply::Array(vec![Reply::Bulk(id.clone()), Reply::Int(i64::from(c))])).collect())
 }
 
-/// The ids of `EMQ.ADD`'s reply (`added_reply`), `n` of them.
-pub fn parse_added(reply: &Reply, n: usize) -> Result<Vec<Vec<u8>>> {
+/// The ids and whether each was added, of `EMQ.ADD`'s reply (`added_reply`), `n` of them.
+pub fn parse_added(reply: &Reply, n: usize) -> Result<(Vec<Vec<u8>>, Vec<bool>)> {
     let bad = || Error::server(ADD, format!("unexpected reply {reply:?}"));
     let items = reply.as_array().filter(|a| a.len() == n).ok_or_else(bad)?;
-    items.iter().map(|r| r.as_bytes().map(<[u8]>::to_vec).ok_or_else(bad)).collect()
+    items
+        .iter()
+        .map(|r| match r.as_array() {
+            Some([id, created]) => Ok((id.as_bytes().ok_or_else(bad)?.to_vec(), created.as_int().ok_or_else(bad)? == 1)),
+            _ => Err(bad()),
+        })
+        .collect::<Result<Vec<_>>>()
+        .map(|pairs| pairs.into_iter().unzip())
 }
 
 /// `EMQ.SETTLE`'s reply: a number a job.
@@ -30,6 +39,7 @@ pub fn settled_reply(answers: &[Settled]) -> Reply {
         Settled::Completed => 1,
         Settled::Retrying => 2,
         Settled::Dead => 3,
+        Settled::Cancelled => 4,
         _ => 0,
     };
     Reply::Array(answers.iter().map(|a| Reply::Int(code(a))).collect())
@@ -46,6 +56,7 @@ pub fn parse_settled(reply: &Reply, n: usize) -> Result<Vec<Settled>> {
             Some(1) => Ok(Settled::Completed),
             Some(2) => Ok(Settled::Retrying),
             Some(3) => Ok(Settled::Dead),
+            Some(4) => Ok(Settled::Cancelled),
             _ => Err(bad()),
         })
         .collect()

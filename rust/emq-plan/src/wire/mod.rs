@@ -9,6 +9,6 @@ pub mod routing;
 pub mod schedule_forms;
 pub mod sweep_form;
 
-pub use job_forms::{add_cmd, claim_cmd, complete_cmd, extend_cmd, micros, parse_job, settle_cmd, JobRequest, SETTLE};
+pub use job_forms::{add_cmd, claim_cmd, complete_cmd, extend_cmd, micros, parse_job, settle_cmd, JobRequest, FORM_VERSION, SETTLE};
 pub use job_replies::{added_reply, answers_reply, claimed_reply, parse_added, parse_answers, parse_claimed, parse_settled, settled_reply};
 pub use sweep_form::{parse, Request};
