@@ -37,6 +37,7 @@ from .errors import (
     CorruptCallError,
     DuplicateJobError,
     EmqError,
+    JobNotFoundError,
     LayoutError,
     MissingExtraError,
     ModuleMissingError,
@@ -48,16 +49,19 @@ from .errors import (
     ReadOnlyError,
     RedirectError,
     ResultError,
+    ResultTimeoutError,
     ResultTooLargeError,
     ScriptingError,
     ServerError,
+    TaskError,
+    TaskTimeout,
     TimeoutError,
     UnavailableError,
     UnknownTaskError,
 )
 from .queue import Queue
 from .sweeps import promote, stalled_check
-from .tasks import App, Context, ContextTask, Handle, Task, TaskOptions
+from .tasks import App, Context, ContextTask, Handle, JobState, JobStatus, Task, TaskOptions
 from .tools import queue_slot, wire  # noqa: F401  (emq.tools' since; the tests and older code import them from emq)
 from .worker import Stalled, Worker
 
@@ -74,6 +78,8 @@ __all__ = [
     "Context",
     "ContextTask",
     "Handle",
+    "JobState",
+    "JobStatus",
     "Task",
     "TaskOptions",
     # the queue
@@ -102,6 +108,7 @@ __all__ = [
     "CorruptCallError",
     "DuplicateJobError",
     "EmqError",
+    "JobNotFoundError",
     "LayoutError",
     "MissingExtraError",
     "ModuleMissingError",
@@ -113,9 +120,12 @@ __all__ = [
     "ReadOnlyError",
     "RedirectError",
     "ResultError",
+    "ResultTimeoutError",
     "ResultTooLargeError",
     "ScriptingError",
     "ServerError",
+    "TaskError",
+    "TaskTimeout",
     "TimeoutError",
     "UnavailableError",
     "UnknownTaskError",
