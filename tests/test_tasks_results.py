@@ -477,3 +477,33 @@ def test_closing_the_app_ends_its_waits_at_once(server):
     app.close()  # twice is fine
     assert json.loads(app.queue().get(h.id).data)["task"] == "elsewhere.never_run"  # the app connects again
     app.close()
+
+
+def test_results_and_cancels_on_a_cluster(cluster):
+    """On a 3-primary cluster, tasks on queues of two different nodes: each
+    result and each error reaches its wait (the collector of each queue pops on
+    that queue's node), a cancel of a pending job works there, and closing the
+    app ends both collectors. A version that popped or watched on the seed node
+    would wait forever for the other node's outcomes."""
+    q1, q2 = cluster.queue_on(1), cluster.queue_on(2)
+    app = emq.App(cluster.url)
+
+    @app.task(queue=q1)
+    def double(n: int) -> int:
+        return 2 * n
+
+    @app.task(queue=q2, max_attempts=1)
+    def broken() -> None:
+        raise KeyError("gone")
+
+    with working(app, q1, q2):
+        h1, h2 = double.enqueue(21), broken.enqueue()
+        assert h1.result(timeout=30) == 42
+        assert asyncio.run(h1.result_async(timeout=5)) == 42
+        with pytest.raises(emq.TaskError) as e:
+            h2.result(timeout=30)
+        assert e.value.type.endswith("KeyError") and "raise KeyError" in (e.value.traceback or "")
+        later = double.options(delay=60).enqueue(1)
+        assert later.cancel() is True and later.status().state is emq.JobState.CANCELLED
+    app.close()
+    assert not any(t.name.startswith(("emq-results-", "emq-watch-")) for t in threading.enumerate())

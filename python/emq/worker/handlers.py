@@ -157,6 +157,8 @@ class Handlers:
             if not isinstance(e, Exception):  # an interrupt: the job is left to recovery
                 self._release(job)
                 raise
+            if e.__traceback__ is not None and e.__traceback__.tb_next is not None:
+                e = e.with_traceback(e.__traceback__.tb_next)  # from the handler's frame on: what the log and the row show
             self._ended(job, work, Failed(e))
             return
         if isinstance(out, concurrent.futures.Future):
