@@ -82,12 +82,11 @@ def run_tasks(console: Any, url: str, queue: str) -> None:
     for column in ("call", "outcome", "value or error", "attempts", "ms"):
         table.add_column(column, justify="right" if column in ("attempts", "ms") else "left")
     try:
-        on = {"queue": queue}
         calls = [
-            ("add(2, 3)", t.add.options(**on).enqueue(2, 3)),
-            ("total(Invoice(...))", t.total.options(**on).enqueue(t.Invoice("ada", [Decimal("9.99"), Decimal("0.01")]))),
-            ("flaky(7)", t.flaky.options(**on).enqueue(7)),
-            ("broken(2)", t.broken.options(**on).enqueue(2)),
+            ("add(2, 3)", t.add.options(queue=queue).enqueue(2, 3)),
+            ("total(Invoice(...))", t.total.options(queue=queue).enqueue(t.Invoice("ada", [Decimal("9.99"), Decimal("0.01")]))),
+            ("flaky(7)", t.flaky.options(queue=queue).enqueue(7)),
+            ("broken(2)", t.broken.options(queue=queue).enqueue(2)),
         ]
         dead: TaskError | None = None
         for label, h in calls:
@@ -98,7 +97,7 @@ def run_tasks(console: Any, url: str, queue: str) -> None:
                 outcome, shown, dead = e.state, f"{e.type}: {e.message}", e
             ms = (time.monotonic() - began) * 1000
             table.add_row(label, outcome, shown, str(h.status().attempts), f"{ms:.1f}")
-        slow = t.slow.options(**on).enqueue(200)
+        slow = t.slow.options(queue=queue).enqueue(200)
         deadline = time.monotonic() + 30
         status = slow.status()
         while time.monotonic() < deadline and not (status.state is JobState.ACTIVE and status.progress):

@@ -23,7 +23,7 @@ discard it (`READONLY`, `OOM`, `NOPERM`, `MOVED`, …).
     │   ├── UnavailableError              LOADING, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN: try later
     │   ├── ClusterError                  a cluster kept redirecting a call past its budget
     │   └── NotReplicatedError            written, but fewer replicas than wait_replicas acknowledged it
-    ├── PermanentJobError                 a job no retry can mend: a worker makes it dead at once
+    ├── PermanentJobError                 a job no retry can mend (docs/tasks.md, "Failures")
     │   ├── CorruptCallError (also ValueError)    the job's data is not a task call emq can read
     │   ├── UnknownTaskError (also LookupError)   the call names a task the app does not have
     │   └── ResultError (also ValueError)         the task's return value cannot be stored
@@ -135,8 +135,11 @@ class NotReplicatedError(ServerError):
 class PermanentJobError(EmqError):
     """A job that no retry can mend: the call cannot be read, names no task of
     the app, or its result cannot be stored. The task runner raises it, and a
-    handler or a task may raise it (or a subclass) too: `emq.Worker` makes the
-    job dead at once, whatever attempts are left."""
+    handler or a task may raise it (or a subclass) too. It should make the job
+    dead at once; until the core's fail can do so while attempts are left,
+    `emq.Worker` retries a corrupt call or an unknown task at once (each claim
+    fails it again, running nothing: dead within milliseconds) and any other
+    as a failure."""
 
 
 class CorruptCallError(PermanentJobError, ValueError):

@@ -8,7 +8,10 @@ and runs it; a worker of the app runs it for each job.
 an `emq.worker.Done` with the result as JSON, or an `emq.worker.Failed`: a call
 that cannot be read (`emq.CorruptCallError`), one naming a task the app does
 not have (`emq.UnknownTaskError`) and a result that cannot be stored
-(`emq.ResultError`, `emq.ResultTooLargeError`) are dead at once; what a task
+(`emq.ResultError`, `emq.ResultTooLargeError`) are permanent failures (the
+first two are retried at once, so they are dead within milliseconds without
+running anything; the core's fail cannot yet make a job dead while attempts
+are left, so a result too large is retried as any failure); what a task
 raises fails the job (retried after the task's `retry_in`, else by the
 backoff). A sync task runs on the worker's handler thread; an `async def` task
 runs on the runner's one event loop (a thread of its own), and its job holds a

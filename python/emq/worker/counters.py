@@ -20,7 +20,7 @@ class Counters:
     recovered: int = 0
     """Jobs whose leases ran out that its stalled checks made ready again."""
     dead: int = 0
-    """Jobs it made dead: a failed last attempt (or a permanent failure), or a
+    """Jobs it made dead: a failed last attempt, or a
     job whose leases ran out too often (its stalled checks)."""
     claimed: int = 0
     """Jobs it claimed."""

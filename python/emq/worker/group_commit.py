@@ -14,7 +14,7 @@ from collections.abc import Callable
 from .._core import Job
 from ..answers import FailOutcome
 from ..queue import Duration, Queue, Result
-from .outcomes import Failed, make_last_attempt, traceback_text
+from .outcomes import Failed, permanent_retry_in, traceback_text
 
 log = logging.getLogger("emq.worker")
 
@@ -81,7 +81,7 @@ class GroupCommit:
     def failed(self, job: Job, error: BaseException | Failed) -> None:
         """Hands over a job whose handler raised `error` (or said how it failed:
         a `Failed`): it is failed, with its error's type and traceback (retried
-        or dead, as `fail` decides; dead at once for a permanent failure), and
+        or dead, as `fail` decides; see `outcomes.permanent_retry_in`), and
         its answer comes to `committed`."""
         self._put(job, None, None, error if isinstance(error, Failed) else Failed(error))
 
@@ -143,7 +143,7 @@ class GroupCommit:
         beats claim."""
         tries = 0
         if any(item.failure is not None for item in batch):
-            items = [item.settle_item(self.work) for item in batch]
+            items = [item.settle_item() for item in batch]
             settled = self._settle(lambda: self.work.settle_many(items))
             return (settled, []) if isinstance(settled, list) else None
         jobs: list[Job | tuple[Job, Result | None]] = [item.job if item.result is None else (item.job, item.result) for item in batch]
@@ -207,15 +207,13 @@ class _Item:
         self.result = result
         self.failure = failure
 
-    def settle_item(self, work: Queue) -> Job | dict[str, object]:
-        """The item of `settle_many` that settles this job. A permanent failure
-        first makes this attempt the job's last (so the fail makes it dead)."""
+    def settle_item(self) -> Job | dict[str, object]:
+        """The item of `settle_many` that settles this job."""
         if self.failure is None:
             return self.job if self.result is None else {"job": self.job, "result": self.result}
         f = self.failure
-        if f.permanent:
-            make_last_attempt(work, self.job)
         item: dict[str, object] = {"job": self.job, "error": f.error, "traceback": traceback_text(f.error)}
-        if f.retry_in is not None:
-            item["retry_in"] = f.retry_in
+        retry_in = permanent_retry_in(f)
+        if retry_in is not None:
+            item["retry_in"] = retry_in
         return item

@@ -184,7 +184,7 @@ class Handlers:
             if out.cancelled:
                 log.info("job %s stopped: it was asked to", job.id)
             else:
-                how = "dead at once" if out.permanent else f"attempt {job.attempts} of {job.max_attempts}"
+                how = "permanent" if out.permanent else f"attempt {job.attempts} of {job.max_attempts}"
                 log.warning("job %s failed (%s): %s: %s", job.id, how, type(e).__name__, e, exc_info=(type(e), e, e.__traceback__))
             with self._lock:
                 self._finishing.add(job.token)

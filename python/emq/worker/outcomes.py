@@ -1,7 +1,8 @@
-"""How a handler's run ends, as the worker settles it: `Done` (a result), `Failed` (an error, its traceback, a retry or dead at once).
+"""How a handler's run ends, as the worker settles it: `Done` (a result), `Failed` (an error, its traceback, when to retry).
 
 A handler returns (`None`, or a `Done` with its result), raises (a failure:
-retried by the queue's policy, dead at once for an `emq.PermanentJobError`),
+retried by the queue's policy; see `permanent_retry_in` for an
+`emq.PermanentJobError`),
 returns a `Failed` to say more (its `retry_in`, that no retry mends it), or
 returns a `concurrent.futures.Future` of any of these: the job then holds
 its slot, not a thread, until the future is done (the task runner's async
@@ -13,9 +14,9 @@ from __future__ import annotations
 import traceback as _traceback
 from dataclasses import dataclass
 
-from .._core import TRACEBACK_MAX, Job
-from ..errors import EmqError, PermanentJobError
-from ..queue import Duration, Queue
+from .._core import TRACEBACK_MAX
+from ..errors import CorruptCallError, PermanentJobError, UnknownTaskError
+from ..queue import Duration
 
 TRACEBACK_HEAD = 4096
 """The bytes a traceback over `TRACEBACK_MAX` keeps from its start (the rest
@@ -33,8 +34,10 @@ class Done:
 @dataclass(frozen=True)
 class Failed:
     """The run failed with `error`. `retry_in`: the wait before the retry (None:
-    the queue's backoff); `dead`: no retry mends it, the job is dead at once
-    (an `emq.PermanentJobError` is so by itself); `cancelled`: the run stopped
+    the queue's backoff); `dead`: no retry mends it (an
+    `emq.PermanentJobError` is so by itself): it should be dead at once, which
+    waits for the core's fail to have a "dead now" (`permanent_retry_in` says
+    what happens until then); `cancelled`: the run stopped
     because the job was asked to (`Queue.cancel`), which its fail makes
     cancelled (logged as such, not as a failure)."""
 
@@ -63,28 +66,15 @@ def traceback_text(error: BaseException) -> str:
     return head + marker.format(cut) + tail
 
 
-# Makes the run's attempt its last, so that the fail that follows makes the job
-# dead. Token-checked as every job operation is (only the run that holds the
-# job may), in one script: the core's fail has no "dead now" of its own.
-_LAST_ATTEMPT_LUA = """
-local row = redis.call('HMGET', KEYS[1], 'state', 'token', 'attempts')
-if row[1] ~= 'active' or row[2] ~= ARGV[1] or not row[3] then return 0 end
-redis.call('HSET', KEYS[1], 'max_attempts', row[3])
-return 1
-"""
+def permanent_retry_in(failed: Failed) -> Duration | None:
+    """The `retry_in` a failure is settled with. The core's fail cannot make a
+    job dead while attempts are left, so a permanent failure that ran none of
+    the task's code (a corrupt call, an unknown task) is retried at once: each
+    claim fails it again without running anything, and it is dead after its
+    attempts, within milliseconds. Any other failure keeps its own."""
+    if failed.permanent and isinstance(failed.error, (CorruptCallError, UnknownTaskError)):
+        return 0
+    return failed.retry_in
 
 
-def make_last_attempt(queue: Queue, job: Job) -> bool:
-    """Makes this run the job's last attempt (its fail then makes it dead);
-    False where it could not (the lease is lost, scripts are not allowed, a
-    cluster: the job is then retried by its policy)."""
-    if job.token is None:
-        return False
-    key = "emq:{" + queue.name + "}:job:" + job.id
-    try:
-        return bool(queue.client.command("EVAL", _LAST_ATTEMPT_LUA, 1, key, job.token))
-    except EmqError:
-        return False
-
-
-__all__ = ["TRACEBACK_HEAD", "Done", "Failed", "make_last_attempt", "traceback_text"]
+__all__ = ["TRACEBACK_HEAD", "Done", "Failed", "permanent_retry_in", "traceback_text"]
