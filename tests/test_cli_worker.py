@@ -67,6 +67,13 @@ def run(project: Path, *args: str, url: str | None = None, timeout: float = 30) 
     return subprocess.run([str(EMQ_SCRIPT), *args], cwd=project, env=_env(project, url), capture_output=True, text=True, timeout=timeout)
 
 
+def start_worker(project: Path, url: str, *args: str) -> subprocess.Popen[str]:
+    """`emq worker ARGS` running in the project's directory, its output piped."""
+    return subprocess.Popen(
+        [str(EMQ_SCRIPT), "worker", *args], cwd=project, env=_env(project, url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
 def _env(project: Path, url: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "EMQ_URL")}
     env["EMQ_TEST_OUT"] = str(project / "out.jsonl")
@@ -109,14 +116,7 @@ def test_the_worker_of_an_app_serves_every_queue_its_tasks_use(project, servers)
     # This process has none of the user's tasks: it enqueues them by name, on their queues.
     app.options(queue="alpha").enqueue("usertasks.first", 1)
     app.options(queue="beta").enqueue("second", "hi")
-    worker = subprocess.Popen(
-        [str(EMQ_SCRIPT), "worker", "usertasks:app", "--beat", "0.1"],
-        cwd=project,
-        env=_env(project, server.url),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    worker = start_worker(project, server.url, "usertasks:app", "--beat", "0.1")
     try:
         rows = _rows_when(project, 2, worker)
     finally:
@@ -144,14 +144,7 @@ def test_a_worker_from_the_command_line_answers_waiters(project, servers):
     with the traceback, without -v; its last line counts what it did by name."""
     server = fresh_server(servers, "valkey")
     app = emq.App(server.url)
-    worker = subprocess.Popen(
-        [str(EMQ_SCRIPT), "worker", "usertasks:app", "--queue", "alpha", "--beat", "0.1"],
-        cwd=project,
-        env=_env(project, server.url),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    worker = start_worker(project, server.url, "usertasks:app", "--queue", "alpha", "--beat", "0.1")
     try:
         assert app.options(queue="alpha").enqueue("usertasks.first", 5).result(timeout=30) == 5
         with pytest.raises(emq.TaskError) as e:
