@@ -86,6 +86,7 @@ class Collector:
         self._wake = threading.Condition(self._lock)
         self._closing = threading.Event()
         self._pop_client: Client | None = None
+        self._pop_queue: Queue | None = None  # the queue on the pop's connection: its status reads
         self._pop_id: int | None = None
         self._can_unblock = True
         self._popping = False
@@ -169,6 +170,7 @@ class Collector:
             try:
                 if self._pop_client is None:
                     self._pop_client = self.queue.client.sibling(read_timeout=None)
+                    self._pop_queue = Queue(self._pop_client, self.queue.name)
                     self._pop_id = None
                     if self._can_unblock:
                         try:
@@ -204,14 +206,14 @@ class Collector:
             wanted = [id for id in ids if id in self._waits]
         if not wanted:
             return
-        assert self._pop_client is not None
-        rows = Queue(self._pop_client, self.queue.name).status(wanted)
+        assert self._pop_queue is not None
+        rows = self._pop_queue.status(wanted)
         for id, row in zip(wanted, rows):
             if row is None or row.ended:
                 self._answer(row, id)
 
     def _drop_pop_client(self) -> None:
-        client, self._pop_client, self._pop_id = self._pop_client, None, None
+        client, self._pop_client, self._pop_queue, self._pop_id = self._pop_client, None, None, None
         if client is not None:
             try:
                 client.close()
