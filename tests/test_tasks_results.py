@@ -526,3 +526,33 @@ def test_results_and_cancels_on_a_cluster(cluster):
         assert later.cancel() is True and later.status().state is emq.JobState.CANCELLED
     app.close()
     assert not any(t.name.startswith(("emq-results-", "emq-watch-")) for t in threading.enumerate())
+
+
+def test_unique_enqueues_and_a_tasks_own_retention(server):
+    """`unique_for`: a second enqueue of the same call inside the window is
+    answered with the first job's handle (nothing written), another call makes
+    its own job, and with an id the id is the key (no DuplicateJobError).
+    `keep_result`: the row (and its result) is kept that long past done, not
+    the queue's default. A version that ignored either option makes a second
+    job, or keeps the row for the queue's week."""
+    app = emq.App(server.url)
+
+    @app.task
+    def add(x: int, y: int) -> int:
+        return x + y
+
+    once = add.options(unique_for=60)
+    h1, h2, h3 = once.enqueue(1, 2), once.enqueue(1, 2), once.enqueue(2, 2)
+    assert h1 == h2 and h1 != h3 and app.queue().counts().pending == 2
+    named = add.options(id="order-7", unique_for=60)
+    assert named.enqueue(5, 5).id == named.enqueue(6, 6).id == "order-7"
+    assert json.loads(app.queue().get("order-7").data)["args"] == [5, 5]
+    short = add.options(keep_result=timedelta(seconds=30)).enqueue(3, 4)
+    with working(app):
+        assert short.result(timeout=20) == 7 and h1.result(timeout=20) == 3
+    r = redis.Redis.from_url(server.url)
+    kept_short = r.pttl(f"emq:{{default}}:job:{short.id}")
+    kept_default = r.pttl(f"emq:{{default}}:job:{h1.id}")
+    r.close()
+    assert 0 < kept_short <= 30_000 < kept_default, (kept_short, kept_default)
+    app.close()

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, DuplicateJobError
 from ..queue import Duration, Queue, Time
 from .codec import Parameters, encode_call, task_name_problem
 from .context import Context
@@ -139,9 +139,10 @@ class Task(Generic[P, R]):
         seconds since the epoch): when it is due. `id`: the job's id (an id
         that exists is refused: `emq.DuplicateJobError`). `lane`, `queue`,
         `max_attempts`: where it goes and how often it is tried.
-        `unique_for` (seconds: a second enqueue within it, with the same id,
-        or without an id the same call, is answered with the first job's
-        handle, atomically across processes); `keep_result` (how long its row,
+        `unique_for` (seconds: a second enqueue of the same call within it is
+        answered with the first job's handle, atomically across processes;
+        with an `id`, an enqueue with that id is answered with the job that
+        has it while its row is kept); `keep_result` (how long its row,
         and so its result, is kept once done or cancelled, in place of the
         queue's retention). `priority` (0 first, to 9) is checked and kept, and
         changes nothing until the core has priorities (SPEC §15)."""
@@ -237,7 +238,14 @@ def add_job(app: TaskOwner, verb: str, options: Options, data: bytes, *, task: s
         # `priority` is not passed: Queue.add has no priorities yet (SPEC §15).
         if options.unique_for is not None:
             key = options.id if options.id is not None else "call:" + hashlib.sha256(data).hexdigest()
-            job_id = queue.add_unique(data, unique_key=key, unique_for=options.unique_for, **arguments).id
+            try:
+                job_id = queue.add_unique(data, unique_key=key, unique_for=options.unique_for, **arguments).id
+            except DuplicateJobError:
+                if options.id is None:
+                    raise
+                # The key names that id and its row exists, but the core refuses an id that
+                # exists with other data before it reads the key: the first job answers.
+                job_id = options.id
         else:
             job_id = queue.add(data, **arguments)
     except ArgumentError as e:
