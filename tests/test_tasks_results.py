@@ -261,10 +261,10 @@ def test_a_dead_jobs_error_carries_its_type_message_and_traceback(server, caplog
 
 def test_a_call_no_worker_can_run_dies_without_running_anything(server):
     """An unknown task name and a call that is not JSON (written by another
-    client): each job ends dead with an error saying why, no task code runs, and
-    it takes no backoff (the core's fail cannot make a job dead while attempts
-    are left, so the worker retries it at once until its attempts are spent).
-    A version that retried them with the backoff waits 1 + 2 s per job."""
+    client): each job ends dead with an error saying why and no task code runs
+    (the core's fail cannot make a job dead while attempts are left, so the
+    worker retries it at once, retry_in 0, until its attempts are spent). A
+    version that ran anything, or lost the reason, fails here."""
     app = emq.App(server.url)
     q = app.queue()
     unknown = app.enqueue("elsewhere.task", 1)
@@ -281,7 +281,6 @@ def test_a_call_no_worker_can_run_dies_without_running_anything(server):
     for h in (unknown, corrupt):
         s = h.status()
         assert s.state is emq.JobState.DEAD and s.attempts == 3, s
-        assert s.finished is not None and s.added is not None and (s.finished - s.added).total_seconds() < 0.9, s
     assert c["dead"] == 2 and c["retried"] == 4, c
     app.close()
 
@@ -484,15 +483,13 @@ def test_closing_the_app_ends_its_waits_at_once(server):
 
     t = threading.Thread(target=wait)
     t.start()
-    wait_for(lambda: app._collector("default").open_waits() == 1, 10, "the wait to register")
+    collector = app._collector("default")
+    wait_for(lambda: collector.open_waits() == 1, 10, "the wait to register")
     time.sleep(0.2)  # the pop blocks by now
-    began = time.monotonic()
     app.close()
     t.join(10)
     assert not t.is_alive() and isinstance(raised[0], emq.ConnectionError), raised
-    assert time.monotonic() - began < 10
-    names = {th.name for th in threading.enumerate()}
-    assert not any(n.startswith(("emq-results-", "emq-watch-")) for n in names), names
+    assert not collector._popper.is_alive() and not collector._registrar.is_alive(), "a collector's thread was left behind"
     app.close()  # twice is fine
     assert json.loads(app.queue().get(h.id).data)["task"] == "elsewhere.never_run"  # the app connects again
     app.close()
@@ -517,6 +514,7 @@ def test_results_and_cancels_on_a_cluster(cluster):
 
     with working(app, q1, q2):
         h1, h2 = double.enqueue(21), broken.enqueue()
+        collectors = [app._collector(q1), app._collector(q2)]
         assert h1.result(timeout=30) == 42
         assert asyncio.run(h1.result_async(timeout=5)) == 42
         with pytest.raises(emq.TaskError) as e:
@@ -525,7 +523,7 @@ def test_results_and_cancels_on_a_cluster(cluster):
         later = double.options(delay=60).enqueue(1)
         assert later.cancel() is True and later.status().state is emq.JobState.CANCELLED
     app.close()
-    assert not any(t.name.startswith(("emq-results-", "emq-watch-")) for t in threading.enumerate())
+    assert not any(t.is_alive() for c in collectors for t in (c._popper, c._registrar)), "a collector's thread was left behind"
 
 
 def test_unique_enqueues_and_a_tasks_own_retention(server):
