@@ -275,6 +275,8 @@ def test_a_call_no_worker_can_run_dies_without_running_anything(server):
             with pytest.raises(emq.TaskError) as e:
                 h.result(timeout=30)
             errors[name] = e.value
+        # A waiter hears of the outcome in the commit's own transaction, a moment before the counters move.
+        wait_for(lambda: worker.counters.snapshot()["dead"] == 2, 10, "the counters")
         c = worker.counters.snapshot()
     assert errors["unknown"].type.endswith("UnknownTaskError") and "no task named 'elsewhere.task'" in errors["unknown"].message
     assert errors["corrupt"].type.endswith("CorruptCallError") and "not JSON" in errors["corrupt"].message
