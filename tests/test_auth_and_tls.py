@@ -63,6 +63,8 @@ WORKER_COMMANDS = [
     "hincrby",
     "del",
     "pexpireat",
+    "pexpire",
+    "lrem",
     "blpop",
     "incr",
     "zmscore",

@@ -40,6 +40,10 @@ def first(n: int) -> int:
 async def second(ctx: emq.Context, word: str) -> None:
     record("second", word, ctx.queue)
 
+@app.task(queue="alpha", max_attempts=1)
+def fails(order: int) -> None:
+    raise LookupError(f"order {order} is not on file")
+
 def handler(job):
     record("handler", job.data.decode())
 
@@ -61,6 +65,13 @@ def project(tmp_path: Path) -> Path:
 
 def run(project: Path, *args: str, url: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(EMQ_SCRIPT), *args], cwd=project, env=_env(project, url), capture_output=True, text=True, timeout=timeout)
+
+
+def start_worker(project: Path, url: str, *args: str) -> subprocess.Popen[str]:
+    """`emq worker ARGS` running in the project's directory, its output piped."""
+    return subprocess.Popen(
+        [str(EMQ_SCRIPT), "worker", *args], cwd=project, env=_env(project, url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _env(project: Path, url: str | None) -> dict[str, str]:
@@ -105,14 +116,7 @@ def test_the_worker_of_an_app_serves_every_queue_its_tasks_use(project, servers)
     # This process has none of the user's tasks: it enqueues them by name, on their queues.
     app.options(queue="alpha").enqueue("usertasks.first", 1)
     app.options(queue="beta").enqueue("second", "hi")
-    worker = subprocess.Popen(
-        [str(EMQ_SCRIPT), "worker", "usertasks:app", "--beat", "0.1"],
-        cwd=project,
-        env=_env(project, server.url),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    worker = start_worker(project, server.url, "usertasks:app", "--beat", "0.1")
     try:
         rows = _rows_when(project, 2, worker)
     finally:
@@ -129,6 +133,29 @@ def test_the_worker_of_an_app_serves_every_queue_its_tasks_use(project, servers)
     assert res.returncode == 0, res.stderr
     assert _rows(project) == [["first", 2]]
     assert app.queue("beta").counts().pending == 1
+    app.close()
+
+
+def test_a_worker_from_the_command_line_answers_waiters(project, servers):
+    """Two terminals: this process (which has none of the user's code) enqueues by
+    name and waits; `emq worker usertasks:app` runs the tasks: the value comes
+    back as JSON, a task that raises is dead with its traceback (naming the
+    user's file) in the waiter's TaskError, and the worker logged it at WARNING
+    with the traceback, without -v; its last line counts what it did by name."""
+    server = fresh_server(servers, "valkey")
+    app = emq.App(server.url)
+    worker = start_worker(project, server.url, "usertasks:app", "--queue", "alpha", "--beat", "0.1")
+    try:
+        assert app.options(queue="alpha").enqueue("usertasks.first", 5).result(timeout=30) == 5
+        with pytest.raises(emq.TaskError) as e:
+            app.options(queue="alpha").enqueue("usertasks.fails", 7).result(timeout=30)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        _, err = worker.communicate(timeout=30)
+    assert e.value.type == "LookupError" and e.value.message == "order 7 is not on file", e.value
+    assert e.value.traceback is not None and "usertasks.py" in e.value.traceback and "in fails" in e.value.traceback
+    assert "WARNING" in err and "Traceback (most recent call last)" in err and "order 7 is not on file" in err, err
+    assert worker.returncode == 0, err
     app.close()
 
 

@@ -1,7 +1,6 @@
 """The task layer's app: registering tasks, enqueueing them (by the task, with
 options, by name), and a worker running them through the task runner, against
-real servers. What the next pass fills in (results, status, cancel, progress) is
-checked to say so plainly."""
+real servers. Results, status, cancel and progress: tests/test_tasks_results.py."""
 
 from __future__ import annotations
 
@@ -210,27 +209,10 @@ def test_context_detection():
         later.encode(1)
 
 
-def test_the_next_pass_says_so():
-    """Result, status, cancel, progress and cancelled exist with their signatures
-    and say plainly that the core's calls are not merged yet (never a silent
-    None that reads as an answer)."""
-    app = emq.App("redis://127.0.0.1:1")
-    h = app.handle("j1", queue="q")
-    assert (h.id, h.queue, h.task) == ("j1", "q", None) and repr(h) == "<emq.Handle 'j1' on 'q'>"
-    for call in (lambda: h.result(timeout=1), h.status, h.cancel, lambda: asyncio.run(h.result_async())):
-        with pytest.raises(NotImplementedError, match="the core's result calls are not merged yet"):
-            call()
-    ctx = emq.Context(job_id="j1", attempt=2, queue="q", task="t")
-    with pytest.raises(NotImplementedError, match="the core's progress and cancel calls are not merged yet"):
-        ctx.progress(0.5)
-    with pytest.raises(NotImplementedError, match="not merged yet"):
-        _ = ctx.cancelled
-
-
 def test_the_runner_refuses_what_no_retry_mends():
     """A job whose data is not a call, or names a task the app has not, or whose
-    arguments do not fit: a PermanentJobError naming the job (the next pass makes
-    these dead at once), raised before any task runs."""
+    arguments do not fit: a PermanentJobError naming the job (a worker makes
+    these dead at once: tests/test_tasks_results.py), raised before any task runs."""
     app = emq.App("redis://127.0.0.1:1")
     ran = []
 

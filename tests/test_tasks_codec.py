@@ -113,7 +113,8 @@ model_datetimes = st.datetimes(min_value=datetime(2, 1, 1), max_value=datetime(9
 # timedelta writes seconds as a float: exact to the microsecond within about ±270 years
 # (docs/tasks.md); whole seconds are an int, exact at any size.
 short_timedeltas = st.timedeltas(min_value=timedelta(days=-98_000), max_value=timedelta(days=98_000))
-whole_timedeltas = st.integers(-86_399_999_999_999, 86_399_999_999_999).map(lambda s: timedelta(seconds=s))
+# timedelta.min is -999999999 days: -86_399_999_913_600 s
+whole_timedeltas = st.integers(-86_399_999_913_600, 86_399_999_999_999).map(lambda s: timedelta(seconds=s))
 
 LEAVES: list[tuple[Any, st.SearchStrategy[Any]]] = [
     (int, st.integers()),

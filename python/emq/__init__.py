@@ -51,6 +51,7 @@ from .errors import (
     CorruptCallError,
     DuplicateJobError,
     EmqError,
+    JobNotFoundError,
     LayoutError,
     MissingExtraError,
     ModuleMissingError,
@@ -62,9 +63,12 @@ from .errors import (
     ReadOnlyError,
     RedirectError,
     ResultError,
+    ResultTimeoutError,
     ResultTooLargeError,
     ScriptingError,
     ServerError,
+    TaskError,
+    TaskTimeout,
     TimeoutError,
     UnavailableError,
     UnknownTaskError,
@@ -72,7 +76,7 @@ from .errors import (
 from .queue import JobPage, Queue
 from .registry import queues, workers
 from .sweeps import promote, stalled_check
-from .tasks import App, Context, ContextTask, Handle, Task, TaskOptions
+from .tasks import App, Context, ContextTask, Handle, JobState, JobStatus, Task, TaskOptions
 from .tools import queue_slot, wire  # noqa: F401  (emq.tools' since; the tests and older code import them from emq)
 from .worker import Stalled, Worker
 
@@ -89,6 +93,8 @@ __all__ = [
     "Context",
     "ContextTask",
     "Handle",
+    "JobState",
+    "JobStatus",
     "Task",
     "TaskOptions",
     # the queue
@@ -126,6 +132,7 @@ __all__ = [
     "CorruptCallError",
     "DuplicateJobError",
     "EmqError",
+    "JobNotFoundError",
     "LayoutError",
     "MissingExtraError",
     "ModuleMissingError",
@@ -137,9 +144,12 @@ __all__ = [
     "ReadOnlyError",
     "RedirectError",
     "ResultError",
+    "ResultTimeoutError",
     "ResultTooLargeError",
     "ScriptingError",
     "ServerError",
+    "TaskError",
+    "TaskTimeout",
     "TimeoutError",
     "UnavailableError",
     "UnknownTaskError",

@@ -344,7 +344,9 @@ def _parser() -> argparse.ArgumentParser:
     t = with_queue(sub.add_parser("stats", parents=[verbose], help="a table of the queue's counts"))
     t.set_defaults(run=cmd_stats)
 
-    d = sub.add_parser("demo", parents=[verbose], help="the demo: scheduled jobs, workers, a killed worker, lateness")
+    d = sub.add_parser(
+        "demo", parents=[verbose], help="the demo: tasks with results, then scheduled jobs, workers, a killed worker, lateness"
+    )
     url_option(d)
     d.add_argument("--jobs", type=int, default=3000)
     d.add_argument("--seconds", type=float, default=6.0, help="the window the due times spread over")

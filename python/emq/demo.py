@@ -1,6 +1,9 @@
-"""`emq demo`: a few thousand jobs scheduled over some seconds, flat and in
-lanes; worker processes run them; one is killed mid-run (SIGKILL) and the others
-recover its jobs; a table of what happened and how late jobs started."""
+"""`emq demo`: first tasks with results (a worker process runs `emq.demo_tasks`:
+values that come back as their types, a retry, a failure with its traceback, a
+cancel of a running task with its progress); then a few thousand jobs scheduled
+over some seconds, flat and in lanes; worker processes run them; one is killed
+mid-run (SIGKILL) and the others recover its jobs; a table of what happened and
+how late jobs started."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from decimal import Decimal
 from typing import Any
 
 from ._core import Job
@@ -58,6 +62,72 @@ def _pct(xs: list[float], p: float) -> float:
     return xs[min(len(xs) - 1, int(p / 100 * len(xs)))] if xs else float("nan")
 
 
+def run_tasks(console: Any, url: str, queue: str) -> None:
+    """The demo's first part: tasks called from here, run by a worker process,
+    each waited for; a table of their outcomes."""
+    from rich.table import Table
+
+    from .errors import TaskError
+    from .tasks import JobState
+
+    os.environ["EMQ_URL"] = url  # the demo's tasks' app (emq.demo_tasks) reaches the demo's server
+    from . import demo_tasks as t
+
+    log_path = os.path.join(tempfile.mkdtemp(prefix="emq-demo-tasks-"), "worker.log")
+    cmd = [sys.executable, "-m", "emq", "worker", "emq.demo_tasks:app", "--queue", queue, "--concurrency", "4", "--beat", "0.2"]
+    console.print(f"[bold]tasks[/]: a worker process runs emq.demo_tasks on the queue {queue!r}; each call below waits for its result")
+    with open(log_path, "w") as log_file:
+        worker = subprocess.Popen(cmd, env=dict(os.environ), stdout=log_file, stderr=log_file)
+    table = Table(title="emq demo: tasks and their results")
+    for column in ("call", "outcome", "value or error", "attempts", "ms"):
+        table.add_column(column, justify="right" if column in ("attempts", "ms") else "left")
+    try:
+        calls = [
+            ("add(2, 3)", t.add.options(queue=queue).enqueue(2, 3)),
+            ("total(Invoice(...))", t.total.options(queue=queue).enqueue(t.Invoice("ada", [Decimal("9.99"), Decimal("0.01")]))),
+            ("flaky(7)", t.flaky.options(queue=queue).enqueue(7)),
+            ("broken(2)", t.broken.options(queue=queue).enqueue(2)),
+        ]
+        dead: TaskError | None = None
+        for label, h in calls:
+            began = time.monotonic()
+            try:
+                outcome, shown = "done", repr(h.result(timeout=30))
+            except TaskError as e:
+                outcome, shown, dead = e.state, f"{e.type}: {e.message}", e
+            ms = (time.monotonic() - began) * 1000
+            table.add_row(label, outcome, shown, str(h.status().attempts), f"{ms:.1f}")
+        slow = t.slow.options(queue=queue).enqueue(200)
+        deadline = time.monotonic() + 30
+        status = slow.status()
+        while time.monotonic() < deadline and not (status.state is JobState.ACTIVE and status.progress):
+            time.sleep(0.05)
+            status = slow.status()
+        asked = slow.cancel()
+        try:
+            slow.result(timeout=30)
+            outcome = "done (the cancel came late)"
+        except TaskError as e:
+            outcome = e.state
+        shown = f"progress {status.progress} when cancel() said {asked}"
+        table.add_row("slow(200), cancelled", outcome, shown, str(slow.status().attempts), "")
+        console.print(table)
+        if dead is not None and dead.traceback:
+            tail = dead.traceback.strip().splitlines()[-4:]
+            console.print("the dead job's traceback, as its worker wrote it (the last lines):", markup=False)
+            console.print("\n".join("  " + line for line in tail), markup=False, highlight=False)
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        try:
+            worker.wait(15)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+        t.app.close()
+    with open(log_path) as f:
+        warnings = sum(1 for line in f if " WARNING " in line)
+    console.print(f"the task worker logged {warnings} failures at WARNING, each with its traceback ({log_path})")
+
+
 def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int:
     try:
         from rich.console import Console
@@ -79,6 +149,8 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
     client = emq.connect(url)
     console.print(f"[bold]emq demo[/] on {server_line(client)}")
     name = f"demo-{int(time.time())}"
+    run_tasks(console, url, f"{name}-tasks")
+    console.print(f"[bold]jobs[/]: {jobs} scheduled jobs, {workers} worker processes, one of them killed mid-run")
     q = emq.Queue(client, name)
     q.set_lane_limit("bulk:low", 2)
 
@@ -119,7 +191,9 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
         "--beat",
         "1",
     ]
-    procs = [subprocess.Popen(cmd, env=env) for _ in range(workers)]
+    # The workers' logs (a WARNING with its traceback for each failure) go to a file, under the progress bar.
+    jobs_log = open(os.path.join(starts_dir + "-logs.txt"), "w")  # noqa: SIM115 - closed once the workers are gone
+    procs = [subprocess.Popen(cmd, env=env, stdout=jobs_log, stderr=jobs_log) for _ in range(workers)]
     killed = False
     try:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console) as bar:
@@ -145,6 +219,7 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
                 p.wait(15)
             except subprocess.TimeoutExpired:
                 p.kill()
+        jobs_log.close()
 
     rows = _starts(starts_dir)
     shutil.rmtree(starts_dir, ignore_errors=True)
@@ -171,6 +246,9 @@ def run_demo(*, url: str | None, jobs: int, seconds: float, workers: int) -> int
     table.add_row("lateness max (ms)", f"{max(lateness) if lateness else float('nan'):.1f}")
     console.print(table)
     console.print("lateness: handler start − due time, first attempts, on this machine's clock")
+    with open(jobs_log.name) as f:
+        warnings = sum(1 for line in f if " WARNING " in line)
+    console.print(f"the workers logged {warnings} failures at WARNING, each with its traceback ({jobs_log.name})")
     if server is not None:
         server.stop()
     return 0

@@ -23,11 +23,15 @@ discard it (`READONLY`, `OOM`, `NOPERM`, `MOVED`, …).
     │   ├── UnavailableError              LOADING, BUSY, MASTERDOWN, TRYAGAIN, CLUSTERDOWN: try later
     │   ├── ClusterError                  a cluster kept redirecting a call past its budget
     │   └── NotReplicatedError            written, but fewer replicas than wait_replicas acknowledged it
-    └── PermanentJobError                 a task job no retry can mend (a worker's task runner raises it)
-        ├── CorruptCallError (also ValueError)    the job's data is not a task call emq can read
-        ├── UnknownTaskError (also LookupError)   the call names a task the app does not have
-        └── ResultError (also ValueError)         the task's return value cannot be stored
-            └── ResultTooLargeError               its JSON is over the limit (512 KiB)
+    ├── PermanentJobError                 a job no retry can mend (docs/tasks.md, "Failures")
+    │   ├── CorruptCallError (also ValueError)    the job's data is not a task call emq can read
+    │   ├── UnknownTaskError (also LookupError)   the call names a task the app does not have
+    │   └── ResultError (also ValueError)         the task's return value cannot be stored
+    │       └── ResultTooLargeError               its JSON is over the limit (512 KiB)
+    ├── TaskError                         a waited-for job ended dead or cancelled (`Handle.result`)
+    ├── ResultTimeoutError (also builtins.TimeoutError)   `Handle.result`'s timeout passed first
+    ├── JobNotFoundError (also LookupError)   `Handle.result` of a job never added, or no longer kept
+    └── TaskTimeout (also builtins.TimeoutError)   raised in a task that ran past its `timeout`
 
 Apart from these, `MissingExtraError` (a `ModuleNotFoundError`) says that a part
 of emq needs an optional dependency that is not installed, and names the extra
@@ -129,10 +133,13 @@ class NotReplicatedError(ServerError):
 
 
 class PermanentJobError(EmqError):
-    """A task job that no retry can mend: the call cannot be read, names no task
-    of the app, or its result cannot be stored. The task runner raises it; once
-    the worker runs tasks itself, such a job is dead at once instead of retried
-    (today's `emq.Worker` fails it as it fails any error)."""
+    """A job that no retry can mend: the call cannot be read, names no task of
+    the app, or its result cannot be stored. The task runner raises it, and a
+    handler or a task may raise it (or a subclass) too. It should make the job
+    dead at once; until the core's fail can do so while attempts are left,
+    `emq.Worker` retries a corrupt call or an unknown task at once (each claim
+    fails it again, running nothing: dead within milliseconds) and any other
+    as a failure."""
 
 
 class CorruptCallError(PermanentJobError, ValueError):
@@ -156,6 +163,43 @@ class ResultTooLargeError(ResultError):
     a row is read whole by a status read and by the dashboard."""
 
 
+class TaskError(EmqError):
+    """The job a `Handle.result` waited for ended dead (its last attempt
+    failed) or cancelled. `type`: the exception's class as its worker wrote it
+    (`module.QualName`; `"cancelled"` for a cancel, `"stalled"` for a job whose
+    leases kept running out); `message`: its message; `traceback`: the
+    traceback text its worker wrote (None where none was: a cancel, a stall);
+    `state`: `"dead"` or `"cancelled"`; `job_id`: the job."""
+
+    def __init__(self, job_id: str, state: str, type: str, message: str, traceback: str | None):
+        super().__init__(f"job {job_id} is {state}: {message}" if type in ("", message) else f"job {job_id} is {state}: {type}: {message}")
+        self.job_id = job_id
+        self.state = state
+        self.type = type
+        self.message = message
+        self.traceback = traceback
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.job_id, self.state, self.type, self.message, self.traceback))
+
+
+class ResultTimeoutError(EmqError, builtins.TimeoutError):
+    """`Handle.result(timeout=)`: the job came to no outcome within the
+    timeout. Nothing changed: the job runs on, and a later wait may get it."""
+
+
+class JobNotFoundError(EmqError, LookupError):
+    """`Handle.result` of a job its queue has no row for: never added, or no
+    longer kept (its retention ran out)."""
+
+
+class TaskTimeout(EmqError, builtins.TimeoutError):
+    """Raised in a task that ran past its `timeout=` (`@app.task(timeout=…)`):
+    an async task is cancelled and its job fails with this error; a sync task
+    gets it raised in its thread between two bytecodes (never inside a C call:
+    docs/tasks.md, "Timeouts"). The job is retried by its policy."""
+
+
 class MissingExtraError(ModuleNotFoundError):
     """A part of emq needs an optional dependency that is not installed: the
     message names it and the extra that installs it (`emq[server]`, `emq[cli]`).
@@ -177,6 +221,10 @@ def check_extra(error: ModuleNotFoundError, module: str, extra: str, what: str) 
 
 __all__ = [
     "ArgumentError",
+    "JobNotFoundError",
+    "ResultTimeoutError",
+    "TaskError",
+    "TaskTimeout",
     "AuthenticationError",
     "ConnectionError",
     "ContentionError",

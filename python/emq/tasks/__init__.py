@@ -13,9 +13,11 @@
 
 The modules: `app` (`App`: the tasks and their server), `task` (`Task`,
 `ContextTask`, `TaskOptions`), `options` (an enqueue's options), `handle`
-(`Handle`), `context` (`Context`, what a running task knows of its job), `codec`
-(the call format and how values are written and read back), `runner`
-(`TaskRunner`, the handler a worker of the app runs).
+(`Handle`), `status` (`JobStatus`, `JobState`: a job's row as a handle reads
+it), `waiting` (the collector that resolves the waits for results), `context`
+(`Context`, what a running task knows of its job), `codec` (the call format and
+how values are written and read back), `runner` (`TaskRunner`, the handler a
+worker of the app runs).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from .context import Context
 from .handle import Handle
 from .options import Options
 from .runner import TaskRunner
+from .status import JobState, JobStatus
 from .task import ContextTask, Task, TaskOptions
 
 __all__ = [
@@ -37,6 +40,8 @@ __all__ = [
     "Context",
     "ContextTask",
     "Handle",
+    "JobState",
+    "JobStatus",
     "Options",
     "Task",
     "TaskDecorator",

@@ -31,6 +31,7 @@ from .handle import Handle
 from .options import Options, queue_name_problem
 from .schedules import AppSchedules, Missed, Synced
 from .task import ContextTask, Task, add_job, check_task_name, default_name
+from .waiting import Collector
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -87,6 +88,7 @@ class App:
         self._own_client = client is None
         self._tasks: dict[str, Task[Any, Any]] = {}
         self._queues: dict[str, Queue] = {}
+        self._collectors: dict[str, Collector] = {}
         self._lock = threading.Lock()
         self._schedules = AppSchedules(self)
 
@@ -126,8 +128,28 @@ class App:
                 q = self._queues.setdefault(name, q)
         return q
 
+    def _collector(self, queue: str) -> Collector:
+        """The collector of the app's waits on `queue` (`emq.tasks.waiting`), started on first use."""
+        with self._lock:
+            c = self._collectors.get(queue)
+        if c is None:
+            q = self.queue(queue)
+            with self._lock:
+                c = self._collectors.get(queue)
+                if c is None:
+                    c = self._collectors[queue] = Collector(q)
+        return c
+
     def close(self) -> None:
-        """Closes the connection the app made (a client it was given stays open)."""
+        """Ends the app's waits (each open `Handle.result` raises
+        `emq.ConnectionError`), their collectors' threads and connections, at
+        once; then closes the connection the app made (a client it was given
+        stays open). The app connects again on its next call."""
+        with self._lock:
+            collectors, self._collectors = list(self._collectors.values()), {}
+            unblocker = self._client
+        for c in collectors:
+            c.close(unblocker)
         with self._lock:
             client, self._client = self._client, (None if self._own_client else self._client)
             self._queues.clear()
@@ -186,11 +208,12 @@ class App:
         `name`: what its jobs' calls carry (default: `module.qualname`; 1 to 200
         bytes of UTF-8, no control characters; registering a name twice is an
         error). `queue`, `max_attempts`, `lane`: where its jobs go and how
-        often they are tried. `retry_in` (the wait before a retry), `timeout`
-        (how long a run may take), `keep_result` (how long a done job's row is
-        kept) and `priority` (0 first, to 9) are checked and kept; they take
-        effect once the worker's task runner and the core's priorities and
-        per-job retention are merged, and change nothing until then.
+        often they are tried. `retry_in` (the wait before a retry, in place
+        of the backoff), `timeout` (how long a run may take: past it the run
+        fails with `emq.TaskTimeout` and is retried by its policy; docs/tasks.md,
+        "Timeouts"), `keep_result` (how long a done or cancelled job's row, and
+        so its result, is kept). `priority` (0 first, to 9) is checked and
+        kept, and changes nothing until the core has priorities.
 
         A function whose first parameter is annotated `emq.Context` gets its job's
         context there (the task is a `ContextTask`)."""

@@ -1,6 +1,8 @@
 """What a running task knows of its job: `ctx.job_id`, `ctx.attempt`, `ctx.queue`,
-`ctx.task`. A task that wants it takes it as its first parameter, annotated
-`emq.Context`; a call never carries it (the worker makes it from the claimed job).
+`ctx.task`, and what it may do with it: `ctx.progress(x)` writes how far it has
+got to the job's row, `ctx.cancelled` says whether someone asked it to stop. A
+task that wants it takes it as its first parameter, annotated `emq.Context`; a
+call never carries it (the worker makes it from the claimed job).
 
     @app.task
     def charge(ctx: emq.Context, order: int) -> None:
@@ -9,14 +11,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
 from .._core import Job
+from ..errors import ArgumentError
 
-NOT_MERGED = "the core's progress and cancel calls are not merged yet"
+if TYPE_CHECKING:
+    from ..queue import Queue
 
 
 @dataclass(frozen=True)
@@ -38,22 +44,38 @@ class Context:
     job: Job | None = field(default=None, repr=False, compare=False)
     """The claimed job (with its lease token), when a worker runs the task."""
 
-    def progress(self, value: float | int | str | dict[str, Any] | list[Any]) -> bool:
-        """Writes the job's progress (a number, or a small JSON value) to its row,
-        while this run still holds the job; True if it was written.
+    _queue: Queue | None = field(default=None, repr=False, compare=False)
+    _stop: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
-        Not available yet: it raises `NotImplementedError` until the core's
-        progress call is merged, and will be filled in then."""
-        raise NotImplementedError(f"Context.progress: {NOT_MERGED}")
+    def progress(self, value: float | int | str | dict[str, Any] | list[Any] | None) -> bool:
+        """Writes the job's progress (a number, or a small JSON value: at most
+        64 KiB as JSON) to its row, while this run still holds the job (token
+        checked, as a lease extend is): True if it was written, False if the
+        run lost its lease, or the context is a local call's (no job). One
+        round trip: from an async task, `await ctx.progress_async(x)` keeps
+        the loop free."""
+        if self._queue is None or self.job is None:
+            return False
+        from .codec import Unwritable, dumps, to_json
+
+        try:
+            data = dumps(to_json(value))
+        except Unwritable as e:
+            raise ArgumentError(f"Context.progress: the value{e.where} {e.what}") from None
+        return self._queue.progress(self.job, data)
+
+    async def progress_async(self, value: float | int | str | dict[str, Any] | list[Any] | None) -> bool:
+        """`progress` from an async task, its round trip on a thread of the loop's executor."""
+        return await asyncio.get_running_loop().run_in_executor(None, self.progress, value)
 
     @property
     def cancelled(self) -> bool:
         """True once someone asked this job to stop (`Handle.cancel` of a running
-        job); a sync task reads it between steps, an async one is cancelled.
-
-        Not available yet: it raises `NotImplementedError` until the core's
-        cancel call is merged, and will be filled in then."""
-        raise NotImplementedError(f"Context.cancelled: {NOT_MERGED}")
+        job): the worker learns of it within a beat. An async task is cancelled
+        too (`asyncio.CancelledError` at its next await); a sync task reads this
+        between steps and returns or raises. However the run ends, the job is
+        then cancelled, never retried."""
+        return self._stop.is_set()
 
 
 # The names an annotation left as text (`from __future__ import annotations`) may

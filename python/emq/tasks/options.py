@@ -24,13 +24,11 @@ PRIORITIES = (0, 9)
 class Options:
     """Options as given; None: not given (the task's, else the queue's default).
 
-    `queue`, `delay`, `at`, `id`, `lane` and `max_attempts` go to `Queue.add`
-    today. `priority`, `unique_for` and `keep_result` are checked and kept, and
-    go to the add once the core takes them (priorities, unique adds and per-job
-    retention are the core's next calls); until then they change nothing.
-    `retry_in` and `timeout` are the task's, for the worker's task runner to
-    apply once it runs tasks itself (today's `emq.Worker` retries with its
-    backoff and runs a task as long as it takes)."""
+    `queue`, `delay`, `at`, `id`, `lane`, `max_attempts` and `keep_result` (as
+    `keep`) go to `Queue.add`, `unique_for` makes it `Queue.add_unique`.
+    `priority` is checked and kept, and changes nothing until the core has
+    priorities. `retry_in` and `timeout` are the task's, which the worker's
+    task runner applies (the wait before a retry; how long a run may take)."""
 
     queue: str | None = None
     delay: Duration | None = None
@@ -76,6 +74,8 @@ class Options:
             value = getattr(self, name)
             if value is not None:
                 out[name] = value
+        if self.keep_result is not None:
+            out["keep"] = self.keep_result
         return out
 
 

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
-from ..errors import ArgumentError
+from ..errors import ArgumentError, DuplicateJobError
 from ..queue import Duration, Queue, Time
 from .codec import Parameters, encode_call, task_name_problem
 from .context import Context
 from .handle import Handle
 from .options import Options
+from .waiting import Collector
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -36,6 +38,8 @@ class TaskOwner(Protocol):
     def default_queue(self) -> str: ...
 
     def queue(self, name: str | None = None) -> Queue: ...
+
+    def _collector(self, queue: str) -> Collector: ...
 
 
 def default_name(fn: Callable[..., Any]) -> str:
@@ -135,11 +139,13 @@ class Task(Generic[P, R]):
         seconds since the epoch): when it is due. `id`: the job's id (an id
         that exists is refused: `emq.DuplicateJobError`). `lane`, `queue`,
         `max_attempts`: where it goes and how often it is tried.
-        `priority` (0 first, to 9), `unique_for` (seconds: a second add with
-        the same id within it is answered with the first job) and `keep_result`
-        (how long its row is kept once done) are checked and kept, and take
-        effect once the core's priorities, unique adds and per-job retention are
-        merged; until then they change nothing."""
+        `unique_for` (seconds: a second enqueue of the same call within it is
+        answered with the first job's handle, atomically across processes;
+        with an `id`, an enqueue with that id is answered with the job that
+        has it while its row is kept); `keep_result` (how long its row,
+        and so its result, is kept once done or cancelled, in place of the
+        queue's retention). `priority` (0 first, to 9) is checked and kept, and
+        changes nothing until the core has priorities (SPEC §15)."""
         verb = f"{self.name}.options"
         given = Options.checked(
             verb,
@@ -222,15 +228,31 @@ class TaskOptions(Generic[P]):
 
 def add_job(app: TaskOwner, verb: str, options: Options, data: bytes, *, task: str | None, returns: Any = Any) -> Handle:
     """Adds a job of `data` with `options` on its queue; its `Handle`. An argument
-    the core refuses (an id, a lane) is raised naming `verb`, not `Queue.add`."""
+    the core refuses (an id, a lane) is raised naming `verb`, not `Queue.add`.
+    With `unique_for`, the add is unique (`Queue.add_unique`) by the job's id
+    when one is given, else by the call itself (its task and arguments): a
+    second enqueue within the window is answered with the first job's handle."""
     queue = app.queue(options.queue or app.default_queue)
+    arguments = options.add_arguments()
     try:
-        # `priority`, `unique_for` and `keep_result` are not passed yet: Queue.add takes
-        # them once the core has priorities, unique adds and per-job retention.
-        job_id = queue.add(data, **options.add_arguments())
+        # `priority` is not passed: Queue.add has no priorities yet (SPEC §15).
+        if options.unique_for is not None:
+            key = options.id if options.id is not None else "call:" + hashlib.sha256(data).hexdigest()
+            try:
+                job_id = queue.add_unique(data, unique_key=key, unique_for=options.unique_for, **arguments).id
+            except DuplicateJobError:
+                if options.id is None:
+                    raise
+                # The key names that id and its row exists, but the core refuses an id that
+                # exists with other data before it reads the key: the first job answers.
+                job_id = options.id
+        else:
+            job_id = queue.add(data, **arguments)
     except ArgumentError as e:
         text = str(e)
-        raise ArgumentError(f"{verb}: {text.removeprefix('Queue.add: ')}") from None
+        for prefix in ("Queue.add: ", "Queue.add_unique: "):
+            text = text.removeprefix(prefix)
+        raise ArgumentError(f"{verb}: {text}") from None
     return Handle(job_id, queue.name, app=app, task=task, returns=returns)
 
 

@@ -21,6 +21,7 @@ The package's modules are the worker's roles, each owning its state:
 - `connections`: the worker's own connections;
 - `beat`: the beat loop and its timing (when to promote, how long to park);
 - `parking`: the threads parked on `wake`, for one queue and for several;
+- `outcomes`: how a handler's run ends (`Done`, `Failed`), as the worker settles it;
 - `handlers`: the handler pool and the slots its jobs hold;
 - `group_commit`: a queue's finished jobs settled together (`GroupCommit`);
 - `leases`: the lease keeper;
@@ -41,6 +42,7 @@ from __future__ import annotations
 from .counters import Counters
 from .group_commit import GroupCommit
 from .options import BUSY_PROMOTE_S, IDLE_BEAT_S, LONGEST_BEAT, U32, WARM_S, YIELD_S, Recovery
+from .outcomes import Done, Failed
 from .shutdown import FATAL, degraded_sleep
 from .stalled import Stalled
 from .worker import Worker
@@ -54,6 +56,8 @@ __all__ = [
     "WARM_S",
     "YIELD_S",
     "Counters",
+    "Done",
+    "Failed",
     "GroupCommit",
     "Recovery",
     "Stalled",

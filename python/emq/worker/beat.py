@@ -4,8 +4,10 @@ Each beat recovers (at most once a `beat`), promotes each queue, then claims
 for each with the slots left, the first to claim taking turns from beat to
 beat, and parks: until a token, a free slot (when none is), the beat (an idle
 worker's: `idle_beat`), the next due time its promotes saw, or, when idle, the
-next lease deadline its stalled checks saw. A server's error degrades the beat:
-it backs off and tries again; a fatal one stops the worker.
+next lease deadline its stalled checks saw. While jobs run, a beat also reads
+each queue's cancel requests (at most once a `beat`: one read a queue) and
+tells the handlers of the running jobs asked to stop. A server's error degrades
+the beat: it backs off and tries again; a fatal one stops the worker.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ class Beat:
         self._waited_for: float | None = None
         self._found = False
         self._lag = 0.0
+        # Each queue's last read of its cancel requests: its `until` (server ms), and when (monotonic s).
+        self._cancels_since: dict[str, int] = {}
+        self._cancels_read = 0.0
 
     def once(self) -> None:
         """One beat, its park included."""
@@ -65,6 +70,7 @@ class Beat:
         stopping = self.shutdown.stopping
         try:
             self._recover()
+            self._read_cancels()
             # Each queue promotes, then each claims with the slots left, the first
             # to claim taking turns from beat to beat.
             turn = self._turn % len(self.queues)
@@ -125,6 +131,21 @@ class Beat:
                 at = time.monotonic() + due_in
                 lease_at = at if lease_at is None else min(lease_at, at)
         self._lease_at = lease_at
+
+    def _read_cancels(self) -> None:
+        """The running jobs asked to stop since the last read, told to the
+        handlers: at most once a `beat`, only while jobs run."""
+        if not self.handlers.running:
+            return
+        now = time.monotonic()
+        if now - self._cancels_read < self.options.beat:
+            return
+        self._cancels_read = now
+        for queue in self.queues:
+            requests = queue.cancel_requests(self._cancels_since.get(queue.name))
+            self._cancels_since[queue.name] = requests.until
+            if requests.ids:
+                self.handlers.asked_to_stop(queue.name, requests.ids)
 
     def _promote(self, queue: Queue) -> float | None:
         """The beat's promote on one queue: the next due time it knows of

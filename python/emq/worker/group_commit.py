@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 from .._core import Job
 from ..answers import FailOutcome
-from ..queue import Duration, Queue
+from ..queue import Duration, Queue, Result
+from .outcomes import Failed, permanent_retry_in, traceback_text
 
 log = logging.getLogger("emq.worker")
 
@@ -64,22 +65,25 @@ class GroupCommit:
         self._lease = lease
         self._cond = threading.Condition()
         # Finished jobs, each with whom to tell its answer (None: `committed`)
-        # and, for a failed one, its error.
-        self._finished: list[tuple[Job, Answer | None, BaseException | None]] = []
+        # and its result, or for a failed one its failure.
+        self._finished: list[_Item] = []
         self._thread: threading.Thread | None = None
         self._closed = False
         self.commits = 0
         self._alone = 0  # commits without a claim after the last dropped one
         self._alone_next = 0  # of which are left
 
-    def finished(self, job: Job) -> None:
-        """Hands a finished job over; its answer comes to `committed`."""
-        self._put(job, None)
+    def finished(self, job: Job, result: Result | None = None) -> None:
+        """Hands a finished job over, with its `result` (written to its row as
+        it completes); its answer comes to `committed`."""
+        self._put(job, None, result)
 
-    def failed(self, job: Job, error: BaseException) -> None:
-        """Hands over a job whose handler raised `error`: it is failed (retried
-        or dead, as `fail` decides), and its answer comes to `committed`."""
-        self._put(job, None, error)
+    def failed(self, job: Job, error: BaseException | Failed) -> None:
+        """Hands over a job whose handler raised `error` (or said how it failed:
+        a `Failed`): it is failed, with its error's type and traceback (retried
+        or dead, as `fail` decides; see `outcomes.permanent_retry_in`), and
+        its answer comes to `committed`."""
+        self._put(job, None, None, error if isinstance(error, Failed) else Failed(error))
 
     def complete(self, job: Job) -> bool | None:
         """Hands a finished job over and waits for its answer."""
@@ -104,30 +108,30 @@ class GroupCommit:
         if thread is not None:
             thread.join(timeout)
 
-    def _put(self, job: Job, tell: Answer | None, error: BaseException | None = None) -> None:
+    def _put(self, job: Job, tell: Answer | None, result: Result | None = None, failure: Failed | None = None) -> None:
         with self._cond:
-            self._finished.append((job, tell, error))
+            self._finished.append(_Item(job, tell, result, failure))
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=f"emq-commit-{self.work.name}", daemon=True)
                 self._thread.start()
             self._cond.notify()
 
-    def _take(self) -> list[tuple[Job, Answer | None, BaseException | None]]:
+    def _take(self) -> list[_Item]:
         """(Under the lock.) The next commit's jobs, in the order they
         finished: no id twice."""
-        batch: list[tuple[Job, Answer | None, BaseException | None]] = []
+        batch: list[_Item] = []
         ids: set[str] = set()
         rest = []
         for item in self._finished:
-            if len(batch) < self.MAX and item[0].id not in ids:
-                ids.add(item[0].id)
+            if len(batch) < self.MAX and item.job.id not in ids:
+                ids.add(item.job.id)
                 batch.append(item)
             else:
                 rest.append(item)
         self._finished = rest
         return batch
 
-    def _commit(self, jobs: list[Job], n: int, errors: list[BaseException | None]) -> tuple[list[bool | FailOutcome], list[Job]] | None:
+    def _commit(self, batch: list[_Item], n: int) -> tuple[list[bool | FailOutcome], list[Job]] | None:
         """One commit (and claim of `n`), retried through the server's errors
         as the worker settles; None when it gave up. Only the first try
         claims: after a wire error the commit retries alone, with fewer
@@ -138,10 +142,11 @@ class GroupCommit:
         that again: where workers contend for the head of `pending`, their
         beats claim."""
         tries = 0
-        if any(e is not None for e in errors):
-            items = [job if e is None else (job, e) for job, e in zip(jobs, errors)]
+        if any(item.failure is not None for item in batch):
+            items = [item.settle_item() for item in batch]
             settled = self._settle(lambda: self.work.settle_many(items))
             return (settled, []) if isinstance(settled, list) else None
+        jobs: list[Job | tuple[Job, Result | None]] = [item.job if item.result is None else (item.job, item.result) for item in batch]
 
         def call() -> tuple[list[bool], list[Job] | None]:
             nonlocal tries
@@ -169,25 +174,46 @@ class GroupCommit:
                 if not self._finished:
                     return
                 batch = self._take()
-            jobs = [job for job, _, _ in batch]
-            errors = [e for _, _, e in batch]
             n = 0
             if self._alone_next:
                 self._alone_next -= 1
-            elif self._reserve is not None and all(e is None for e in errors):
-                n = self._reserve(len(jobs))
+            elif self._reserve is not None and all(item.failure is None for item in batch):
+                n = self._reserve(len(batch))
             got = None
             try:
-                got = self._commit(jobs, n, errors)
+                got = self._commit(batch, n)
                 self.commits += 1
             except BaseException:  # noqa: BLE001 - not a server's error: a bug; the jobs get no answer
-                log.exception("completing %d jobs of %s", len(jobs), self.work.name)
+                log.exception("completing %d jobs of %s", len(batch), self.work.name)
             answers, claimed = got if got is not None else (None, [])
             mine = []
-            for i, (job, tell, _) in enumerate(batch):
+            for i, item in enumerate(batch):
                 answer = answers[i] if answers is not None else None
-                if tell is not None:
-                    tell(job, answer)
+                if item.tell is not None:
+                    item.tell(item.job, answer)
                 else:
-                    mine.append((job, answer))
-            self._committed(mine, claimed, max(0, n - len(jobs)))
+                    mine.append((item.job, answer))
+            self._committed(mine, claimed, max(0, n - len(batch)))
+
+
+class _Item:
+    """A finished job handed to a commit: whom to tell, and its result or its failure."""
+
+    __slots__ = ("job", "tell", "result", "failure")
+
+    def __init__(self, job: Job, tell: Answer | None, result: Result | None, failure: Failed | None):
+        self.job = job
+        self.tell = tell
+        self.result = result
+        self.failure = failure
+
+    def settle_item(self) -> Job | dict[str, object]:
+        """The item of `settle_many` that settles this job."""
+        if self.failure is None:
+            return self.job if self.result is None else {"job": self.job, "result": self.result}
+        f = self.failure
+        item: dict[str, object] = {"job": self.job, "error": f.error, "traceback": traceback_text(f.error)}
+        retry_in = permanent_retry_in(f)
+        if retry_in is not None:
+            item["retry_in"] = retry_in
+        return item

@@ -4,15 +4,25 @@ A job holds its slot from its claim until its queue's group commit answers for
 it (done, failed or refused), not only while its handler runs: the beat claims
 only for slots that are free. A worker of one queue has its commits claim too,
 into the slots they free and the free ones, which they hold meanwhile.
+
+A handler's run ends as `emq.worker.outcomes` says: a return (its `Done`
+result), a raise or a `Failed` (logged at WARNING with its traceback on
+`emq.worker`, and written to the row), or a future of these, which the job
+holds its slot for, not a thread. A handler with `start_job(job, queue)` (the
+task runner) is called so, with the worker's queue of the job; one with
+`cancel_job(job)` is told of the jobs asked to stop (the beat reads them).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import functools
 import logging
 import queue as _queue
 import threading
 import time
+from collections.abc import Iterable
+from typing import Any
 
 from .._core import Job
 from ..answers import FailOutcome
@@ -20,6 +30,7 @@ from ..queue import Queue
 from .counters import Counters
 from .group_commit import GroupCommit
 from .options import Options
+from .outcomes import Done, Failed
 from .shutdown import Shutdown
 
 log = logging.getLogger("emq.worker")
@@ -42,6 +53,9 @@ class Handlers:
         self._held = 0  # free slots a group commit holds for the jobs it claims
         self._finishing: set[str | None] = set()  # finished jobs awaiting their commit
         self._failing: set[str | None] = set()  # of which, jobs whose handler raised
+        self._stopping: set[str | None] = set()  # running jobs asked to stop (`Queue.cancel`)
+        self._start = getattr(options.handler, "start_job", None)
+        self._cancel = getattr(options.handler, "cancel_job", None)
         self.freed = threading.Event()  # a slot came free (or the worker stops)
         # A worker of one queue claims with its commits too; one of several
         # claims on its beat only, which takes the queues in turn (a queue's
@@ -138,20 +152,65 @@ class Handlers:
         with self._lock:
             work = self._running[job.token][1]
         try:
-            self.options.handler(job)
+            out = self._start(job, work) if self._start is not None else self.options.handler(job)
         except BaseException as e:
             if not isinstance(e, Exception):  # an interrupt: the job is left to recovery
                 self._release(job)
                 raise
-            log.info("job %s failed: %s", job.id, e)
+            if e.__traceback__ is not None and e.__traceback__.tb_next is not None:
+                e = e.with_traceback(e.__traceback__.tb_next)  # from the handler's frame on: what the log and the row show
+            self._ended(job, work, Failed(e))
+            return
+        if isinstance(out, concurrent.futures.Future):
+            # The job holds its slot, not this thread, until the future is done.
+            out.add_done_callback(functools.partial(self._future_done, job, work))
+            return
+        self._ended(job, work, out)
+
+    def _future_done(self, job: Job, work: Queue, future: concurrent.futures.Future[Any]) -> None:
+        try:
+            out = future.result()
+        except concurrent.futures.CancelledError:  # its loop went away: left to recovery
+            self._release(job)
+            return
+        except Exception as e:
+            out = Failed(e)
+        self._ended(job, work, out)
+
+    def _ended(self, job: Job, work: Queue, out: object) -> None:
+        """The run is over: hands the job to its commit with its result, or its failure."""
+        if isinstance(out, Failed):
+            e = out.error
+            if out.cancelled:
+                log.info("job %s stopped: it was asked to", job.id)
+            else:
+                how = "permanent" if out.permanent else f"attempt {job.attempts} of {job.max_attempts}"
+                log.warning("job %s failed (%s): %s: %s", job.id, how, type(e).__name__, e, exc_info=(type(e), e, e.__traceback__))
             with self._lock:
                 self._finishing.add(job.token)
                 self._failing.add(job.token)
-            self.commits[work.name].failed(job, e)
-        else:
-            with self._lock:
-                self._finishing.add(job.token)
-            self.commits[work.name].finished(job)
+            self.commits[work.name].failed(job, out)
+            return
+        with self._lock:
+            self._finishing.add(job.token)
+        self.commits[work.name].finished(job, out.result if isinstance(out, Done) else None)
+
+    def asked_to_stop(self, queue: str, ids: Iterable[str]) -> int:
+        """Tells the handler of the running jobs of `queue` among `ids` that they
+        were asked to stop; how many it told (a job is told once)."""
+        wanted = set(ids)
+        with self._lock:
+            jobs = [
+                job
+                for token, (job, work) in self._running.items()
+                if work.name == queue and job.id in wanted and token not in self._stopping and token not in self._finishing
+            ]
+            self._stopping.update(job.token for job in jobs)
+        for job in jobs:
+            log.info("job %s was asked to stop", job.id)
+            if self._cancel is not None:
+                self._cancel(job)
+        return len(jobs)
 
     def _reserve(self, finishing: int) -> int:
         """How many jobs a commit of `finishing` jobs may claim: the slots it
@@ -170,17 +229,23 @@ class Handlers:
         between), and the slots it held are given back."""
         with self._lock:
             failed = sum(1 for job, _ in answers if job.token in self._failing)
+            # A job asked to stop that completed anyway is cancelled too (the core makes it so).
+            stopped = sum(1 for job, a in answers if a is True and job.token in self._stopping)
             for job, _ in answers:
                 self._running.pop(job.token, None)
                 self._finishing.discard(job.token)
                 self._failing.discard(job.token)
+                self._stopping.discard(job.token)
             self._held -= held
             for job in claimed:
                 self._running[job.token] = (job, work)
             free = self._unheld()
         self.counters.add(
-            completed=sum(1 for _, a in answers if a is True),
+            completed=sum(1 for _, a in answers if a is True) - stopped,
             failed=failed,
+            retried=sum(1 for _, a in answers if a is FailOutcome.SCHEDULED),
+            dead=sum(1 for _, a in answers if a is FailOutcome.DEAD),
+            cancelled=stopped + sum(1 for _, a in answers if a is FailOutcome.CANCELLED),
             refused=sum(1 for _, a in answers if a is False or a is FailOutcome.REFUSED),
             claimed=len(claimed),
         )
@@ -194,4 +259,5 @@ class Handlers:
     def _release(self, job: Job) -> None:
         with self._lock:
             self._running.pop(job.token, None)
+            self._stopping.discard(job.token)
         self.freed.set()

@@ -65,9 +65,11 @@ class OneQueuePark(Park):
         self._parking = False  # the park connection is blocked on `wake` (or about to be)
         self._ending_park = False
         self._can_unblock = True
+        self._thread: threading.Thread | None = None
 
     def start(self) -> None:
-        threading.Thread(target=self._pop_loop, name=f"emq-park-{self.name}", daemon=True).start()
+        self._thread = threading.Thread(target=self._pop_loop, name=f"emq-park-{self.name}", daemon=True)
+        self._thread.start()
 
     def check(self) -> None:
         e, self._pop_error = self._pop_error, None
@@ -90,8 +92,12 @@ class OneQueuePark(Park):
         self._pop_wanted.set()  # the park thread ends (a last `end_pop` may have cleared it)
 
     def _end_park(self) -> None:
+        # Until the park thread is gone, not only until run() is over: a pop that
+        # began just as the stop came, left blocking, would take the wake tokens
+        # meant for the queue's other workers for up to `idle_beat`.
         deadline = time.monotonic() + self.options.idle_beat + 5
-        while not self.shutdown.over.is_set() and time.monotonic() < deadline and self._can_unblock:
+        thread = self._thread
+        while thread is not None and thread.is_alive() and time.monotonic() < deadline and self._can_unblock:
             park_id = self._park_id
             if self._parking and park_id is not None:
                 try:

@@ -27,8 +27,12 @@ class Worker(OptionValues):
     may be a list of queues (on one server, or on any nodes of a cluster): one
     beat serves them all, and a token on any of them wakes it.
 
-    A handler that returns completes the job; one that raises fails it (retried
-    with backoff while attempts are left, then dead). `run()` blocks until
+    A handler that returns completes the job (a returned `emq.worker.Done`
+    writes its result to the row); one that raises fails it (retried with
+    backoff while attempts are left, then dead; a corrupt call or an unknown
+    task retried at once, so that it is dead within milliseconds), its error, type and traceback written to the row and logged
+    at WARNING on `emq.worker`; a returned `emq.worker.Failed` says more (its
+    `retry_in`). `emq.tasks.TaskRunner` is such a handler, for an app's tasks. `run()` blocks until
     `stop()`, SIGTERM or SIGINT, or `ttl`; then it claims nothing more, lets
     running jobs finish within `grace`, and leaves the rest to recovery.
 
