@@ -29,7 +29,18 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from ._core import RESULT_MAX, Client, Job, QueueCore
-from .answers import ActionOutcome, CancelOutcome, CancelRequests, FailOutcome, LaneControl, QueueCounts, Retention, ScheduleInfo, StalledOutcome, UniqueAdd
+from .answers import (
+    ActionOutcome,
+    CancelOutcome,
+    CancelRequests,
+    FailOutcome,
+    LaneControl,
+    QueueCounts,
+    Retention,
+    ScheduleInfo,
+    StalledOutcome,
+    UniqueAdd,
+)
 from .sweeps import Backend, ClientLike
 
 JobBackend = Literal["plan", "module"]
