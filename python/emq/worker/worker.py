@@ -29,10 +29,11 @@ class Worker(OptionValues):
 
     A handler that returns completes the job (a returned `emq.worker.Done`
     writes its result to the row); one that raises fails it (retried with
-    backoff while attempts are left, then dead; a corrupt call or an unknown
-    task retried at once, so that it is dead within milliseconds), its error, type and traceback written to the row and logged
+    backoff while attempts are left, then dead; an `emq.PermanentJobError`
+    dead at once), its error, type and traceback written to the row and logged
     at WARNING on `emq.worker`; a returned `emq.worker.Failed` says more (its
-    `retry_in`). `emq.tasks.TaskRunner` is such a handler, for an app's tasks. `run()` blocks until
+    `retry_in`, that no retry mends it). `emq.tasks.TaskRunner` is such a
+    handler, for an app's tasks. `run()` blocks until
     `stop()`, SIGTERM or SIGINT, or `ttl`; then it claims nothing more, lets
     running jobs finish within `grace`, and leaves the rest to recovery.
 

@@ -25,7 +25,7 @@ fn held(token: &str, lane: Option<&str>, attempts: &str) -> Reply {
 }
 
 fn fail(retry_in_ms: Option<u64>) -> Action {
-    Action::Fail { error: id("boom"), retry_in_ms, detail: None }
+    Action::Fail { error: id("boom"), retry_in_ms, detail: None, retry: true }
 }
 
 /// The replies of a flat FAIL's read: the clock, the row, `ZCARD active`, the
@@ -110,7 +110,7 @@ fn a_fail_with_no_delay_is_ready_at_once_and_the_backoff_doubles() {
         w[2..],
         [
             Write::DropLease { id: id("a") },
-            row("a", RowFields::Retry { ready: true, error: id("boom"), due: NOW, detail: None }),
+                row("a", RowFields::Retry { ready: true, error: id("boom"), due: NOW, detail: None }),
             Write::MakeReady { lane: None, ids: members(&["a"]) },
             Write::Wake(members(&[""])),
             Write::TrimWake,
@@ -189,4 +189,24 @@ fn a_lane_left_empty_is_confirmed_empty_under_a_watch() {
     let w = exec(planned(0).unwrap());
     assert_eq!(w.last(), Some(&lane("L", LaneField::Active(0))), "no offer: {w:?}");
     assert_eq!(planned(1).unwrap_err().kind, ErrorKind::Conflict);
+}
+
+/// FAIL with `retry: false` (an error no retry mends) makes the job dead on
+/// its first attempt of three: buried in `dead`, the row dead with its error,
+/// after the trim of `dead`. A version that ignored the flag would schedule a
+/// retry (`RowFields::Retry`, a `schedule` entry) as the other fails here do.
+#[test]
+fn a_fail_that_allows_no_retry_is_dead_with_attempts_left() {
+    let action = Action::Fail { error: id("boom"), retry_in_ms: Some(5000), detail: None, retry: false };
+    let mut s = settle(None, action);
+    s.start();
+    let Step::Read { watch, .. } = s.feed(&fail_replies(held("t", None, "1"), Reply::Array(vec![]))).unwrap() else {
+        panic!("a dying fail reads the dead index's trim first")
+    };
+    assert_eq!(watch, vec![key("dead")]);
+    let w = exec(s.feed(&[fields(&[None, None]), Reply::Int(0), Reply::Array(vec![])]).unwrap());
+    assert!(w.contains(&Write::Bury { at: NOW, ids: members(&["a"]) }), "{w:?}");
+    assert!(w.contains(&row("a", RowFields::Dead { error: id("boom"), finished: NOW, detail: None })), "{w:?}");
+    assert!(!w.iter().any(|x| matches!(x, Write::Schedule(_) | Write::MakeReady { .. })), "{w:?}");
+    assert_eq!(s.finish(&[]).unwrap(), Settled::Dead);
 }
