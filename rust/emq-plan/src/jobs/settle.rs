@@ -127,6 +127,10 @@ pub fn fail_writes(
     w.push(Write::DropLease { id: id.to_vec() });
     let error = fail.error.to_vec();
     let detail = fail.detail.filter(|d| d.error_type.is_some() || d.traceback.is_some()).map(|d| Box::new(d.clone()));
+    // The row's error type and traceback are this fail's, or none: never an earlier attempt's.
+    if detail.as_ref().is_none_or(|d| d.error_type.is_none() || d.traceback.is_none()) {
+        w.push(Write::DropErrorDetail { id: id.to_vec() });
+    }
     if !fail.retry || attempts >= max_attempts {
         w.push(Write::Bury { at: now, ids: Members::one(id) });
         w.push(Write::SetRow { id: id.to_vec(), fields: RowFields::Dead { error, finished: now, detail } });

@@ -41,6 +41,9 @@ pub enum Write {
     SetRow { id: Vec<u8>, fields: RowFields },
     /// `HDEL P job:ID token lease`: the row leaves its lease.
     DropLease { id: Vec<u8> },
+    /// `HDEL P job:ID error_type traceback`: a fail that gives not both drops
+    /// the earlier attempt's, so the row never pairs this error with another's.
+    DropErrorDetail { id: Vec<u8> },
     /// `PEXPIREAT P job:ID at`: a done row kept until `at` (ms).
     ExpireRow { id: Vec<u8>, at: i64 },
     /// `DEL P job:ID…`: rows deleted (a done row not kept, dead rows trimmed).
@@ -601,7 +604,9 @@ impl Write {
             Write::SetRow { .. } | Write::SetLane { .. } | Write::SetRetention(_) | Write::SetWorker { .. } | Write::SetSchedule { .. } => {
                 &word::HSET
             }
-            Write::DropLease { .. } | Write::DropFinished { .. } | Write::DropSchedule { .. } => &word::HDEL,
+            Write::DropLease { .. } | Write::DropErrorDetail { .. } | Write::DropFinished { .. } | Write::DropSchedule { .. } => {
+                &word::HDEL
+            }
             Write::ExpireRow { .. } | Write::ExpireWorker { .. } => &word::PEXPIREAT,
             Write::DeleteRows(_) | Write::DeleteWorker(_) => &word::DEL,
             Write::TakeSlots { .. } => &word::HINCRBY,
@@ -642,9 +647,11 @@ impl Write {
     pub fn key<R>(&self, keys: &Keys, f: impl FnOnce([&[u8]; 3]) -> R) -> R {
         let own = |k: &'static [u8]| keys.parts(k, b"");
         match self {
-            Write::SetRow { id, .. } | Write::DropLease { id } | Write::ExpireRow { id, .. } | Write::DropFinished { id } => {
-                f(keys.parts(kind::JOB, id))
-            }
+            Write::SetRow { id, .. }
+            | Write::DropLease { id }
+            | Write::DropErrorDetail { id }
+            | Write::ExpireRow { id, .. }
+            | Write::DropFinished { id } => f(keys.parts(kind::JOB, id)),
             Write::LeaveDead(_) => f(own(kind::DEAD)),
             Write::LeaveDone(_) => f(own(kind::DONE)),
             Write::Unready { lane: None, .. } => f(own(kind::PENDING)),
@@ -693,6 +700,10 @@ impl Write {
             Write::DropLease { .. } => {
                 f(Arg::Word(&word::TOKEN));
                 f(Arg::Word(&word::LEASE));
+            }
+            Write::DropErrorDetail { .. } => {
+                f(Arg::Word(&word::ERROR_TYPE));
+                f(Arg::Word(&word::TRACEBACK));
             }
             Write::ExpireRow { at, .. } | Write::ExpireWorker { at, .. } => f(Arg::Int(*at)),
             Write::DropFinished { .. } => f(Arg::Word(&word::FINISHED)),
@@ -801,6 +812,7 @@ impl Write {
         match self {
             Write::SetRow { fields, .. } => 2 + 2 * fields.count(),
             Write::DropLease { .. }
+            | Write::DropErrorDetail { .. }
             | Write::SetLane { .. }
             | Write::TakeSlots { .. }
             | Write::TrimDone { .. }
@@ -1237,6 +1249,7 @@ mod tests {
             (row(RowFields::Waiters(b"w1 w2".to_vec())), cmd(&["HSET", "emq:{q}:job:a", "wait", "w1 w2"])),
             (row(RowFields::AskStop), cmd(&["HSET", "emq:{q}:job:a", "cancel", "1"])),
             (Write::DropLease { id: b"a".to_vec() }, cmd(&["HDEL", "emq:{q}:job:a", "token", "lease"])),
+            (Write::DropErrorDetail { id: b"a".to_vec() }, cmd(&["HDEL", "emq:{q}:job:a", "error_type", "traceback"])),
             (Write::ExpireRow { id: b"a".to_vec(), at: 1050 }, cmd(&["PEXPIREAT", "emq:{q}:job:a", "1050"])),
             (Write::DeleteRows(ids(&["a", "b"])), cmd(&["DEL", "emq:{q}:job:a", "emq:{q}:job:b"])),
             (lane(LaneField::Active(3)), cmd(&["HSET", "emq:{q}:lanectl:L", "active", "3"])),
