@@ -595,6 +595,24 @@ def test_an_add_under_a_live_key_answers_the_first_job_and_writes_nothing(r, q):
     assert q.counts().pending == 1
 
 
+def test_an_add_of_the_id_its_key_names_answers_it_and_writes_nothing(r, q):
+    """`add_unique(data2, unique_key=K, id=I)` where K names job I (added with
+    other data) is answered `UniqueAdd(I, created=False)` with the keyspace
+    unchanged, in a batch too; the same id under a key that names no job is
+    still refused as a duplicate, writing nothing. A version that checked the
+    id before the key would raise DuplicateJobError for the first."""
+    first = q.add_unique(b"one", unique_key="k", unique_for=60, id="order-7")
+    assert first == emq.UniqueAdd("order-7", True)
+    before = snapshot(r)
+    assert q.add_unique(b"two", unique_key="k", unique_for=60, id="order-7") == emq.UniqueAdd("order-7", False)
+    assert q.add_many([{"data": b"three", "id": "order-7", "unique_key": "k", "unique_for": 30}]) == ["order-7"]
+    assert snapshot(r) == before
+    with pytest.raises(emq.DuplicateJobError, match="order-7"):
+        q.add_unique(b"two", unique_key="other", unique_for=60, id="order-7")
+    assert snapshot(r) == before
+    assert q.status(["order-7"])[0].data == b"one"
+
+
 def test_a_key_whose_job_is_gone_is_taken_anew(r, q):
     """A key naming a job whose row is gone (kept 0 ms once done) no longer
     holds: the next add under it creates a job and takes the key for its

@@ -356,6 +356,33 @@ fn a_unique_add_is_answered_with_the_job_its_key_names() {
     assert_eq!(a.created(), [true]);
 }
 
+/// A unique add that gives the id its key already names (another call's data
+/// under that id) is answered with the id, not created, nothing written; the
+/// same id under a key that names another job (or none) is refused as a
+/// duplicate, as before. A version that checked the id before the key would
+/// refuse the first add, which the key says is the same job.
+#[test]
+fn a_unique_add_of_the_id_its_key_names_answers_it() {
+    let add = |named: Reply| {
+        let job = NewJob { id: Some(id("I")), ..unique_job("k") };
+        let mut a = Add::new(Keys::new(b"q"), vec![job], (1, 0)).unwrap();
+        a.start();
+        // The clock, the id's EXISTS and digest, the key, `pending`, the head of `schedule`, the ring, `wake`.
+        let first = vec![time(), Reply::Int(1), bulk("0123456789abcdef0123456789abcdef"), named.clone()];
+        let rest = [Reply::Int(0), Reply::Array(vec![]), Reply::Int(0), Reply::Int(0)];
+        let step = a.feed(&[first, rest.to_vec()].concat()).unwrap();
+        let step = if named == Reply::Nil { step } else { a.feed(&[Reply::Int(1)]).unwrap() };
+        let w = exec(step);
+        (w, a.finish(&[]), a.created().to_vec())
+    };
+    let (w, ids, created) = add(bulk("I"));
+    assert_eq!((w, ids.unwrap(), created), (vec![], vec![id("I")], vec![false]));
+    for named in [bulk("other"), Reply::Nil] {
+        let (w, ids, _) = add(named);
+        assert!(w.is_empty() && ids.unwrap_err().kind == ErrorKind::Duplicate, "refused as a duplicate");
+    }
+}
+
 #[test]
 fn unique_adds_refuse_bad_keys_windows_and_keeps() {
     let k = || Keys::new(b"q");
