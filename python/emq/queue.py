@@ -63,7 +63,7 @@ class _Unchanged:
 
 UNCHANGED: Any = _Unchanged()
 
-JobState = Literal["scheduled", "pending", "active", "dead", "done"]
+JobState = Literal["scheduled", "pending", "active", "dead", "done", "cancelled"]
 
 
 @dataclass(frozen=True)
@@ -349,7 +349,8 @@ class Queue:
     def jobs(self, state: JobState, *, lane: str | None = None, offset: int = 0, limit: int = 50) -> JobPage:
         """A page of the jobs in `state`, by rank: `scheduled` soonest due first,
         `pending` next to be claimed first (`lane`: that lane's ready jobs),
-        `active` soonest lease end first, `dead` and `done` newest first. At
+        `active` soonest lease end first, `dead`, `done` and `cancelled` newest
+        first (`done` and `cancelled`: the rows still kept). At
         most 1,000 a page. Its cost is the page's, whatever the queue holds:
         the place's size, the window of ids, and the rows of those ids only."""
         jobs, total = self._core.jobs(state, lane, offset, limit)
@@ -367,7 +368,7 @@ class Queue:
         return self._core.retry_dead(limit)
 
     def delete(self, ids: Iterable[str]) -> dict[str, ActionOutcome]:
-        """Deletes jobs from wherever they wait (scheduled, ready, dead, done),
+        """Deletes jobs from wherever they wait (scheduled, ready, dead, done, cancelled),
         rows and all: for each id, `DELETED`, `ACTIVE` (refused: a worker holds
         it) or `NOT_FOUND`. A ready job is found in its list by `LREM`, whose
         cost grows with its position."""

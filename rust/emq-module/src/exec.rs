@@ -273,6 +273,7 @@ impl Host {
                 Write::DropFinished { .. }
                 | Write::LeaveDead(_)
                 | Write::LeaveDone(_)
+                | Write::LeaveCancelled(_)
                 | Write::Unready { .. }
                 | Write::RegisterQueue(_)
                 | Write::ListWorker { .. }

@@ -141,6 +141,8 @@ pub enum Write {
     LeaveDead(Members),
     /// `ZREM P done id…`: done rows deleted.
     LeaveDone(Members),
+    /// `ZREM P cancelled ids`: cancelled rows deleted by an operator.
+    LeaveCancelled(Members),
     /// `LREM P pending 1 id` (`lane: None`) or `LREM P lane:L 1 id`: a ready job deleted.
     Unready { lane: Option<Vec<u8>>, id: Vec<u8> },
 
@@ -625,6 +627,7 @@ impl Write {
             | Write::DropTimers(_)
             | Write::LeaveDead(_)
             | Write::LeaveDone(_)
+            | Write::LeaveCancelled(_)
             | Write::UnlistWorker(_) => &word::ZREM,
             Write::TrimDone { .. } | Write::TrimCancelled { .. } | Write::TrimCancels { .. } | Write::TrimWorkers { .. } => {
                 &word::ZREMRANGEBYSCORE
@@ -654,6 +657,7 @@ impl Write {
             | Write::DropFinished { id } => f(keys.parts(kind::JOB, id)),
             Write::LeaveDead(_) => f(own(kind::DEAD)),
             Write::LeaveDone(_) => f(own(kind::DONE)),
+            Write::LeaveCancelled(_) => f(own(kind::CANCELLED)),
             Write::Unready { lane: None, .. } => f(own(kind::PENDING)),
             Write::Unready { lane: Some(lane), .. } => f(keys.parts(kind::LANE, lane)),
             Write::RegisterQueue(_) => f(own(kind::QUEUES)),
@@ -707,7 +711,7 @@ impl Write {
             }
             Write::ExpireRow { at, .. } | Write::ExpireWorker { at, .. } => f(Arg::Int(*at)),
             Write::DropFinished { .. } => f(Arg::Word(&word::FINISHED)),
-            Write::LeaveDead(ids) | Write::LeaveDone(ids) => ids.iter().for_each(|id| f(Arg::Bytes(id))),
+            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) => ids.iter().for_each(|id| f(Arg::Bytes(id))),
             Write::Unready { id, .. } => {
                 f(Arg::Word(&word::ONE));
                 f(Arg::Bytes(id));
@@ -834,7 +838,7 @@ impl Write {
             | Write::DropSchedule { .. } => 3,
             Write::ClaimUnique { .. } | Write::RotateRing | Write::MarkLease { .. } => 5,
             Write::DeleteWorker(_) => 2,
-            Write::LeaveDead(ids) | Write::LeaveDone(ids) => 2 + ids.len(),
+            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) => 2 + ids.len(),
             Write::SetWorker { fields, .. } => 2 + 2 * fields.len(),
             Write::DeleteRows(ids) => 1 + ids.len(),
             Write::Schedule(due) | Write::SetTimers(due) => 2 + 2 * due.len(),
@@ -1298,6 +1302,7 @@ mod tests {
             (Write::DropFinished { id: b"a".to_vec() }, cmd(&["HDEL", "emq:{q}:job:a", "finished"])),
             (Write::LeaveDead(ids(&["a", "b"])), cmd(&["ZREM", "emq:{q}:dead", "a", "b"])),
             (Write::LeaveDone(ids(&["a"])), cmd(&["ZREM", "emq:{q}:done", "a"])),
+            (Write::LeaveCancelled(ids(&["a"])), cmd(&["ZREM", "emq:{q}:cancelled", "a"])),
             (Write::Unready { lane: None, id: b"a".to_vec() }, cmd(&["LREM", "emq:{q}:pending", "1", "a"])),
             (Write::Unready { lane: Some(b"L".to_vec()), id: b"a".to_vec() }, cmd(&["LREM", "emq:{q}:lane:L", "1", "a"])),
             (Write::RegisterQueue(b"orders".to_vec()), cmd(&["SADD", "emq:{q}:queues", "orders"])),
