@@ -34,7 +34,7 @@ import heapq
 import itertools
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -299,6 +299,14 @@ class TaskRunner:
                 thread.start()
                 self._loop, self._loop_thread = loop, thread
             return self._loop
+
+    def worker_starting(self, queues: Sequence[Queue]) -> None:
+        """(Called by `emq.Worker.run` as it starts.) Writes the app's declared
+        schedules on the worker's server, through its first queue's client and
+        backend, so a worker made in code keeps the server's set the code's as
+        `emq worker MODULE:APP` does."""
+        first = queues[0]
+        self.app._schedules.write_declared(lambda name: Queue(first.client, name, backend=first.backend))
 
     def close(self) -> None:
         """Stops the runner's event loop (if an async task started one) and its
