@@ -209,10 +209,14 @@ def normalise_dead(d: dict, prefix: bytes, dead_ids, t0: int, t1: int, multi_cal
 def normalise_cancelled(d: dict, prefix: bytes, t0: int, t1: int) -> dict:
     """A stalled check's cancelled rows (SPEC §13) take its clock reading as
     their `finished` and their `P cancelled` score: checked against the call's
-    window, then replaced by "NOW"."""
+    window, then replaced by "NOW". A row cancelled by one call of a sequence
+    may be made `pending` by a later one (an id also listed in `schedule`, a
+    corrupt state the sweeps meet): its `error cancelled` says whose clock its
+    `finished` is."""
     d = copy.deepcopy(d)
     for k, (t, v) in d.items():
-        if t == "hash" and k.startswith(prefix + b"job:") and v.get(b"state") == b"cancelled" and b"finished" in v:
+        cancelled = v.get(b"state") == b"cancelled" or v.get(b"error") == b"cancelled" if t == "hash" else False
+        if t == "hash" and k.startswith(prefix + b"job:") and cancelled and b"finished" in v:
             assert t0 <= int(v[b"finished"]) <= t1, f"{k!r}: finished {v[b'finished']!r} is not the call's clock ({t0}..{t1})"
             v[b"finished"] = b"NOW"
     key = prefix + b"cancelled"

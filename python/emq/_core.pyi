@@ -215,7 +215,15 @@ class QueueCore:
     def complete_and_claim(
         self, jobs: Sequence[Job | tuple[Job, _Result | None]], n: int, lease: _Duration
     ) -> tuple[list[bool], list[Job] | None]: ...
-    def fail(self, job: Job, error: _Failure, retry_in: _Duration | None, error_type: str | None, traceback: str | None) -> FailOutcome: ...
+    def fail(
+        self,
+        job: Job,
+        error: _Failure,
+        retry_in: _Duration | None,
+        error_type: str | None,
+        traceback: str | None,
+        retry: bool | None = None,
+    ) -> FailOutcome: ...
     def settle_many(
         self,
         items: Sequence[Job | tuple[Job, _Failure] | tuple[Job, _Failure, _Duration | None] | Mapping[str, Any]],

@@ -59,7 +59,7 @@ PAGE = 50
 """Jobs a page of the queue page shows."""
 MAX_FORM_FIELDS = 16 + PAGE
 """A form's fields at most: its own few, and an `id` for each job of a page."""
-JOB_ACTIONS = {"retry": "Retried", "delete": "Deleted", "promote-now": "Promoted"}
+JOB_ACTIONS = {"retry": "Retried", "cancel": "Cancelled", "delete": "Deleted", "promote-now": "Promoted"}
 """The actions on chosen jobs, and the word the notice says of each."""
 FLASH_COOKIE = "emq_flash"
 NAV = {"overview.html": "overview", "queue.html": "overview", "job.html": "job", "workers.html": "workers", "_workers_live.html": "workers"}
@@ -308,7 +308,12 @@ class Dashboard:
             ids = request.state.ids
             if not ids:
                 return self.render(request, "error.html", status=400, kind="ArgumentError", message="no job was chosen")
-            act = {"retry": self.source.retry, "delete": self.source.delete, "promote-now": self.source.promote_now}[name]
+            act = {
+                "retry": self.source.retry,
+                "cancel": self.source.cancel,
+                "delete": self.source.delete,
+                "promote-now": self.source.promote_now,
+            }[name]
             result = await self.call(request, act, queue, ids)
             notice = "" if isinstance(result, EmqError) else present.outcomes(JOB_ACTIONS[name], result)
         elif name not in ("pause-lane", "resume-lane", "set-lane-limit"):

@@ -7,8 +7,8 @@ the workers' registry (`emq.workers`) and the head of each queue's ready lists:
     emq_workers 3.0
     emq_oldest_waiting_seconds{queue="orders"} 0.8
 
-`state` is `scheduled`, `pending` (a lane's ready jobs too), `active`, `dead`
-or `done` (the done rows still kept). `emq_oldest_waiting_seconds`: how long
+`state` is `scheduled`, `pending` (a lane's ready jobs too), `active`, `dead`,
+`done` or `cancelled` (the done and cancelled rows still kept). `emq_oldest_waiting_seconds`: how long
 the ready job due first has waited since its due time (0 with none ready;
 one row read for `pending` and for each lane with ready jobs). The series
 that need the per-minute counters (`emq_jobs_completed_total`,

@@ -3,7 +3,7 @@
 The pages ask a `Source`; it asks `emq.Queue` (`counts`, `lanes`, `get`,
 `retention`, `jobs`, `lane_controls`) and the registry (`emq.queues`,
 `emq.workers`), and acts through `emq.Queue` (`pause_lane`, `resume_lane`,
-`set_lane_limit`, `promote`, `retry`, `retry_dead`, `delete`,
+`set_lane_limit`, `promote`, `retry`, `retry_dead`, `cancel`, `delete`,
 `promote_now`), so the dashboard checks and refuses exactly as the API does.
 Its calls block on the server: the app runs them in a thread.
 
@@ -18,12 +18,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .._core import Client, Job
-from ..answers import ActionOutcome, LaneControl, QueueCounts, Retention, WorkerInfo
+from ..answers import ActionOutcome, CancelOutcome, LaneControl, QueueCounts, Retention, WorkerInfo
 from ..queue import JobPage, Queue
 from ..registry import queues as registered_queues
 from ..registry import workers as live_workers
 
-STATES = ("scheduled", "pending", "active", "dead", "done")
+STATES = ("scheduled", "pending", "active", "dead", "done", "cancelled")
 """The places a job can be, in the order the pages show them (SPEC §2, the row's `state`)."""
 
 
@@ -90,6 +90,7 @@ def counts_by_state(counts: QueueCounts) -> dict[str, int]:
         "active": counts.active,
         "dead": counts.dead,
         "done": counts.done,
+        "cancelled": counts.cancelled,
     }
 
 
@@ -187,6 +188,11 @@ class Source:
 
     def retry_dead(self, queue: str) -> int:
         return self.queue(queue).retry_dead()
+
+    def cancel(self, queue: str, ids: Sequence[str]) -> dict[str, CancelOutcome]:
+        """`Queue.cancel` of each id: a waiting job cancelled, a running one asked to stop."""
+        q = self.queue(queue)
+        return {id: q.cancel(id) for id in dict.fromkeys(ids)}
 
     def delete(self, queue: str, ids: Sequence[str]) -> dict[str, ActionOutcome]:
         return self.queue(queue).delete(ids)

@@ -297,7 +297,10 @@ impl QueueCore {
 
     /// FAIL: an `emq.FailOutcome`. `retry_in` (`None`: the backoff) in ms,
     /// `Span::ms`; `error_type` (`None`: the error's class, when it is an
-    /// exception) and `traceback` written beside the error.
+    /// exception) and `traceback` written beside the error; `retry` False:
+    /// dead now, attempts left or not.
+    #[pyo3(signature = (job, error, retry_in, error_type, traceback, retry = None))]
+    #[allow(clippy::too_many_arguments, reason = "the facade's keyword arguments, one each")]
     fn fail<'py>(
         &self,
         py: Python<'py>,
@@ -306,10 +309,12 @@ impl QueueCore {
         retry_in: &Bound<'py, PyAny>,
         error_type: &Bound<'py, PyAny>,
         traceback: &Bound<'py, PyAny>,
+        retry: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         const CALL: &str = "Queue.fail";
         let job = held(CALL, job)?;
-        let failure = fail_of(CALL, error, retry_in, error_type, traceback)?;
+        let none = py.None().into_bound(py);
+        let failure = fail_of(CALL, error, retry_in, (error_type, traceback), retry.unwrap_or(&none))?;
         let settled = self.job_op(py, CALL, |b, c, k| b.fail(c, CALL, k, &job, &failure))?;
         py_values::fail_outcome(py, settled)
     }

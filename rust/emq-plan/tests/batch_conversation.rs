@@ -121,7 +121,7 @@ fn complete_many_confirms_a_lane_it_leaves_empty() {
 /// policy and head read under a watch on `dead`) and keeps the outcome of each.
 #[test]
 fn settle_many_plans_each_job_as_its_single_call() {
-    let fail = |retry_in_ms| Fate::Fail { error: id("e"), retry_in_ms, jitter: 0.0, detail: None };
+    let fail = |retry_in_ms| Fate::Fail { error: id("e"), retry_in_ms, jitter: 0.0, detail: None, retry: true };
     let jobs = vec![(job("a", "t", None), Fate::COMPLETE), (job("b", "t", None), fail(None)), (job("c", "t", None), fail(Some(0)))];
     let mut c = SettleMany::new(Keys::new(b"q"), jobs).unwrap();
     c.start();
@@ -139,9 +139,11 @@ fn settle_many_plans_each_job_as_its_single_call() {
             Write::MarkLease { second: 7 },
             Write::LeaveActive(members(&["a", "b", "c"])),
             Write::DropLease { id: id("b") },
+            Write::DropErrorDetail { id: id("b") },
             Write::Bury { at: NOW, ids: members(&["b"]) },
             row("b", RowFields::Dead { error: id("e"), finished: NOW, detail: None }),
             Write::DropLease { id: id("c") },
+            Write::DropErrorDetail { id: id("c") },
             row("c", RowFields::Retry { ready: true, error: id("e"), due: NOW, detail: None }),
             Write::MakeReady { lane: None, ids: members(&["c"]) },
             Write::DeleteRows(members(&["a"])),

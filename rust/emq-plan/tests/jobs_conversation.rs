@@ -240,7 +240,7 @@ fn a_fail_that_kills_reads_the_dead_head_under_a_watch_and_trims() {
         b"a".to_vec(),
         b"t".to_vec(),
         None,
-        Action::Fail { error: b"e".to_vec(), retry_in_ms: None, detail: None },
+        Action::Fail { error: b"e".to_vec(), retry_in_ms: None, detail: None, retry: true },
         0.5,
     )
     .unwrap();
@@ -266,7 +266,7 @@ fn a_fail_that_kills_reads_the_dead_head_under_a_watch_and_trims() {
 
 #[test]
 fn a_lane_job_that_dies_trims_then_confirms_its_empty_lane() {
-    let action = Action::Fail { error: b"e".to_vec(), retry_in_ms: Some(0), detail: None };
+    let action = Action::Fail { error: b"e".to_vec(), retry_in_ms: Some(0), detail: None, retry: true };
     let mut s = Settle::new(Keys::new(b"q"), b"a".to_vec(), b"t".to_vec(), Some(b"L".to_vec()), action, 0.5).unwrap();
     s.start();
     let mut r = vec![time(), fields(&[Some("active"), Some("t"), Some("L"), Some("1"), Some("1")])];
@@ -297,6 +297,6 @@ fn a_settle_reads_the_types_of_what_its_action_may_write_and_no_more() {
     assert_eq!(reads(None, Action::Extend { lease_ms: 5 }), keys(&["active"]));
     // A lane job's complete offers its lane: the ring and `wake` too.
     assert_eq!(reads(Some("L"), Action::COMPLETE), keys(&["lanectl:L", "lane:L", "active", "ring", "wake", "retention", "done"]));
-    let fail = Action::Fail { error: b"e".to_vec(), retry_in_ms: None, detail: None };
+    let fail = Action::Fail { error: b"e".to_vec(), retry_in_ms: None, detail: None, retry: true };
     assert_eq!(reads(None, fail), keys(&["active", "ring", "wake", "pending", "schedule", "dead"]));
 }

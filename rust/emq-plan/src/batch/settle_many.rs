@@ -32,8 +32,9 @@ pub enum Fate {
     /// As `settle::Action::Complete`, with its result.
     Complete { result: Option<Vec<u8>> },
     /// As `settle::Action::Fail`, with the job's own draw for the backoff's
-    /// jitter (in [0, 1)), used when `retry_in_ms` is `None`.
-    Fail { error: Vec<u8>, retry_in_ms: Option<u64>, jitter: f64, detail: Option<Box<ErrorDetail>> },
+    /// jitter (in [0, 1)), used when `retry_in_ms` is `None`; `retry: false`:
+    /// dead now.
+    Fail { error: Vec<u8>, retry_in_ms: Option<u64>, jitter: f64, detail: Option<Box<ErrorDetail>>, retry: bool },
 }
 
 impl Fate {
@@ -42,7 +43,7 @@ impl Fate {
 
     /// A fail with no error type or traceback.
     pub fn fail(error: &[u8], retry_in_ms: Option<u64>, jitter: f64) -> Fate {
-        Fate::Fail { error: error.to_vec(), retry_in_ms, jitter, detail: None }
+        Fate::Fail { error: error.to_vec(), retry_in_ms, jitter, detail: None, retry: true }
     }
 
     fn verb(&self) -> &'static str {
@@ -266,8 +267,8 @@ impl SettleMany {
                     notices.add(&j.id, ending);
                     self.answers.push(Settled::Completed);
                 }
-                Fate::Fail { error, retry_in_ms, jitter, detail } => {
-                    let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: *jitter, detail: detail.as_deref() };
+                Fate::Fail { error, retry_in_ms, jitter, detail, retry } => {
+                    let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: *jitter, detail: detail.as_deref(), retry: *retry };
                     let tries = (field(3).and_then(field_int).unwrap_or(0), field(4).and_then(field_int).unwrap_or(0));
                     match fail_writes(&j.id, j.lane.as_deref(), &fail, tries, now, &mut w) {
                         Failed::Ready => {

@@ -41,6 +41,9 @@ pub enum Write {
     SetRow { id: Vec<u8>, fields: RowFields },
     /// `HDEL P job:ID token lease`: the row leaves its lease.
     DropLease { id: Vec<u8> },
+    /// `HDEL P job:ID error_type traceback`: a fail that gives not both drops
+    /// the earlier attempt's, so the row never pairs this error with another's.
+    DropErrorDetail { id: Vec<u8> },
     /// `PEXPIREAT P job:ID at`: a done row kept until `at` (ms).
     ExpireRow { id: Vec<u8>, at: i64 },
     /// `DEL P job:ID…`: rows deleted (a done row not kept, dead rows trimmed).
@@ -138,6 +141,8 @@ pub enum Write {
     LeaveDead(Members),
     /// `ZREM P done id…`: done rows deleted.
     LeaveDone(Members),
+    /// `ZREM P cancelled ids`: cancelled rows deleted by an operator.
+    LeaveCancelled(Members),
     /// `LREM P pending 1 id` (`lane: None`) or `LREM P lane:L 1 id`: a ready job deleted.
     Unready { lane: Option<Vec<u8>>, id: Vec<u8> },
 
@@ -601,7 +606,9 @@ impl Write {
             Write::SetRow { .. } | Write::SetLane { .. } | Write::SetRetention(_) | Write::SetWorker { .. } | Write::SetSchedule { .. } => {
                 &word::HSET
             }
-            Write::DropLease { .. } | Write::DropFinished { .. } | Write::DropSchedule { .. } => &word::HDEL,
+            Write::DropLease { .. } | Write::DropErrorDetail { .. } | Write::DropFinished { .. } | Write::DropSchedule { .. } => {
+                &word::HDEL
+            }
             Write::ExpireRow { .. } | Write::ExpireWorker { .. } => &word::PEXPIREAT,
             Write::DeleteRows(_) | Write::DeleteWorker(_) => &word::DEL,
             Write::TakeSlots { .. } => &word::HINCRBY,
@@ -620,6 +627,7 @@ impl Write {
             | Write::DropTimers(_)
             | Write::LeaveDead(_)
             | Write::LeaveDone(_)
+            | Write::LeaveCancelled(_)
             | Write::UnlistWorker(_) => &word::ZREM,
             Write::TrimDone { .. } | Write::TrimCancelled { .. } | Write::TrimCancels { .. } | Write::TrimWorkers { .. } => {
                 &word::ZREMRANGEBYSCORE
@@ -642,11 +650,14 @@ impl Write {
     pub fn key<R>(&self, keys: &Keys, f: impl FnOnce([&[u8]; 3]) -> R) -> R {
         let own = |k: &'static [u8]| keys.parts(k, b"");
         match self {
-            Write::SetRow { id, .. } | Write::DropLease { id } | Write::ExpireRow { id, .. } | Write::DropFinished { id } => {
-                f(keys.parts(kind::JOB, id))
-            }
+            Write::SetRow { id, .. }
+            | Write::DropLease { id }
+            | Write::DropErrorDetail { id }
+            | Write::ExpireRow { id, .. }
+            | Write::DropFinished { id } => f(keys.parts(kind::JOB, id)),
             Write::LeaveDead(_) => f(own(kind::DEAD)),
             Write::LeaveDone(_) => f(own(kind::DONE)),
+            Write::LeaveCancelled(_) => f(own(kind::CANCELLED)),
             Write::Unready { lane: None, .. } => f(own(kind::PENDING)),
             Write::Unready { lane: Some(lane), .. } => f(keys.parts(kind::LANE, lane)),
             Write::RegisterQueue(_) => f(own(kind::QUEUES)),
@@ -694,9 +705,13 @@ impl Write {
                 f(Arg::Word(&word::TOKEN));
                 f(Arg::Word(&word::LEASE));
             }
+            Write::DropErrorDetail { .. } => {
+                f(Arg::Word(&word::ERROR_TYPE));
+                f(Arg::Word(&word::TRACEBACK));
+            }
             Write::ExpireRow { at, .. } | Write::ExpireWorker { at, .. } => f(Arg::Int(*at)),
             Write::DropFinished { .. } => f(Arg::Word(&word::FINISHED)),
-            Write::LeaveDead(ids) | Write::LeaveDone(ids) => ids.iter().for_each(|id| f(Arg::Bytes(id))),
+            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) => ids.iter().for_each(|id| f(Arg::Bytes(id))),
             Write::Unready { id, .. } => {
                 f(Arg::Word(&word::ONE));
                 f(Arg::Bytes(id));
@@ -801,6 +816,7 @@ impl Write {
         match self {
             Write::SetRow { fields, .. } => 2 + 2 * fields.count(),
             Write::DropLease { .. }
+            | Write::DropErrorDetail { .. }
             | Write::SetLane { .. }
             | Write::TakeSlots { .. }
             | Write::TrimDone { .. }
@@ -822,7 +838,7 @@ impl Write {
             | Write::DropSchedule { .. } => 3,
             Write::ClaimUnique { .. } | Write::RotateRing | Write::MarkLease { .. } => 5,
             Write::DeleteWorker(_) => 2,
-            Write::LeaveDead(ids) | Write::LeaveDone(ids) => 2 + ids.len(),
+            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) => 2 + ids.len(),
             Write::SetWorker { fields, .. } => 2 + 2 * fields.len(),
             Write::DeleteRows(ids) => 1 + ids.len(),
             Write::Schedule(due) | Write::SetTimers(due) => 2 + 2 * due.len(),
@@ -1237,6 +1253,7 @@ mod tests {
             (row(RowFields::Waiters(b"w1 w2".to_vec())), cmd(&["HSET", "emq:{q}:job:a", "wait", "w1 w2"])),
             (row(RowFields::AskStop), cmd(&["HSET", "emq:{q}:job:a", "cancel", "1"])),
             (Write::DropLease { id: b"a".to_vec() }, cmd(&["HDEL", "emq:{q}:job:a", "token", "lease"])),
+            (Write::DropErrorDetail { id: b"a".to_vec() }, cmd(&["HDEL", "emq:{q}:job:a", "error_type", "traceback"])),
             (Write::ExpireRow { id: b"a".to_vec(), at: 1050 }, cmd(&["PEXPIREAT", "emq:{q}:job:a", "1050"])),
             (Write::DeleteRows(ids(&["a", "b"])), cmd(&["DEL", "emq:{q}:job:a", "emq:{q}:job:b"])),
             (lane(LaneField::Active(3)), cmd(&["HSET", "emq:{q}:lanectl:L", "active", "3"])),
@@ -1285,6 +1302,7 @@ mod tests {
             (Write::DropFinished { id: b"a".to_vec() }, cmd(&["HDEL", "emq:{q}:job:a", "finished"])),
             (Write::LeaveDead(ids(&["a", "b"])), cmd(&["ZREM", "emq:{q}:dead", "a", "b"])),
             (Write::LeaveDone(ids(&["a"])), cmd(&["ZREM", "emq:{q}:done", "a"])),
+            (Write::LeaveCancelled(ids(&["a"])), cmd(&["ZREM", "emq:{q}:cancelled", "a"])),
             (Write::Unready { lane: None, id: b"a".to_vec() }, cmd(&["LREM", "emq:{q}:pending", "1", "a"])),
             (Write::Unready { lane: Some(b"L".to_vec()), id: b"a".to_vec() }, cmd(&["LREM", "emq:{q}:lane:L", "1", "a"])),
             (Write::RegisterQueue(b"orders".to_vec()), cmd(&["SADD", "emq:{q}:queues", "orders"])),
