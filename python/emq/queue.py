@@ -42,7 +42,6 @@ from .answers import (
     StalledOutcome,
     UniqueAdd,
 )
-from .errors import ArgumentError
 from .sweeps import Backend, ClientLike
 
 JobBackend = Literal["plan", "module"]
@@ -387,9 +386,7 @@ class Queue:
         (1 to 1,500: the counters are kept 25 hours), oldest first, the current
         minute last (still counting). One `TIME`, then one `HMGET` a minute,
         pipelined: an hour is 60 small commands, a day 1,440."""
-        if isinstance(minutes, bool) or not isinstance(minutes, int):
-            raise ArgumentError(f"Queue.throughput: minutes must be an int, not {type(minutes).__name__}")
-        _, rows = self._core.throughput(max(-1, min(minutes, 1_000_000)))
+        _, rows = self._core.throughput(minutes)
         return [MinuteCounts(*r) for r in rows]
 
     # -- retention ------------------------------------------------------------
