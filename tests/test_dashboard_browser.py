@@ -205,7 +205,7 @@ def wait_for_css(driver, css: str) -> None:
 
 def injected_elements(driver) -> list[str]:
     """Elements no page of the dashboard has: any with an event-handler attribute, an img, an
-    svg other than the state bars, a script other than its two."""
+    svg other than the state bars and the throughput charts, a script other than its two."""
     return driver.execute_script(
         """
         const out = [];
@@ -213,7 +213,7 @@ def injected_elements(driver) -> list[str]:
           for (const a of el.attributes) if (a.name.startsWith("on")) out.push(el.tagName + "[" + a.name + "]");
         }
         for (const el of document.querySelectorAll("img, iframe, object, embed")) out.push(el.tagName);
-        for (const el of document.querySelectorAll("svg:not(.state-bar)")) out.push("svg");
+        for (const el of document.querySelectorAll("svg:not(.state-bar):not(.throughput-chart)")) out.push("svg");
         for (const el of document.querySelectorAll("script")) {
           const src = el.getAttribute("src") || "";
           if (!/\\/static\\/(htmx\\.min|dashboard)\\.js\\?v=/.test(src)) out.push("script " + src);
@@ -271,6 +271,18 @@ def as_api_would(state: Seeded, act) -> dict:
 # -- pages ----------------------------------------------------------------------------
 
 
+CHART_SEEDED = {"completed": 1, "failed": 1, "retried": 0, "dead": 1, "cancelled": 0, "recovered": 0}
+"""What the seeded queue settled (`fill_queue`): one job completed, one dead."""
+
+
+def chart_totals(driver) -> list[dict[str, int]]:
+    """Each throughput chart's totals, as its caption says them."""
+    out = []
+    for fig in by_css(driver, "#throughput figure.chart"):
+        out.append({k: int(fig.find_element("css selector", f".total-{k}").text) for k in CHART_SEEDED})
+    return out
+
+
 def test_every_page_loads_and_shows_what_the_api_answers(page, dashboard, state):
     """Each page loads clean (no dialog, no CSP violation, no console error) and shows the
     counts, lanes, retention and job rows `emq.Queue` answers. A page that failed, showed
@@ -282,7 +294,10 @@ def test_every_page_loads_and_shows_what_the_api_answers(page, dashboard, state)
     assert set(rows) == {QUEUE, XSS_QUEUE}
     cells = [c.text.replace("\u202f", "") for c in rows[QUEUE].find_elements("css selector", "td.num")]
     assert cells == [str(counts[s]) for s in ("scheduled", "pending", "active", "dead", "done", "cancelled")] + ["3"]
-    assert "appear here once emq keeps per-minute counters" in text(page)
+    # The seeded queue completed one job and lost one (dead): the hour's and the day's charts
+    # total them, with a bar each, as `Queue.throughput` counts them.
+    assert chart_totals(page) == [CHART_SEEDED, CHART_SEEDED]
+    assert len(by_css(page, "#throughput svg rect.completed")) == 2 and len(by_css(page, "#throughput svg rect.failed")) == 2
 
     open_page(page, queue_url(dashboard.base))
     cards = {c.find_element("css selector", ".label").text: c.find_element("css selector", ".value").text for c in by_css(page, ".card")}
@@ -298,6 +313,9 @@ def test_every_page_loads_and_shows_what_the_api_answers(page, dashboard, state)
         assert cells[1:] == [str(c.active), str(c.limit) if c.limit else "none"], lane
         assert lane_row(page, lane).find_element("css selector", ".badge").text == ("paused" if c.paused else "running")
     assert "1 h" in text(page) and "30 d" in text(page)  # keep_done 3600 s; keep_dead's default
+    assert chart_totals(page) == [CHART_SEEDED, CHART_SEEDED]
+    hour = state.queue().throughput(60)
+    assert sum(m.completed for m in hour) == 1 and sum(m.dead for m in hour) == 1
     # The jobs open on the dead ones (there is one): the page `Queue.jobs` gives.
     assert job_ids_shown(page) == [j.id for j in state.queue().jobs("dead").jobs]
     for s in ("scheduled", "pending", "active", "done", "cancelled"):
@@ -867,11 +885,19 @@ def test_mounted_in_a_host_app_it_serves_and_acts_under_its_path(page, mounted, 
 def test_metrics_are_the_counts_by_state(dashboard, state):
     """`/metrics` is the Prometheus text format, and `emq_jobs{queue,state}` equals
     `counts()` of each queue listed (a markup queue name, quoted, included); no series is
-    invented for what emq does not count yet."""
+    invented for what emq does not count (no `emq_lateness_seconds`). The settled jobs'
+    counters are the per-minute counters summed: the seeded queue completed one job and
+    lost one, the markup-named queue settled none."""
     r = http(dashboard.base + "/metrics")
     assert r.status == 200 and r.headers["content-type"].startswith("text/plain; version=")
     families = {f.name: f for f in text_string_to_metric_families(r.body)}
-    assert set(families) == {"emq_jobs", "emq_workers", "emq_oldest_waiting_seconds"}
+    settled = {f"emq_jobs_{k}" for k in ("completed", "retried", "dead", "cancelled", "recovered")}
+    assert set(families) == {"emq_jobs", "emq_workers", "emq_oldest_waiting_seconds"} | settled
+    for name in settled:
+        assert families[name].type == "counter", name
+        got_settled = {(s.name, s.labels["queue"]): s.value for s in families[name].samples}
+        want_n = {"emq_jobs_completed": 1, "emq_jobs_dead": 1}.get(name, 0)
+        assert got_settled == {(name + "_total", QUEUE): want_n, (name + "_total", XSS_QUEUE): 0}, name
     assert families["emq_workers"].samples[0].value == len(emq.workers(state.client))
     oldest = {s.labels["queue"]: s.value for s in families["emq_oldest_waiting_seconds"].samples}
     assert set(oldest) == {QUEUE, XSS_QUEUE} and all(v >= 0 for v in oldest.values())

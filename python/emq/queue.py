@@ -35,6 +35,7 @@ from .answers import (
     CancelRequests,
     FailOutcome,
     LaneControl,
+    MinuteCounts,
     QueueCounts,
     Retention,
     ScheduleInfo,
@@ -382,6 +383,14 @@ class Queue:
         """Each lane's control as it stands (paused, limit, active count, in the ring)."""
         names = lanes if isinstance(lanes, str) else list(lanes)  # a str goes on, for the core to refuse
         return {n: LaneControl(*c) for n, c in zip(names, self._core.lane_controls(names), strict=True)}
+
+    def throughput(self, minutes: int = 60) -> list[MinuteCounts]:
+        """The jobs settled per minute of the server's clock over the last `minutes`
+        (1 to 1,500: the counters are kept 25 hours), oldest first, the current
+        minute last (still counting). One `TIME`, then one `HMGET` a minute,
+        pipelined: an hour is 60 small commands, a day 1,440."""
+        _, rows = self._core.throughput(minutes)
+        return [MinuteCounts(*r) for r in rows]
 
     # -- retention ------------------------------------------------------------
 

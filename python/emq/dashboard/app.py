@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .._core import Client
 from ..errors import ArgumentError, ConnectionError, EmqError
 from . import present
+from .charts import Chart, chart, grouped
 from .metrics import metrics_response
 from .security import (
     CSRF_COOKIE,
@@ -153,12 +154,25 @@ class Dashboard:
         workers = await self.call(request, self.source.workers)
         if isinstance(workers, EmqError):
             return self.failed(request, workers)
+        charts = None
+        if not fragment:  # the live fragment is the queues' table: the charts load with the page
+            charts = await self.call(request, self.throughput_charts, None)
+            if isinstance(charts, EmqError):
+                return self.failed(request, charts)
         return self.render(
             request,
             "_overview_queues.html" if fragment else "overview.html",
             summaries=summaries,
-            throughput=self.source.throughput(),
+            charts=charts,
             workers=workers,
+        )
+
+    def throughput_charts(self, queue: str | None) -> tuple[Chart, Chart]:
+        """The last hour's chart (a bar a minute) and the last day's (a bar an hour), from one day's read."""
+        day = self.source.throughput(queue)
+        return (
+            chart("Last hour", day[-60:], span_label="minute"),
+            chart("Last day", grouped(day[len(day) % 60 :], 60), span_label="hour"),
         )
 
     async def open_queue(self, request: Request) -> Response:
@@ -181,7 +195,13 @@ class Dashboard:
         if isinstance(jobs, EmqError):
             return self.failed(request, jobs)
         fragment = request.url.path.startswith(request.scope.get("root_path", "") + "/fragments/")
-        return self.render(request, "_queue_live.html" if fragment else "queue.html", view=view, jobs=jobs, state=state, offset=offset)
+        charts = None
+        if not fragment:
+            charts = await self.call(request, self.throughput_charts, name)
+            if isinstance(charts, EmqError):
+                return self.failed(request, charts)
+        template = "_queue_live.html" if fragment else "queue.html"
+        return self.render(request, template, view=view, jobs=jobs, state=state, offset=offset, charts=charts)
 
     async def job(self, request: Request) -> Response:
         queue = request.query_params.get("queue", "").strip()

@@ -507,6 +507,18 @@ impl QueueCore {
         Ok(ctls.into_iter().map(|c| (c.paused, c.limit, c.active, c.in_ring)).collect())
     }
 
+    /// The per-minute counters of the last `minutes` minutes, oldest first: the
+    /// server clock (ms), then `(minute, completed, retried, dead, cancelled, recovered)` each.
+    #[allow(clippy::type_complexity)]
+    fn throughput(&self, py: Python<'_>, minutes: &Bound<'_, PyAny>) -> PyResult<(i64, Vec<(i64, i64, i64, i64, i64, i64)>)> {
+        const CALL: &str = "Queue.throughput";
+        let minutes = integer(CALL, "minutes", minutes, 1, emq_plan::operations::throughput::MAX_MINUTES)?;
+        let keys = &self.keys;
+        let m = self.client.get().on(py, CALL, self.queue(), |c| operations::throughput(c, CALL, keys, minutes))?;
+        let rows = m.minutes.iter().map(|x| (x.minute, x.counts[0], x.counts[1], x.counts[2], x.counts[3], x.counts[4])).collect();
+        Ok((m.now_ms, rows))
+    }
+
     /// The effective retention policy: an `emq.Retention`.
     fn retention<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         const CALL: &str = "Queue.retention";

@@ -281,7 +281,9 @@ impl Host {
                 | Write::ExpireWorker { .. }
                 | Write::TrimWorkers { .. }
                 | Write::UnlistWorker(_)
-                | Write::DeleteWorker(_) => self.call_write(keys, w),
+                | Write::DeleteWorker(_)
+                | Write::Count { .. }
+                | Write::KeepCounts { .. } => self.call_write(keys, w),
             };
             match reply {
                 Reply::Error { message, .. } => return Err(Error::server(verb, message)),

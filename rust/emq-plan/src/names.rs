@@ -63,6 +63,8 @@ pub mod kind {
     pub const SCHEDULES: &[u8] = b"schedules";
     pub const INBOX: &[u8] = b"inbox:";
     pub const UNIQUE: &[u8] = b"unique:";
+    /// The per-minute counters of settled jobs (`P stats:<minute>`).
+    pub const STATS: &[u8] = b"stats:";
 }
 
 /// The tag of the registry's keys, `R = "emq:{emq registry}:"` (SPEC §2): a

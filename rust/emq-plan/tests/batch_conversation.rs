@@ -12,7 +12,7 @@ use emq_plan::batch::settle_many::{Fate, SettleMany};
 use emq_plan::jobs::claim::Claim;
 use emq_plan::jobs::settle::Settled;
 use emq_plan::protocol::conversation::{Conversation, Step};
-use emq_plan::protocol::write::{LaneField, RowFields, Write};
+use emq_plan::protocol::write::{Counted, LaneField, RowFields, Write};
 use emq_plan::{ErrorKind, Keys, Reply};
 use support::*;
 
@@ -97,7 +97,8 @@ fn complete_many_completes_the_held_jobs_and_offers_their_lane_once() {
         Write::Wake(members(&["L"])),
         Write::TrimWake,
     ]);
-    assert_eq!(w, want);
+    want.extend(counted(&[(Counted::Completed, 2)]));
+    assert_eq!(w, want, "one increment for the two completes, none for the refused one");
     assert_eq!(c.finish(&[]).unwrap(), vec![true, true, false]);
 }
 
@@ -150,6 +151,9 @@ fn settle_many_plans_each_job_as_its_single_call() {
             Write::Wake(members(&[""])),
             Write::TrimWake,
         ]
+        .into_iter()
+        .chain(counted(&[(Counted::Completed, 1), (Counted::Retried, 1), (Counted::Dead, 1)]))
+        .collect::<Vec<_>>()
     );
     assert_eq!(c.finish(&[]).unwrap(), vec![Settled::Completed, Settled::Dead, Settled::Retrying]);
 }
@@ -194,6 +198,9 @@ fn complete_and_claim_reads_once_for_both_and_writes_the_claim_first() {
             Write::LeaveActive(members(&["a"])),
             Write::DeleteRows(members(&["a"])),
         ]
+        .into_iter()
+        .chain(counted(&[(Counted::Completed, 1)]))
+        .collect::<Vec<_>>()
     );
     let (claimed, done) = both.finish(&vec![Reply::Int(1); w.len()]).unwrap();
     assert_eq!((claimed.map(|c| c.len()), done), (Some(1), vec![true]));

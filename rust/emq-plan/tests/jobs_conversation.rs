@@ -197,6 +197,8 @@ fn complete_reads_done_ms_in_its_first_read_and_follows_it() {
             cmd(&["PEXPIREAT", "emq:{q}:job:a", &(NOW + 600_000).to_string()]),
             cmd(&["ZADD", "emq:{q}:done", &now, "a"]),
             cmd(&["ZREMRANGEBYSCORE", "emq:{q}:done", "-inf", &format!("({}", NOW - 600_000)]),
+            cmd(&["HINCRBY", "emq:{q}:stats:28333333", "completed", "1"]),
+            cmd(&["PEXPIRE", "emq:{q}:stats:28333333", "90000000"]),
         ]
     );
     assert_eq!(s.finish(&vec![Reply::Int(1); w.len()]).unwrap(), Settled::Completed);
@@ -205,13 +207,15 @@ fn complete_reads_done_ms_in_its_first_read_and_follows_it() {
     s.start();
     let Step::Exec(w) = s.feed(&settle_replies(Some("0"), wrongtype(), "1")).unwrap() else { panic!() };
     let w = to_cmds(&Keys::new(b"q"), &w);
-    assert_eq!(w, vec![cmd(&["ZREM", "emq:{q}:active", "a"]), cmd(&["DEL", "emq:{q}:job:a"])]);
+    assert_eq!(w[..2], [cmd(&["ZREM", "emq:{q}:active", "a"]), cmd(&["DEL", "emq:{q}:job:a"])]);
+    assert_eq!(w[2], cmd(&["HINCRBY", "emq:{q}:stats:28333333", "completed", "1"]), "a row deleted at once is counted too");
+    assert_eq!(w.len(), 4);
     // -1: kept forever, listed, no expiry.
     let mut s = complete();
     s.start();
     let Step::Exec(w) = s.feed(&settle_replies(Some("-1"), Reply::Int(0), "1")).unwrap() else { panic!() };
     let w = to_cmds(&Keys::new(b"q"), &w);
-    assert_eq!(w.len(), 4);
+    assert_eq!(w.len(), 6);
     assert_eq!(w[3], cmd(&["ZADD", "emq:{q}:done", &now, "a"]));
 }
 

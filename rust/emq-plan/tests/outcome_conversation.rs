@@ -12,7 +12,7 @@ use emq_plan::jobs::add::{Add, NewJob, Unique, When};
 use emq_plan::jobs::ending::RESULT_MAX;
 use emq_plan::jobs::settle::{Action, Settle, Settled};
 use emq_plan::protocol::conversation::{Conversation, Step};
-use emq_plan::protocol::write::{ErrorDetail, RowFields, Write};
+use emq_plan::protocol::write::{Counted, ErrorDetail, RowFields, Write};
 use emq_plan::sweep::{Kind, Outcome, Sweep};
 use emq_plan::{ErrorKind, Keys, Reply};
 use support::*;
@@ -74,10 +74,14 @@ fn a_complete_nobody_waits_for_writes_what_it_wrote_before_and_its_result() {
         cmds[1],
         cmd(&["HMGET", "emq:{q}:job:a", "state", "token", "lane", "attempts", "max_attempts", "lease", "wait", "cancel", "keep"])
     );
-    assert_eq!(exec(s.feed(&complete_replies(held("1", None, None, None))).unwrap()), completed(None));
+    let with_counts = |mut w: Vec<Write>| {
+        w.extend(counted(&[(Counted::Completed, 1)]));
+        w
+    };
+    assert_eq!(exec(s.feed(&complete_replies(held("1", None, None, None))).unwrap()), with_counts(completed(None)));
     let mut s = settle(Action::Complete { result: Some(id("{\"x\": 1}")) });
     s.start();
-    assert_eq!(exec(s.feed(&complete_replies(held("1", None, None, None))).unwrap()), completed(Some("{\"x\": 1}")));
+    assert_eq!(exec(s.feed(&complete_replies(held("1", None, None, None))).unwrap()), with_counts(completed(Some("{\"x\": 1}"))));
     assert_eq!(s.finish(&[]).unwrap(), Settled::Completed);
 }
 
@@ -96,6 +100,7 @@ fn a_complete_with_waiters_pushes_to_each_inbox_and_nothing_else() {
     let mut want = completed(None);
     want.extend(notify("w1", &["a"]));
     want.extend(notify("w2", &["a"]));
+    want.extend(counted(&[(Counted::Completed, 1)]));
     assert_eq!(w, want);
     // An inbox of another type: refused, nothing written.
     let mut s = settle(Action::COMPLETE);
@@ -116,7 +121,10 @@ fn a_jobs_own_keep_sets_its_expiry() {
     };
     let long = w("5000");
     assert!(long.contains(&Write::ExpireRow { id: id("a"), at: NOW + 5000 }) && long.contains(&Write::TrimDone { before: NOW - 5000 }));
-    assert_eq!(w("0")[2..], [Write::DeleteRows(members(&["a"]))]);
+    assert_eq!(
+        w("0")[2..],
+        [Write::DeleteRows(members(&["a"]))].into_iter().chain(counted(&[(Counted::Completed, 1)])).collect::<Vec<_>>()
+    );
     assert!(!w("-1").iter().any(|x| matches!(x, Write::ExpireRow { .. } | Write::TrimDone { .. })));
 }
 
@@ -146,7 +154,8 @@ fn a_job_asked_to_stop_is_cancelled_by_its_settle_never_retried() {
             Write::TrimCancelled { before: NOW - 70 },
         ];
         want.extend(notify("w1", &["a"]));
-        assert_eq!(w, want, "{action:?}");
+        want.extend(counted(&[(Counted::Cancelled, 1)]));
+        assert_eq!(w, want, "cancelled and counted as a cancel, not a retry: {action:?}");
         assert_eq!(s.finish(&[]).unwrap(), Settled::Cancelled);
     }
 }
@@ -233,6 +242,9 @@ fn complete_many_writes_results_cancels_and_tells_each_inbox_once() {
             Write::Notify { inbox: id("w2"), ids: members(&["c"]) },
             Write::KeepInbox { inbox: id("w2") },
         ]
+        .into_iter()
+        .chain(counted(&[(Counted::Completed, 2), (Counted::Cancelled, 1)]))
+        .collect::<Vec<_>>()
     );
     assert_eq!(c.finish(&[]).unwrap(), vec![true, true, true]);
 }

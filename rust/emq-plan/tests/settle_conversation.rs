@@ -7,7 +7,7 @@ mod support;
 
 use emq_plan::jobs::settle::{Action, Settle, Settled};
 use emq_plan::protocol::conversation::{Conversation, Step};
-use emq_plan::protocol::write::{LaneField, RowFields, Scored, Write};
+use emq_plan::protocol::write::{Counted, LaneField, RowFields, Scored, Write};
 use emq_plan::{ErrorKind, Keys, Reply};
 use support::*;
 
@@ -94,9 +94,10 @@ fn a_fail_with_attempts_left_is_scheduled_and_wakes_only_as_the_new_head() {
         row("a", RowFields::Retry { ready: false, error: id("boom"), due: NOW + 5000, detail: None }),
         Write::Schedule(Scored::from_iter([(NOW + 5000, "a")])),
     ];
-    assert_eq!(retried(Reply::Array(vec![bulk("x"), bulk(&(NOW + 1).to_string())])), want);
+    let counts = counted(&[(Counted::Retried, 1)]);
+    assert_eq!(retried(Reply::Array(vec![bulk("x"), bulk(&(NOW + 1).to_string())])), [want.clone(), counts.clone()].concat());
     want.extend([Write::Wake(members(&[""])), Write::TrimWake]);
-    assert_eq!(retried(Reply::Array(vec![])), want);
+    assert_eq!(retried(Reply::Array(vec![])), [want, counts].concat());
 }
 
 /// FAIL with no delay: ready at once, back at the tail of `pending` (or its
@@ -117,6 +118,9 @@ fn a_fail_with_no_delay_is_ready_at_once_and_the_backoff_doubles() {
             Write::Wake(members(&[""])),
             Write::TrimWake,
         ]
+        .into_iter()
+        .chain(counted(&[(Counted::Retried, 1)]))
+        .collect::<Vec<_>>()
     );
     let mut s = settle(None, fail(None));
     s.start();
@@ -161,6 +165,9 @@ fn a_lane_jobs_complete_gives_back_its_slot_and_offers_the_lane() {
             Write::Wake(members(&["L"])),
             Write::TrimWake,
         ]
+        .into_iter()
+        .chain(counted(&[(Counted::Completed, 1)]))
+        .collect::<Vec<_>>()
     );
 }
 
@@ -189,7 +196,7 @@ fn a_lane_left_empty_is_confirmed_empty_under_a_watch() {
         s.feed(&[Reply::Int(again)])
     };
     let w = exec(planned(0).unwrap());
-    assert_eq!(w.last(), Some(&lane("L", LaneField::Active(0))), "no offer: {w:?}");
+    assert_eq!(w[w.len() - 3], lane("L", LaneField::Active(0)), "no offer, then the counters: {w:?}");
     assert_eq!(planned(1).unwrap_err().kind, ErrorKind::Conflict);
 }
 

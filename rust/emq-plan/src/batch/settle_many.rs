@@ -14,6 +14,7 @@ use crate::batch::complete_many::{done_reads, lane_reads, lane_states, lane_writ
 use crate::batch::extend_many::{lease_marks_of, Held, EXTEND_MAX};
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
+use crate::jobs::counters::Tally;
 use crate::jobs::ending::{cancelled_writes, Ending, Extras, ExtrasRead, Notices, ENDING_FIELDS};
 use crate::jobs::retention::{self, DoneRow, Retention};
 use crate::jobs::settle::{check_outcome, fail_writes, Fail, Failed, Settled, COMPLETE, FAIL};
@@ -24,7 +25,7 @@ use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::guard::{confirm_empty, lease_bucket, still_empty};
 use crate::protocol::reply::Reply;
-use crate::protocol::write::{ErrorDetail, Members, Write};
+use crate::protocol::write::{Counted, ErrorDetail, Members, Write};
 
 /// What a job's handler came to.
 #[derive(Clone, Debug, PartialEq)]
@@ -342,6 +343,17 @@ impl SettleMany {
         if offers.offered_any() || wakes {
             offers.writes(&mut plan);
         }
+        let mut tally = Tally::default();
+        for a in &self.answers {
+            match a {
+                Settled::Completed => tally.add(Counted::Completed),
+                Settled::Retrying => tally.add(Counted::Retried),
+                Settled::Dead => tally.add(Counted::Dead),
+                Settled::Cancelled => tally.add(Counted::Cancelled),
+                Settled::Refused | Settled::Extended => {}
+            }
+        }
+        tally.writes(now, &mut plan);
         if !dying.is_empty() {
             let d = dying.len();
             self.held = Some(Waiting::Dead { writes: plan, now, dying, relied });

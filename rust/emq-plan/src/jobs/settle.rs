@@ -8,6 +8,7 @@
 use crate::backoff::backoff;
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
+use crate::jobs::counters::Tally;
 use crate::jobs::ending::{
     cancelled_writes, check_size, Ending, Extras, ExtrasRead, Notices, ENDING_FIELDS, ERROR_TYPE_MAX, RESULT_MAX, TRACEBACK_MAX,
 };
@@ -19,7 +20,7 @@ use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::guard::{confirm_empty, lease_bucket, relies_on_empty, still_empty};
 use crate::protocol::reply::Reply;
-use crate::protocol::write::{ErrorDetail, LaneField, Members, RowFields, Scored, Write};
+use crate::protocol::write::{Counted, ErrorDetail, LaneField, Members, RowFields, Scored, Write};
 
 pub const EXTEND: &str = "EMQ.EXTEND";
 pub const COMPLETE: &str = "EMQ.COMPLETE";
@@ -146,6 +147,19 @@ pub fn fail_writes(
         w.push(Write::Schedule(Scored::from_iter([(due, id)])));
         Failed::Later(due)
     }
+}
+
+/// The counters' tally of one settled job (`jobs::counters`).
+fn counted(out: Settled) -> Tally {
+    let mut t = Tally::default();
+    match out {
+        Settled::Completed => t.add(Counted::Completed),
+        Settled::Retrying => t.add(Counted::Retried),
+        Settled::Dead => t.add(Counted::Dead),
+        Settled::Cancelled => t.add(Counted::Cancelled),
+        Settled::Refused | Settled::Extended => {}
+    }
+    t
 }
 
 pub struct Settle {
@@ -459,6 +473,7 @@ impl Settle {
             }
             offers.writes(&mut w);
         }
+        counted(out).writes(now, &mut w);
         self.result = Some(out);
         let confirm = relies_on_empty_lane.then(|| self.lane.clone().expect("a lane job"));
         if dies {

@@ -146,6 +146,12 @@ pub enum Write {
     /// `LREM P pending 1 id` (`lane: None`) or `LREM P lane:L 1 id`: a ready job deleted.
     Unready { lane: Option<Vec<u8>>, id: Vec<u8> },
 
+    // -- the per-minute counters, `P stats:<minute>` (`jobs::counters`)
+    /// `HINCRBY P stats:<minute> <kind> <by>`: `by` jobs of one kind settled in the minute.
+    Count { minute: i64, kind: Counted, by: i64 },
+    /// `PEXPIRE P stats:<minute> 90000000`: the minute's counters are kept 25 hours.
+    KeepCounts { minute: i64 },
+
     // -- the registry (`crate::registry`: rendered with the registry's keys, `R`)
     /// `SADD R queues name`: a queue that has been used.
     RegisterQueue(Vec<u8>),
@@ -302,6 +308,38 @@ impl Arg<'_> {
         }
     }
 }
+
+/// A kind of settled job the per-minute counters count (`P stats:<minute>`'s fields).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counted {
+    Completed,
+    Retried,
+    Dead,
+    Cancelled,
+    /// Put back by the stalled check, its lease run out.
+    Recovered,
+}
+
+impl Counted {
+    /// Every kind, in the order a call writes them (so a minute's hash lists its
+    /// fields in one order whichever backend wrote it first).
+    pub const ALL: [Counted; 5] = [Counted::Completed, Counted::Retried, Counted::Dead, Counted::Cancelled, Counted::Recovered];
+
+    /// The hash field.
+    pub fn field(self) -> &'static Word {
+        match self {
+            Counted::Completed => &word::COMPLETED,
+            Counted::Retried => &word::RETRIED,
+            Counted::Dead => &word::DEAD,
+            Counted::Cancelled => &word::CANCELLED,
+            Counted::Recovered => &word::RECOVERED,
+        }
+    }
+}
+
+/// How long a minute's counters are kept after its last write (ms): 25 hours,
+/// so a day's chart always has its first minute.
+pub const COUNTS_KEEP_MS: u64 = 25 * 3_600_000;
 
 /// A word the writes repeat (a command's name, a field's, a state), with its
 /// RESP encoding made when the crate is built: rendering it is one copy.
@@ -486,6 +524,9 @@ mod word {
     pub const KEEP: Word = Word::new("keep");
     pub const UNIQUE: Word = Word::new("unique");
     pub const CANCELLED: Word = Word::new("cancelled");
+    pub const COMPLETED: Word = Word::new("completed");
+    pub const RETRIED: Word = Word::new("retried");
+    pub const RECOVERED: Word = Word::new("recovered");
 }
 
 impl RowFields {
@@ -611,7 +652,7 @@ impl Write {
             }
             Write::ExpireRow { .. } | Write::ExpireWorker { .. } => &word::PEXPIREAT,
             Write::DeleteRows(_) | Write::DeleteWorker(_) => &word::DEL,
-            Write::TakeSlots { .. } => &word::HINCRBY,
+            Write::TakeSlots { .. } | Write::Count { .. } => &word::HINCRBY,
             Write::Schedule(_)
             | Write::Lease { .. }
             | Write::ExtendLeases { .. }
@@ -634,7 +675,7 @@ impl Write {
             }
             Write::MakeReady { .. } | Write::JoinRing(_) | Write::Wake(_) | Write::Notify { .. } => &word::RPUSH,
             Write::Dequeue { .. } | Write::Unready { .. } => &word::LREM,
-            Write::KeepInbox { .. } => &word::PEXPIRE,
+            Write::KeepInbox { .. } | Write::KeepCounts { .. } => &word::PEXPIRE,
             Write::ClaimUnique { .. } => &word::SET,
             Write::RegisterQueue(_) => &word::SADD,
             Write::TakePending { .. } | Write::TakeLaneHead { .. } | Write::DropRingHead => &word::LPOP,
@@ -681,6 +722,7 @@ impl Write {
             Write::Wake(_) | Write::TrimWake => f(own(kind::WAKE)),
             Write::MarkLease { second } => f(keys.parts(kind::LEASES, Decimal::int(*second).as_bytes())),
             Write::CountPromotion => f(own(kind::PROMOTIONS)),
+            Write::Count { minute, .. } | Write::KeepCounts { minute } => f(keys.parts(kind::STATS, Decimal::int(*minute).as_bytes())),
             Write::SetRetention(_) => f(own(kind::RETENTION)),
             Write::SetTimers(_) | Write::DropTimers(_) => f(own(kind::TIMERS)),
             Write::SetSchedule { .. } | Write::DropSchedule { .. } => f(own(kind::SCHEDULES)),
@@ -779,6 +821,11 @@ impl Write {
                 f(Arg::Bytes(id));
             }
             Write::KeepInbox { .. } => f(Arg::Uint(INBOX_KEEP_MS)),
+            Write::Count { kind, by, .. } => {
+                f(Arg::Word(kind.field()));
+                f(Arg::Int(*by));
+            }
+            Write::KeepCounts { .. } => f(Arg::Uint(COUNTS_KEEP_MS)),
             Write::ClaimUnique { id, ttl_ms, .. } => {
                 f(Arg::Bytes(id));
                 f(Arg::Word(&word::PX));
@@ -827,7 +874,8 @@ impl Write {
             | Write::Unready { .. }
             | Write::ListWorker { .. }
             | Write::TrimWorkers { .. }
-            | Write::SetSchedule { .. } => 4,
+            | Write::SetSchedule { .. }
+            | Write::Count { .. } => 4,
             Write::ExpireRow { .. }
             | Write::TakePending { .. }
             | Write::KeepInbox { .. }
@@ -835,7 +883,8 @@ impl Write {
             | Write::ExpireWorker { .. }
             | Write::RegisterQueue(_)
             | Write::UnlistWorker(_)
-            | Write::DropSchedule { .. } => 3,
+            | Write::DropSchedule { .. }
+            | Write::KeepCounts { .. } => 3,
             Write::ClaimUnique { .. } | Write::RotateRing | Write::MarkLease { .. } => 5,
             Write::DeleteWorker(_) => 2,
             Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) => 2 + ids.len(),
@@ -1295,6 +1344,12 @@ mod tests {
             (Write::TrimWake, cmd(&["LTRIM", "emq:{q}:wake", "-64", "-1"])),
             (Write::MarkLease { second: 1_700_000 }, cmd(&["SET", "emq:{q}:leases:1700000", "1", "PX", "60000"])),
             (Write::CountPromotion, cmd(&["INCR", "emq:{q}:promotions"])),
+            (
+                Write::Count { minute: 28_333_333, kind: Counted::Recovered, by: 100 },
+                cmd(&["HINCRBY", "emq:{q}:stats:28333333", "recovered", "100"]),
+            ),
+            (Write::Count { minute: 1, kind: Counted::Completed, by: 1 }, cmd(&["HINCRBY", "emq:{q}:stats:1", "completed", "1"])),
+            (Write::KeepCounts { minute: 7 }, cmd(&["PEXPIRE", "emq:{q}:stats:7", "90000000"])),
             (
                 row(RowFields::Revived { due: 12 }),
                 cmd(&["HSET", "emq:{q}:job:a", "state", "pending", "attempts", "0", "stalls", "0", "due", "12"]),
