@@ -14,20 +14,22 @@ import hashlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Generic, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
 from ..errors import ArgumentError
-from ..queue import Duration, Queue, Time
+from ..queue import Queue
 from .codec import Parameters, encode_call, task_name_problem
 from .context import Context
 from .handle import Handle
-from .options import Options
+from .options import EnqueueOptions, Options, options_of
 from .waiting import Collector
+
+if TYPE_CHECKING:
+    # Only the type checker reads it (the annotations are strings): emq needs no typing_extensions at run time.
+    from typing_extensions import Unpack
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-_UNSET: Any = None  # an option left out: the task's own, else the queue's default
 
 
 class TaskOwner(Protocol):
@@ -118,19 +120,7 @@ class Task(Generic[P, R]):
         written."""
         return self._add(f"{self.name}.enqueue", self._options, args, kwargs)
 
-    def options(
-        self,
-        *,
-        delay: Duration | None = _UNSET,
-        at: Time | None = _UNSET,
-        id: str | None = _UNSET,
-        unique_for: Duration | None = _UNSET,
-        priority: int | None = _UNSET,
-        lane: str | None = _UNSET,
-        queue: str | None = _UNSET,
-        max_attempts: int | None = _UNSET,
-        keep_result: Duration | None = _UNSET,
-    ) -> TaskOptions[P]:
+    def options(self, **options: Unpack[EnqueueOptions]) -> TaskOptions[P]:
         """This task with options for one enqueue (each left out: the task's):
         `add.options(delay=5, id="order-7").enqueue(1, 2)`. Checked here
         (`emq.ArgumentError` naming the option).
@@ -147,18 +137,7 @@ class Task(Generic[P, R]):
         queue's retention). `priority` (0 first, to 9) is checked and kept, and
         changes nothing until the core has priorities (SPEC §15)."""
         verb = f"{self.name}.options"
-        given = Options.checked(
-            verb,
-            delay=delay,
-            at=at,
-            id=id,
-            unique_for=unique_for,
-            priority=priority,
-            lane=lane,
-            queue=queue,
-            max_attempts=max_attempts,
-            keep_result=keep_result,
-        )
+        given = options_of(verb, EnqueueOptions, options)
         return TaskOptions(self, self._options.merged(verb, given))
 
     def _add(self, verb: str, options: Options, args: Any, kwargs: Any) -> Handle:
@@ -196,33 +175,10 @@ class TaskOptions(Generic[P]):
         """`task.enqueue` with these options."""
         return self.task._add(f"{self.task.name}.enqueue", self.given, args, kwargs)
 
-    def options(
-        self,
-        *,
-        delay: Duration | None = _UNSET,
-        at: Time | None = _UNSET,
-        id: str | None = _UNSET,
-        unique_for: Duration | None = _UNSET,
-        priority: int | None = _UNSET,
-        lane: str | None = _UNSET,
-        queue: str | None = _UNSET,
-        max_attempts: int | None = _UNSET,
-        keep_result: Duration | None = _UNSET,
-    ) -> TaskOptions[P]:
+    def options(self, **options: Unpack[EnqueueOptions]) -> TaskOptions[P]:
         """These options with more over them (`Task.options`'s)."""
         verb = f"{self.task.name}.options"
-        more = Options.checked(
-            verb,
-            delay=delay,
-            at=at,
-            id=id,
-            unique_for=unique_for,
-            priority=priority,
-            lane=lane,
-            queue=queue,
-            max_attempts=max_attempts,
-            keep_result=keep_result,
-        )
+        more = options_of(verb, EnqueueOptions, options)
         return TaskOptions(self.task, self.given.merged(verb, more))
 
 
