@@ -191,7 +191,9 @@ impl<'a, 'k> Replies<'a, 'k> {
             b"HGETALL" => Reply::Array((0..2 * self.below(5)).map(|_| self.bulk()).collect()),
             b"HMGET" => Reply::Array((2..argc).map(|_| if self.chance(3) { Reply::Nil } else { self.bulk() }).collect()),
             // `P lanes`: a few names, one sometimes empty.
-            b"SMEMBERS" => Reply::Array((0..self.below(4)).map(|i| Reply::Bulk(if self.chance(6) { vec![] } else { format!("L{i}").into_bytes() })).collect()),
+            b"SMEMBERS" => Reply::Array(
+                (0..self.below(4)).map(|i| Reply::Bulk(if self.chance(6) { vec![] } else { format!("L{i}").into_bytes() })).collect(),
+            ),
             b"LRANGE" => Reply::Array((0..self.below(5)).map(|i| Reply::Bulk(format!("m{i}").into_bytes())).collect()),
             b"TYPE" => Reply::Status(["none", "hash", "string", "list"][self.below(4)].into()),
             b"EXISTS" => Reply::Int(i64::try_from(self.below(argc)).unwrap_or(0)),

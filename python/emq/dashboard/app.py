@@ -344,12 +344,12 @@ class Dashboard:
             schedule = form.get("schedule", "")
             if not schedule:
                 return self.render(request, "error.html", status=400, kind="ArgumentError", message="the form names no schedule")
-            act = {
+            on_schedule: Callable[[str, str], object] = {
                 "pause-schedule": self.source.pause_schedule,
                 "resume-schedule": self.source.resume_schedule,
                 "run-schedule-now": self.source.run_schedule_now,
             }[name]
-            result = await self.call(request, act, queue, schedule)
+            result = await self.call(request, on_schedule, queue, schedule)
             if name == "run-schedule-now":
                 notice = f"Schedule {schedule}: job {result} enqueued."
             else:
