@@ -337,7 +337,8 @@ class Queue:
         return self._core.get(id)
 
     def lanes(self) -> list[str]:
-        """The lanes that have a list or a control hash, sorted."""
+        """The lanes used (named by an add or a lane control: the set `P lanes`, one
+        read, whatever the queue holds), sorted."""
         return self._core.lanes()
 
     def counts(self) -> QueueCounts:

@@ -276,6 +276,7 @@ impl Host {
                 | Write::LeaveCancelled(_)
                 | Write::Unready { .. }
                 | Write::RegisterQueue(_)
+                | Write::ListLanes(_)
                 | Write::ListWorker { .. }
                 | Write::SetWorker { .. }
                 | Write::ExpireWorker { .. }

@@ -46,8 +46,8 @@ fn replies(lanes: &[(Reply, i64)], schedule_head: Reply) -> Vec<Reply> {
 /// ids: each row whole with its digest; the later one in `schedule` at its due
 /// time; the flat one pushed to `pending`, the lane one to its lane; the lane,
 /// servable and out of the ring, offered (`ring = 1`, pushed to the ring, its
-/// token), and a flat token (work in `pending`, and a new head of `schedule`).
-/// A broken add that pushed the later job to `pending`, offered a lane already
+/// token), and a flat token (work in `pending`, and a new head of `schedule`);
+/// the lane listed in `P lanes`. A broken add that pushed the later job to `pending`, offered a lane already
 /// in the ring, or woke no one would fail here.
 #[test]
 fn ready_jobs_go_to_pending_or_their_lane_and_later_ones_to_schedule() {
@@ -69,6 +69,7 @@ fn ready_jobs_go_to_pending_or_their_lane_and_later_ones_to_schedule() {
         Write::JoinRing(members(&["L"])),
         Write::Wake(members(&["L", ""])),
         Write::TrimWake,
+        Write::ListLanes(members(&["L"])),
     ];
     assert_eq!(w, want);
     assert_eq!(a.finish(&vec![Reply::Int(1); w.len()]).unwrap(), ids);
@@ -85,7 +86,12 @@ fn a_lane_that_cannot_be_served_or_is_in_the_ring_is_not_offered() {
         a.start();
         let w = exec(a.feed(&replies(&[(c.clone(), 4)], Reply::Array(vec![]))).unwrap());
         let i = generated_id(NOW, 1, 0);
-        let want = vec![new_row(&i, &job, NOW), Write::MakeReady { lane: Some(id("L")), ids: [&i].into_iter().collect() }, Write::TrimWake];
+        let want = vec![
+            new_row(&i, &job, NOW),
+            Write::MakeReady { lane: Some(id("L")), ids: [&i].into_iter().collect() },
+            Write::TrimWake,
+            Write::ListLanes(members(&["L"])),
+        ];
         assert_eq!(w, want, "{c:?}");
     }
 }

@@ -383,6 +383,8 @@ impl Add {
         let mut w = vec![];
         let (mut flat, mut scheduled): (Vec<&[u8]>, Scored) = (vec![], Scored::new());
         let mut by_lane: Vec<(&[u8], Vec<&[u8]>)> = vec![];
+        // Every lane a new row names, due now or later, in `P lanes` (the counts' list).
+        let mut used_lanes: Vec<&[u8]> = vec![];
         for ((j, id), _) in self.jobs.iter_mut().zip(&self.ids).zip(&self.created).filter(|(_, &c)| c) {
             let due = match j.when {
                 When::Delay(d) => later(now, d),
@@ -401,6 +403,11 @@ impl Add {
                 NewRow { ready, data, due, max_attempts: j.max_attempts, created: now, digest, lane: j.lane.clone(), keep: j.keep, unique };
             let fields = RowFields::New(Box::new(new));
             w.push(Write::SetRow { id: id.clone(), fields });
+            if let Some(l) = &j.lane {
+                if !used_lanes.contains(&l.as_slice()) {
+                    used_lanes.push(l);
+                }
+            }
             match (&j.lane, ready) {
                 (_, false) => scheduled.push(due, id),
                 (None, true) => flat.push(id),
@@ -446,6 +453,9 @@ impl Add {
         }
         if ready || woke {
             offers.writes(&mut w);
+        }
+        if !used_lanes.is_empty() {
+            w.push(Write::ListLanes(Members::of(&used_lanes)));
         }
         w.extend(uniques_set);
         // Answered with the jobs the keys name.

@@ -152,6 +152,10 @@ pub enum Write {
     /// `PEXPIRE P stats:<minute> 90000000`: the minute's counters are kept 25 hours.
     KeepCounts { minute: i64 },
 
+    /// `SADD P lanes L…`: lanes that have been used (added to or controlled), so
+    /// that the counts and `lanes()` list them without `SCAN`.
+    ListLanes(Members),
+
     // -- the registry (`crate::registry`: rendered with the registry's keys, `R`)
     /// `SADD R queues name`: a queue that has been used.
     RegisterQueue(Vec<u8>),
@@ -677,7 +681,7 @@ impl Write {
             Write::Dequeue { .. } | Write::Unready { .. } => &word::LREM,
             Write::KeepInbox { .. } | Write::KeepCounts { .. } => &word::PEXPIRE,
             Write::ClaimUnique { .. } => &word::SET,
-            Write::RegisterQueue(_) => &word::SADD,
+            Write::RegisterQueue(_) | Write::ListLanes(_) => &word::SADD,
             Write::TakePending { .. } | Write::TakeLaneHead { .. } | Write::DropRingHead => &word::LPOP,
             Write::RotateRing => &word::LMOVE,
             Write::TrimWake => &word::LTRIM,
@@ -702,6 +706,7 @@ impl Write {
             Write::Unready { lane: None, .. } => f(own(kind::PENDING)),
             Write::Unready { lane: Some(lane), .. } => f(keys.parts(kind::LANE, lane)),
             Write::RegisterQueue(_) => f(own(kind::QUEUES)),
+            Write::ListLanes(_) => f(own(kind::LANES)),
             Write::ListWorker { .. } | Write::TrimWorkers { .. } | Write::UnlistWorker(_) => f(own(kind::WORKERS)),
             Write::SetWorker { id, .. } | Write::ExpireWorker { id, .. } | Write::DeleteWorker(id) => f(keys.parts(kind::WORKER, id)),
             Write::DeleteRows(ids) => f(keys.parts(kind::JOB, ids.first().unwrap_or_default())),
@@ -753,7 +758,9 @@ impl Write {
             }
             Write::ExpireRow { at, .. } | Write::ExpireWorker { at, .. } => f(Arg::Int(*at)),
             Write::DropFinished { .. } => f(Arg::Word(&word::FINISHED)),
-            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) => ids.iter().for_each(|id| f(Arg::Bytes(id))),
+            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) | Write::ListLanes(ids) => {
+                ids.iter().for_each(|id| f(Arg::Bytes(id)));
+            }
             Write::Unready { id, .. } => {
                 f(Arg::Word(&word::ONE));
                 f(Arg::Bytes(id));
@@ -887,7 +894,7 @@ impl Write {
             | Write::KeepCounts { .. } => 3,
             Write::ClaimUnique { .. } | Write::RotateRing | Write::MarkLease { .. } => 5,
             Write::DeleteWorker(_) => 2,
-            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) => 2 + ids.len(),
+            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) | Write::ListLanes(ids) => 2 + ids.len(),
             Write::SetWorker { fields, .. } => 2 + 2 * fields.len(),
             Write::DeleteRows(ids) => 1 + ids.len(),
             Write::Schedule(due) | Write::SetTimers(due) => 2 + 2 * due.len(),
@@ -1361,6 +1368,7 @@ mod tests {
             (Write::Unready { lane: None, id: b"a".to_vec() }, cmd(&["LREM", "emq:{q}:pending", "1", "a"])),
             (Write::Unready { lane: Some(b"L".to_vec()), id: b"a".to_vec() }, cmd(&["LREM", "emq:{q}:lane:L", "1", "a"])),
             (Write::RegisterQueue(b"orders".to_vec()), cmd(&["SADD", "emq:{q}:queues", "orders"])),
+            (Write::ListLanes(Members::of(&["eu", "us"])), cmd(&["SADD", "emq:{q}:lanes", "eu", "us"])),
             (Write::ListWorker { id: b"w".to_vec(), expiry: 15 }, cmd(&["ZADD", "emq:{q}:workers", "15", "w"])),
             (
                 Write::SetWorker { id: b"w".to_vec(), fields: vec![(b"pid".to_vec(), b"7".to_vec())] },

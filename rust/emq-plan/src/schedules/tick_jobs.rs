@@ -160,6 +160,10 @@ impl TickAdds {
             w.push(Write::MakeReady { lane: Some(l.to_vec()), ids: Members::of(ids) });
         }
         offers.writes(w);
+        if !by_lane.is_empty() {
+            let used: Vec<&[u8]> = by_lane.iter().map(|(l, _)| *l).collect();
+            w.push(Write::ListLanes(Members::of(&used)));
+        }
         Ok(added)
     }
 }
