@@ -270,7 +270,8 @@ def test_the_next_tick_the_server_clock_gives_is_the_zones_rule(server, client, 
             stored = {i.name: i.next_tick for i in q.schedules()}
             assert stored[name] == want, f"{backend} {name}: {stored[name]} for {wall} local"
             local_now = datetime.fromtimestamp(told / 1000, zone).replace(tzinfo=None)
-            three = [tick_of_wall(zone, datetime.combine(local_now.date() + timedelta(days=d), datetime.min.time()).replace(hour=3)) for d in range(3)]
+            days = [datetime.combine(local_now.date() + timedelta(days=d), datetime.min.time()) for d in range(3)]
+            three = [tick_of_wall(zone, day.replace(hour=3)) for day in days]
             assert stored[f"{zone_name}-3am"] == min(t for t in three if t.timestamp() * 1000 > told - 2_000), backend
 
         made = server_ms(r)
