@@ -46,6 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import emq  # noqa: E402
 from compare import BENCHES, QUEUE, Harness, log, pct, python_of, sub_env  # noqa: E402
 from emq.embedded import Server  # noqa: E402
+
 from peers.schedules import LOG, SYSTEMS  # noqa: E402
 
 WARM_S = 4.0  # processes started and parked before the window opens
@@ -177,7 +178,8 @@ def main() -> None:
         f"\n{args.ticks} ticks of 1 s a scenario; lateness: 1 scheduler, {args.workers} parked workers; "
         f"duplicates: {args.schedulers} schedulers. ms; logs in {logdir}\n"
     )
-    print(f"| system | started − tick p50 | p99 | added − tick p50 | p99 | ran | dup | lost | with {args.schedulers} schedulers: dup | lost |")
+    head = "| system | started − tick p50 | p99 | added − tick p50 | p99 | ran | dup | lost "
+    print(f"{head}| with {args.schedulers} schedulers: dup | lost |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for s, r in results.items():
         a, d = r.get("lateness", {}), r.get("duplicates", {})
@@ -189,7 +191,8 @@ def main() -> None:
             f"| {a['ran']}/{a['ticks']} | {a['dup']} | {a['lost']} | {d['dup']} | {d['lost']} |"
         )
     if args.out:
-        args.out.write_text(json.dumps({"ticks": args.ticks, "workers": args.workers, "schedulers": args.schedulers, "results": results}, indent=1))
+        run = {"ticks": args.ticks, "workers": args.workers, "schedulers": args.schedulers, "results": results}
+        args.out.write_text(json.dumps(run, indent=1))
 
 
 if __name__ == "__main__":
