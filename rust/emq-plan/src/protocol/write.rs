@@ -776,7 +776,7 @@ impl Write {
             }
             Write::PersistRow { .. } => {}
             Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) | Write::ForgetStops(ids) => {
-                ids.iter().for_each(|id| f(Arg::Bytes(id)))
+                ids.iter().for_each(|id| f(Arg::Bytes(id)));
             }
             Write::Unready { id, .. } => {
                 f(Arg::Word(&word::ONE));
