@@ -192,8 +192,16 @@ class QueueCore:
     def backend(self) -> Literal["plan", "module"]: ...
     def __new__(cls, client: Client | str, name: str, backend: str) -> QueueCore: ...
     def add(
-        self, data: bytes | str, id: str | None, delay: _Duration, at: _Time | None, lane: str | None, max_attempts: int, keep: _Keep | None
-    ) -> str: ...
+        self,
+        data: bytes | str,
+        id: str | None,
+        delay: _Duration,
+        at: _Time | None,
+        lane: str | None,
+        max_attempts: int,
+        keep: _Keep | None,
+        inbox: str | None,
+    ) -> tuple[str, bool]: ...
     def add_unique(
         self,
         data: bytes | str,
@@ -205,6 +213,7 @@ class QueueCore:
         lane: str | None,
         max_attempts: int,
         keep: _Keep | None,
+        inbox: str | None,
     ) -> UniqueAdd: ...
     def add_many(self, jobs: Iterable[Mapping[str, Any] | bytes | str], max_attempts: int) -> list[str]: ...
     def claim(self, n: int, lease: _Duration) -> list[Job]: ...

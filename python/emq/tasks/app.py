@@ -130,6 +130,11 @@ class App:
                 q = self._queues.setdefault(name, q)
         return q
 
+    def _running_collector(self, queue: str) -> Collector | None:
+        """The collector of `queue` if the app has one (it has waited for a result there)."""
+        with self._lock:
+            return self._collectors.get(queue)
+
     def _collector(self, queue: str) -> Collector:
         """The collector of the app's waits on `queue` (`emq.tasks.waiting`), started on first use."""
         with self._lock:

@@ -43,6 +43,8 @@ class TaskOwner(Protocol):
 
     def _collector(self, queue: str) -> Collector: ...
 
+    def _running_collector(self, queue: str) -> Collector | None: ...
+
 
 def default_name(fn: Callable[..., Any]) -> str:
     """`module.qualname` of a function. A function of the script being run
@@ -187,22 +189,37 @@ def add_job(app: TaskOwner, verb: str, options: Options, data: bytes, *, task: s
     the core refuses (an id, a lane) is raised naming `verb`, not `Queue.add`.
     With `unique_for`, the add is unique (`Queue.add_unique`) by the job's id
     when one is given, else by the call itself (its task and arguments): a
-    second enqueue within the window is answered with the first job's handle."""
+    second enqueue within the window is answered with the first job's handle.
+
+    Once the app has waited for a result on the queue (its collector runs),
+    the add registers the collector's inbox with the job in its own
+    transaction: the handle's wait then sends nothing (`emq.tasks.waiting`)."""
     queue = app.queue(options.queue or app.default_queue)
     arguments = options.add_arguments()
+    collector = app._running_collector(queue.name)
+    token = collector.adding() if collector is not None else 0
+    job_id: str | None = None
+    created = False
     try:
         # `priority` is not passed: Queue.add has no priorities yet (SPEC §15).
+        inbox = collector.inbox if collector is not None else None
         if options.unique_for is not None:
             key = options.id if options.id is not None else "call:" + hashlib.sha256(data).hexdigest()
-            job_id = queue.add_unique(data, unique_key=key, unique_for=options.unique_for, **arguments).id
+            unique = queue.add_unique(data, unique_key=key, unique_for=options.unique_for, inbox=inbox, **arguments)
+            job_id, created = unique.id, unique.created
+        elif inbox is not None:
+            job_id, created = queue.add_waited(data, inbox, **arguments)
         else:
             job_id = queue.add(data, **arguments)
     except ArgumentError as e:
         text = str(e)
-        for prefix in ("Queue.add: ", "Queue.add_unique: "):
+        for prefix in ("Queue.add: ", "Queue.add_unique: ", "Queue.add_waited: "):
             text = text.removeprefix(prefix)
         raise ArgumentError(f"{verb}: {text}") from None
-    return Handle(job_id, queue.name, app=app, task=task, returns=returns)
+    finally:
+        registered = collector.added(token, job_id if created else None) if collector is not None else False
+    assert job_id is not None
+    return Handle(job_id, queue.name, app=app, task=task, returns=returns, registered=registered)
 
 
 __all__ = ["ContextTask", "Task", "TaskOptions", "TaskOwner", "add_job", "check_task_name", "default_name"]

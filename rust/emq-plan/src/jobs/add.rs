@@ -8,8 +8,16 @@
 //! also sets `P unique:K` to the new id for the window (`SET … PX`). Producers
 //! racing on one key all watch it: one `EXEC` wins, the others read again and
 //! find its job.
+//!
+//! A caller that will wait for the jobs' outcomes may name its inbox
+//! ([`Add::waited_by`]): each row the call writes lists it in `wait`, so the
+//! call that brings the job to its outcome pushes the id there, and the wait
+//! costs no registration of its own (no `AWAIT`, no round trip). Rows the
+//! call does not write (landed, or named by a uniqueness key) are not
+//! registered: the caller registers those itself.
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
+use crate::jobs::ending::inbox_problem;
 use crate::lanes::offer::{new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
 use crate::names::{id_problem, Keys};
 use crate::numbers::{later, Decimal, HEX, MAX_MS};
@@ -76,6 +84,8 @@ pub struct Add {
     /// The first read's replies, kept while the jobs that uniqueness keys
     /// name are read.
     first: Option<Named>,
+    /// The inbox each row written lists in `wait` (`waited_by`).
+    inbox: Option<Vec<u8>>,
 }
 
 /// The first read's replies, and for each job with a uniqueness key the id
@@ -126,7 +136,17 @@ impl Add {
                 }
             }
         }
-        Ok(Add { keys, jobs, gen, lanes, ids: vec![], created: vec![], started: false, refused: None, first: None })
+        Ok(Add { keys, jobs, gen, lanes, ids: vec![], created: vec![], started: false, refused: None, first: None, inbox: None })
+    }
+
+    /// Registers `inbox` (`ending::inbox_problem`) as the waiter of every job
+    /// the call writes, in the add's own transaction.
+    pub fn waited_by(mut self, inbox: Vec<u8>) -> Result<Self> {
+        if let Some(why) = inbox_problem(&inbox) {
+            return Err(Error::argument(ADD, "inbox", why));
+        }
+        self.inbox = Some(inbox);
+        Ok(self)
     }
 
     fn given_ids(&self) -> impl Iterator<Item = &Vec<u8>> {
@@ -399,8 +419,18 @@ impl Add {
             if let Some(u) = &j.unique {
                 uniques_set.push(Write::ClaimUnique { key: u.key.clone(), id: id.clone(), ttl_ms: u.window_ms });
             }
-            let new =
-                NewRow { ready, data, due, max_attempts: j.max_attempts, created: now, digest, lane: j.lane.clone(), keep: j.keep, unique };
+            let new = NewRow {
+                ready,
+                data,
+                due,
+                max_attempts: j.max_attempts,
+                created: now,
+                digest,
+                lane: j.lane.clone(),
+                keep: j.keep,
+                unique,
+                wait: self.inbox.clone(),
+            };
             let fields = RowFields::New(Box::new(new));
             w.push(Write::SetRow { id: id.clone(), fields });
             if let Some(l) = &j.lane {

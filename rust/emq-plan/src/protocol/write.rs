@@ -135,8 +135,13 @@ pub enum Write {
     SetRetention(Vec<(&'static str, i64)>),
 
     // -- an operator's actions on jobs (`crate::operations`)
-    /// `HDEL P job:ID finished`: a dead job retried is no longer finished.
+    /// `HDEL P job:ID finished cancel`: a dead or cancelled job retried is no
+    /// longer finished, nor asked to stop.
     DropFinished { id: Vec<u8> },
+    /// `PERSIST P job:ID`: a cancelled row retried is no longer kept for a time.
+    PersistRow { id: Vec<u8> },
+    /// `ZREM P cancels id…`: the requests to stop of cancelled jobs retried.
+    ForgetStops(Members),
     /// `ZREM P dead id…`: dead jobs retried or deleted.
     LeaveDead(Members),
     /// `ZREM P done id…`: done rows deleted.
@@ -237,7 +242,7 @@ impl ErrorDetail {
 
 /// The whole row of a new job, `pending` when `ready`, else `scheduled`:
 /// `state data due attempts(0) max_attempts created digest [lane] [keep]
-/// [unique]`.
+/// [unique] [wait]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewRow {
     pub ready: bool,
@@ -252,6 +257,8 @@ pub struct NewRow {
     pub keep: Option<i64>,
     /// The uniqueness key it was added under.
     pub unique: Option<Vec<u8>>,
+    /// The inbox of a waiter registered by the add itself (SPEC §13).
+    pub wait: Option<Vec<u8>>,
 }
 
 /// The field a [`Write::SetLane`] sets in `P lanectl:L`.
@@ -471,6 +478,7 @@ mod word {
     pub const HSET: Word = Word::new("HSET");
     pub const HDEL: Word = Word::new("HDEL");
     pub const PEXPIREAT: Word = Word::new("PEXPIREAT");
+    pub const PERSIST: Word = Word::new("PERSIST");
     pub const DEL: Word = Word::new("DEL");
     pub const HINCRBY: Word = Word::new("HINCRBY");
     pub const ZADD: Word = Word::new("ZADD");
@@ -538,7 +546,10 @@ impl RowFields {
     pub fn count(&self) -> usize {
         match self {
             RowFields::New(new) => {
-                7 + usize::from(new.lane.is_some()) + usize::from(new.keep.is_some()) + usize::from(new.unique.is_some())
+                7 + usize::from(new.lane.is_some())
+                    + usize::from(new.keep.is_some())
+                    + usize::from(new.unique.is_some())
+                    + usize::from(new.wait.is_some())
             }
             RowFields::Claimed { .. } => 5,
             RowFields::Ready | RowFields::Lease(_) | RowFields::Progress(_) | RowFields::Waiters(_) | RowFields::AskStop => 1,
@@ -555,7 +566,7 @@ impl RowFields {
         let state = |ready: bool| Arg::Word(if ready { &word::PENDING } else { &word::SCHEDULED });
         match self {
             RowFields::New(new) => {
-                let NewRow { ready, data, due, max_attempts, created, digest, lane, keep, unique } = &**new;
+                let NewRow { ready, data, due, max_attempts, created, digest, lane, keep, unique, wait } = &**new;
                 f(&word::STATE, state(*ready));
                 f(&word::DATA, Arg::Bytes(data));
                 f(&word::DUE, Arg::Int(*due));
@@ -571,6 +582,9 @@ impl RowFields {
                 }
                 if let Some(u) = unique {
                     f(&word::UNIQUE, Arg::Bytes(u));
+                }
+                if let Some(w) = wait {
+                    f(&word::WAIT, Arg::Bytes(w));
                 }
             }
             RowFields::Claimed { attempts, lease, token, claimed } => {
@@ -655,6 +669,7 @@ impl Write {
                 &word::HDEL
             }
             Write::ExpireRow { .. } | Write::ExpireWorker { .. } => &word::PEXPIREAT,
+            Write::PersistRow { .. } => &word::PERSIST,
             Write::DeleteRows(_) | Write::DeleteWorker(_) => &word::DEL,
             Write::TakeSlots { .. } | Write::Count { .. } => &word::HINCRBY,
             Write::Schedule(_)
@@ -673,6 +688,7 @@ impl Write {
             | Write::LeaveDead(_)
             | Write::LeaveDone(_)
             | Write::LeaveCancelled(_)
+            | Write::ForgetStops(_)
             | Write::UnlistWorker(_) => &word::ZREM,
             Write::TrimDone { .. } | Write::TrimCancelled { .. } | Write::TrimCancels { .. } | Write::TrimWorkers { .. } => {
                 &word::ZREMRANGEBYSCORE
@@ -699,7 +715,9 @@ impl Write {
             | Write::DropLease { id }
             | Write::DropErrorDetail { id }
             | Write::ExpireRow { id, .. }
-            | Write::DropFinished { id } => f(keys.parts(kind::JOB, id)),
+            | Write::DropFinished { id }
+            | Write::PersistRow { id } => f(keys.parts(kind::JOB, id)),
+            Write::ForgetStops(_) => f(own(kind::CANCELS)),
             Write::LeaveDead(_) => f(own(kind::DEAD)),
             Write::LeaveDone(_) => f(own(kind::DONE)),
             Write::LeaveCancelled(_) => f(own(kind::CANCELLED)),
@@ -757,8 +775,12 @@ impl Write {
                 f(Arg::Word(&word::TRACEBACK));
             }
             Write::ExpireRow { at, .. } | Write::ExpireWorker { at, .. } => f(Arg::Int(*at)),
-            Write::DropFinished { .. } => f(Arg::Word(&word::FINISHED)),
-            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) | Write::ListLanes(ids) => {
+            Write::DropFinished { .. } => {
+                f(Arg::Word(&word::FINISHED));
+                f(Arg::Word(&word::CANCEL));
+            }
+            Write::PersistRow { .. } => {}
+            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) | Write::ForgetStops(ids) | Write::ListLanes(ids) => {
                 ids.iter().for_each(|id| f(Arg::Bytes(id)));
             }
             Write::Unready { id, .. } => {
@@ -882,19 +904,19 @@ impl Write {
             | Write::ListWorker { .. }
             | Write::TrimWorkers { .. }
             | Write::SetSchedule { .. }
+            | Write::DropFinished { .. }
             | Write::Count { .. } => 4,
             Write::ExpireRow { .. }
             | Write::TakePending { .. }
             | Write::KeepInbox { .. }
-            | Write::DropFinished { .. }
             | Write::ExpireWorker { .. }
             | Write::RegisterQueue(_)
             | Write::UnlistWorker(_)
             | Write::DropSchedule { .. }
             | Write::KeepCounts { .. } => 3,
             Write::ClaimUnique { .. } | Write::RotateRing | Write::MarkLease { .. } => 5,
-            Write::DeleteWorker(_) => 2,
-            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) | Write::ListLanes(ids) => 2 + ids.len(),
+            Write::DeleteWorker(_) | Write::PersistRow { .. } => 2,
+            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) | Write::ForgetStops(ids) | Write::ListLanes(ids) => 2 + ids.len(),
             Write::SetWorker { fields, .. } => 2 + 2 * fields.len(),
             Write::DeleteRows(ids) => 1 + ids.len(),
             Write::Schedule(due) | Write::SetTimers(due) => 2 + 2 * due.len(),
@@ -1199,6 +1221,7 @@ mod tests {
                     lane: Some(b"L".to_vec()),
                     keep: Some(-1),
                     unique: Some(b"u 1".to_vec()),
+                    wait: Some(b"in-1".to_vec()),
                 }))),
                 Cmd::from_args([
                     &b"HSET"[..],
@@ -1223,6 +1246,8 @@ mod tests {
                     b"-1",
                     b"unique",
                     b"u 1",
+                    b"wait",
+                    b"in-1",
                 ]),
             ),
             (
@@ -1236,6 +1261,7 @@ mod tests {
                     lane: None,
                     keep: None,
                     unique: None,
+                    wait: None,
                 }))),
                 cmd(&[
                     "HSET",
@@ -1361,7 +1387,9 @@ mod tests {
                 row(RowFields::Revived { due: 12 }),
                 cmd(&["HSET", "emq:{q}:job:a", "state", "pending", "attempts", "0", "stalls", "0", "due", "12"]),
             ),
-            (Write::DropFinished { id: b"a".to_vec() }, cmd(&["HDEL", "emq:{q}:job:a", "finished"])),
+            (Write::DropFinished { id: b"a".to_vec() }, cmd(&["HDEL", "emq:{q}:job:a", "finished", "cancel"])),
+            (Write::PersistRow { id: b"a".to_vec() }, cmd(&["PERSIST", "emq:{q}:job:a"])),
+            (Write::ForgetStops(ids(&["a", "b"])), cmd(&["ZREM", "emq:{q}:cancels", "a", "b"])),
             (Write::LeaveDead(ids(&["a", "b"])), cmd(&["ZREM", "emq:{q}:dead", "a", "b"])),
             (Write::LeaveDone(ids(&["a"])), cmd(&["ZREM", "emq:{q}:done", "a"])),
             (Write::LeaveCancelled(ids(&["a"])), cmd(&["ZREM", "emq:{q}:cancelled", "a"])),

@@ -132,6 +132,7 @@ impl TickAdds {
                 lane: j.lane,
                 keep: None,
                 unique: None,
+                wait: None,
             };
             w.push(Write::SetRow { id: a.id.clone(), fields: RowFields::New(Box::new(new)) });
             match &a.job.lane {

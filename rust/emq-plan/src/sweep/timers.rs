@@ -390,6 +390,7 @@ mod tests {
             lane: None,
             keep: None,
             unique: None,
+            wait: None,
         };
         assert_eq!(w[0], Write::SetRow { id: b"schedule:s:2000".to_vec(), fields: RowFields::New(Box::new(want)) });
     }
