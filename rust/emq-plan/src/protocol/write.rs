@@ -780,7 +780,11 @@ impl Write {
                 f(Arg::Word(&word::CANCEL));
             }
             Write::PersistRow { .. } => {}
-            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) | Write::ForgetStops(ids) | Write::ListLanes(ids) => {
+            Write::LeaveDead(ids)
+            | Write::LeaveDone(ids)
+            | Write::LeaveCancelled(ids)
+            | Write::ForgetStops(ids)
+            | Write::ListLanes(ids) => {
                 ids.iter().for_each(|id| f(Arg::Bytes(id)));
             }
             Write::Unready { id, .. } => {
@@ -916,7 +920,11 @@ impl Write {
             | Write::KeepCounts { .. } => 3,
             Write::ClaimUnique { .. } | Write::RotateRing | Write::MarkLease { .. } => 5,
             Write::DeleteWorker(_) | Write::PersistRow { .. } => 2,
-            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) | Write::ForgetStops(ids) | Write::ListLanes(ids) => 2 + ids.len(),
+            Write::LeaveDead(ids)
+            | Write::LeaveDone(ids)
+            | Write::LeaveCancelled(ids)
+            | Write::ForgetStops(ids)
+            | Write::ListLanes(ids) => 2 + ids.len(),
             Write::SetWorker { fields, .. } => 2 + 2 * fields.len(),
             Write::DeleteRows(ids) => 1 + ids.len(),
             Write::Schedule(due) | Write::SetTimers(due) => 2 + 2 * due.len(),
