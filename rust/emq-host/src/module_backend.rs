@@ -33,9 +33,8 @@ impl JobBackend for ModuleBackend {
     }
 
     /// By `EMQ.ADD`: the ids the plan would make come from this process's tag
-    /// and sequence, sent with the call.
-    /// `EMQ.ADD`; an add that registers a waiter runs as the plan (the
-    /// module's form carries no inbox), on the same connection.
+    /// and sequence, sent with the call. An add that registers a waiter runs
+    /// as the plan (the module's form carries no inbox), on the same connection.
     fn add(
         &self,
         conn: &mut Conn,
