@@ -120,6 +120,7 @@ class Job:
     cancel_requested: bool
     keep_ms: int | None
     unique_key: str | None
+    priority: int | None
     @property
     def result(self) -> bytes | None: ...
     @property
@@ -150,6 +151,7 @@ class Job:
         cancel_requested: bool = False,
         keep_ms: int | None = None,
         unique_key: str | None = None,
+        priority: int | None = None,
     ) -> Job: ...
     def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
@@ -192,7 +194,15 @@ class QueueCore:
     def backend(self) -> Literal["plan", "module"]: ...
     def __new__(cls, client: Client | str, name: str, backend: str) -> QueueCore: ...
     def add(
-        self, data: bytes | str, id: str | None, delay: _Duration, at: _Time | None, lane: str | None, max_attempts: int, keep: _Keep | None
+        self,
+        data: bytes | str,
+        id: str | None,
+        delay: _Duration,
+        at: _Time | None,
+        lane: str | None,
+        max_attempts: int,
+        keep: _Keep | None,
+        priority: int | None,
     ) -> str: ...
     def add_unique(
         self,
@@ -205,6 +215,7 @@ class QueueCore:
         lane: str | None,
         max_attempts: int,
         keep: _Keep | None,
+        priority: int | None,
     ) -> UniqueAdd: ...
     def add_many(self, jobs: Iterable[Mapping[str, Any] | bytes | str], max_attempts: int) -> list[str]: ...
     def claim(self, n: int, lease: _Duration) -> list[Job]: ...

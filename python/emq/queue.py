@@ -29,7 +29,18 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from ._core import RESULT_MAX, Client, Job, QueueCore
-from .answers import ActionOutcome, CancelOutcome, CancelRequests, FailOutcome, LaneControl, QueueCounts, Retention, ScheduleInfo, StalledOutcome, UniqueAdd
+from .answers import (
+    ActionOutcome,
+    CancelOutcome,
+    CancelRequests,
+    FailOutcome,
+    LaneControl,
+    QueueCounts,
+    Retention,
+    ScheduleInfo,
+    StalledOutcome,
+    UniqueAdd,
+)
 from .sweeps import Backend, ClientLike
 
 JobBackend = Literal["plan", "module"]
@@ -126,14 +137,16 @@ class Queue:
         lane: str | None = None,
         max_attempts: int = 3,
         keep: Keep | None = None,
+        priority: int = 0,
     ) -> str:
         """Adds a job; returns its id (generated ids are unique and sort by
         creation). Due after `delay`, or at `at` (one of the two): ready at once
         when due now; else it waits in `schedule`. An id that exists raises
         `emq.DuplicateJobError`. `keep`: how long the job's row is kept once it
         is done or cancelled, in place of the queue's `keep_done` (0: deleted
-        at once; `"forever"`)."""
-        return self._core.add(data, id, delay, at, lane, max_attempts, keep)
+        at once; `"forever"`). `priority`: 0 (first, the default) to 9; a claim
+        takes the lowest level first, and the oldest ready within a level."""
+        return self._core.add(data, id, delay, at, lane, max_attempts, keep, priority)
 
     def add_unique(
         self,
@@ -147,6 +160,7 @@ class Queue:
         lane: str | None = None,
         max_attempts: int = 3,
         keep: Keep | None = None,
+        priority: int = 0,
     ) -> UniqueAdd:
         """Adds a job once per `unique_key` and window: while the job a key
         names (added under it within the last `unique_for`) has a row, an add
@@ -154,12 +168,12 @@ class Queue:
         (`UniqueAdd(id, created=False)`); else it adds the job as `add` does
         and holds the key for it for `unique_for` (`created=True`). Atomic
         across processes: producers racing on a key make exactly one job."""
-        return self._core.add_unique(data, unique_key, unique_for, id, delay, at, lane, max_attempts, keep)
+        return self._core.add_unique(data, unique_key, unique_for, id, delay, at, lane, max_attempts, keep, priority)
 
     def add_many(self, jobs: Iterable[Mapping[str, Any] | bytes | str], *, max_attempts: int = 3) -> list[str]:
         """Adds many jobs in one guarded transaction (all or none). Each item is
         the data, or a dict of `add`'s arguments (`{"data": …, "lane": …}`,
-        and `keep`, `unique_key` and `unique_for` as `add_unique` takes them:
+        `priority`, and `keep`, `unique_key` and `unique_for` as `add_unique` takes them:
         such a job is answered with the id its key names);
         `max_attempts` is for the items that name none."""
         return self._core.add_many(jobs, max_attempts)

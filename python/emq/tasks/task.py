@@ -144,8 +144,8 @@ class Task(Generic[P, R]):
         with an `id`, an enqueue with that id is answered with the job that
         has it while its row is kept); `keep_result` (how long its row,
         and so its result, is kept once done or cancelled, in place of the
-        queue's retention). `priority` (0 first, to 9) is checked and kept, and
-        changes nothing until the core has priorities (SPEC §15)."""
+        queue's retention). `priority` (0 first, the default, to 9): a
+        claim takes the lowest level first (SPEC §15)."""
         verb = f"{self.name}.options"
         given = Options.checked(
             verb,
@@ -235,7 +235,6 @@ def add_job(app: TaskOwner, verb: str, options: Options, data: bytes, *, task: s
     queue = app.queue(options.queue or app.default_queue)
     arguments = options.add_arguments()
     try:
-        # `priority` is not passed: Queue.add has no priorities yet (SPEC §15).
         if options.unique_for is not None:
             key = options.id if options.id is not None else "call:" + hashlib.sha256(data).hexdigest()
             try:

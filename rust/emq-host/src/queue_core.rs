@@ -173,7 +173,8 @@ impl QueueCore {
 
     /// ADD (SPEC §7) of one job: its id. `delay` and `at` (at most one of them)
     /// in ms as every duration and time is (`arguments::Span::ms`, `instant`);
-    /// `keep`, the job's own retention (`None`: the queue's; `"forever"`).
+    /// `keep`, the job's own retention (`None`: the queue's; `"forever"`);
+    /// `priority`, 0 (first, the default) to 9.
     #[allow(clippy::too_many_arguments)]
     fn add(
         &self,
@@ -185,10 +186,11 @@ impl QueueCore {
         lane: &Bound<'_, PyAny>,
         max_attempts: &Bound<'_, PyAny>,
         keep: &Bound<'_, PyAny>,
+        priority: &Bound<'_, PyAny>,
     ) -> PyResult<String> {
         const CALL: &str = "Queue.add";
         let none = py.None().into_bound(py);
-        let job = [arguments::new_job(CALL, data, id, delay, at, lane, max_attempts, Some([keep, &none, &none]))?];
+        let job = [arguments::new_job(CALL, data, id, delay, at, lane, max_attempts, Some([keep, &none, &none, priority]))?];
         let (ids, _) = self.added(py, self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &job)))?;
         Ok(ids.into_iter().next().map(py_values::text).unwrap_or_default())
     }
@@ -209,12 +211,13 @@ impl QueueCore {
         lane: &Bound<'py, PyAny>,
         max_attempts: &Bound<'py, PyAny>,
         keep: &Bound<'py, PyAny>,
+        priority: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         const CALL: &str = "Queue.add_unique";
         if unique_key.is_none() || unique_for.is_none() {
             return Err(arguments::refused(CALL, "unique_key and unique_for are needed"));
         }
-        let job = [arguments::new_job(CALL, data, id, delay, at, lane, max_attempts, Some([keep, unique_key, unique_for]))?];
+        let job = [arguments::new_job(CALL, data, id, delay, at, lane, max_attempts, Some([keep, unique_key, unique_for, priority]))?];
         let (ids, created) = self.added(py, self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &job)))?;
         py_values::unique_add(py, ids.into_iter().next().unwrap_or_default(), created.first().copied().unwrap_or(false))
     }

@@ -25,9 +25,14 @@ fn wrongtype() -> Reply {
     Reply::Error { code: "WRONGTYPE".into(), message: "WRONGTYPE Operation against a key".into() }
 }
 
-/// An `HGET` reply: the value or nil.
-fn field(value: Option<&str>) -> Reply {
+/// A value or nil.
+fn opt(value: Option<&str>) -> Reply {
     value.map(bulk).unwrap_or(Reply::Nil)
+}
+
+/// A promote's row as it reads it (`HMGET lane priority`): its `lane`, no priority.
+fn field(lane: Option<&str>) -> Reply {
+    fields(&[lane, None])
 }
 
 /// An `HMGET` reply of optional values.
@@ -35,10 +40,15 @@ fn fields(values: &[Option<&str>]) -> Reply {
     Reply::Array(values.iter().map(|v| v.map(bulk).unwrap_or(Reply::Nil)).collect())
 }
 
-/// A stalled check's row as it reads it (`lane stalls wait cancel keep`): its
+/// A stalled check's row as it reads it (`lane stalls wait cancel keep priority`): its
 /// `lane` and `stalls`, no waiters, no cancel.
 fn row(lane_stalls: &[Option<&str>; 2]) -> Reply {
-    fields(&[lane_stalls[0], lane_stalls[1], None, None, None])
+    fields(&[lane_stalls[0], lane_stalls[1], None, None, None, None])
+}
+
+/// `HMGET P lanectl:L` of every control field a sweep reads (`CTL_FIELDS`).
+fn lanectl_read(lane: &str) -> Cmd {
+    Cmd::new("HMGET").arg(format!("emq:{{q}}:lanectl:{lane}")).args(emq_plan::lanes::offer::CTL_FIELDS)
 }
 
 fn cmd(parts: &[&str]) -> Cmd {
@@ -115,7 +125,7 @@ fn promote_to_plan(lanectl: Reply, lane_len: i64) -> Vec<Cmd> {
     s.start();
     let sel = members(&[("a", NOW - 5), ("g", NOW - 4), ("b", NOW - 3), ("c", NOW), ("later", NOW + 1)]);
     let cmds = select_promote(&mut s, &[time(), sel]);
-    assert_eq!(cmds[0], cmd(&["HGET", "emq:{q}:job:a", "lane"]));
+    assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:job:a", "lane", "priority"]));
     assert_eq!(cmds[4], cmd(&["EXISTS", "emq:{q}:job:a", "emq:{q}:job:g", "emq:{q}:job:b", "emq:{q}:job:c"]));
     let rows = [field(None), field(None), field(Some("L")), field(Some("L"))];
     let mut replies = vec![promotions()];
@@ -129,7 +139,7 @@ fn promote_to_plan(lanectl: Reply, lane_len: i64) -> Vec<Cmd> {
     let replies = [Reply::Status("hash".into()), Reply::Status("none".into())];
     let (watch, cmds) = read(s.feed(&replies).unwrap());
     assert_eq!(watch, vec![b"emq:{q}:lanectl:L".to_vec()], "the lanes it decides on are watched");
-    assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:lanectl:L", "paused", "limit", "active", "ring"]));
+    assert_eq!(cmds[0], lanectl_read("L"));
     writes(s.feed(&[lanectl, Reply::Int(lane_len)]).unwrap())
 }
 
@@ -267,7 +277,7 @@ fn stalled_check_counts_stalls_recovers_and_kills() {
     let x = row(&[None, None]);
     let y = row(&[Some("L"), Some("1")]);
     let (_, cmds) = read(s.feed(&[again, x, y, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
-    assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:lanectl:L", "paused", "limit", "active", "ring"]));
+    assert_eq!(cmds[0], lanectl_read("L"));
     let (watch, cmds) = read(s.feed(&[fields(&[None, Some("1"), Some("1"), None]), Reply::Int(3)]).unwrap());
     assert_eq!(watch, vec![b"emq:{q}:dead".to_vec()], "one died: dead is watched for the trim");
     assert_eq!(
@@ -538,7 +548,7 @@ fn in_the_server_a_sweep_reads_once_and_watches_nothing() {
     s.start();
     let (watch, cmds) = read(s.feed(&[time(), sel()]).unwrap());
     assert!(watch.is_empty());
-    assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:job:a", "lane", "stalls", "wait", "cancel", "keep"]), "no ZRANGE again first");
+    assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:job:a", "lane", "stalls", "wait", "cancel", "keep", "priority"]), "no ZRANGE again first");
 }
 
 // -- a bare selection (`Sweep::bare_selection`) -------------------------------------
@@ -664,7 +674,7 @@ fn sorted(batch: u64) -> Sweep {
 
 /// `SORT_RO … GET # GET …->state GET …->lane` of `(member, state, lane)`.
 fn sorted_rows(items: &[(&str, Option<&str>, Option<&str>)]) -> Reply {
-    Reply::Array(items.iter().flat_map(|(m, st, l)| [bulk(m), field(*st), field(*l)]).collect())
+    Reply::Array(items.iter().flat_map(|(m, st, l)| [bulk(m), opt(*st), opt(*l), Reply::Nil]).collect())
 }
 
 /// Feeds a sorted selection; the lists' types all right. Gives the next step.
@@ -696,7 +706,9 @@ fn a_sorted_selection_reads_members_and_rows_under_the_watch_in_one_step() {
                 "GET",
                 "emq:{q}:job:*->state",
                 "GET",
-                "emq:{q}:job:*->lane"
+                "emq:{q}:job:*->lane",
+                "GET",
+                "emq:{q}:job:*->priority"
             ]),
             cmd(&["ZRANGE", z, "0", "0", "WITHSCORES"]),
             cmd(&["ZRANGE", z, "2", "2", "WITHSCORES"]),

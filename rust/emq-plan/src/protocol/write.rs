@@ -88,6 +88,16 @@ pub enum Write {
     TakePending { count: usize },
     /// `LPOP P lane:L`: the head id a claim takes from a lane.
     TakeLaneHead { lane: Vec<u8> },
+    /// `RPUSH P pending:<p> id…` (`lane: None`) or `RPUSH P plane:<p>:L id…`:
+    /// jobs of priority `level` (1 to 9) ready to claim (SPEC §15).
+    ReadyAt { lane: Option<Vec<u8>>, level: u8, ids: Members },
+    /// `LPOP P pending:<p> count` or `LPOP P plane:<p>:L count`: ids a claim
+    /// takes from the head of level `level` (1 to 9).
+    TakeAt { lane: Option<Vec<u8>>, level: u8, count: usize },
+    /// `HSET P flatctl|lanectl:L lvl:<p> 1`: level `level` holds work.
+    MarkLevel { lane: Option<Vec<u8>>, level: u8 },
+    /// `HDEL P flatctl|lanectl:L lvl:<p>`: level `level` was found empty.
+    ClearLevel { lane: Option<Vec<u8>>, level: u8 },
     /// `RPUSH P ring lane…`: lanes offered to the ring.
     JoinRing(Members),
     /// `LMOVE P ring P ring LEFT RIGHT`: the lane a claim served goes to the back.
@@ -237,6 +247,8 @@ pub struct NewRow {
     pub keep: Option<i64>,
     /// The uniqueness key it was added under.
     pub unique: Option<Vec<u8>>,
+    /// Its priority level (SPEC §15): written only when not 0.
+    pub priority: u8,
 }
 
 /// The field a [`Write::SetLane`] sets in `P lanectl:L`.
@@ -451,6 +463,19 @@ mod word {
     pub const ERROR: Word = Word::new("error");
     pub const FINISHED: Word = Word::new("finished");
     pub const ACTIVE: Word = Word::new("active");
+    /// `lvl:<p>`, by `p` (index 0 unused: level 0 is always looked at).
+    pub const LEVEL_FIELDS: [Word; 10] = [
+        Word::new("lvl:0"),
+        Word::new("lvl:1"),
+        Word::new("lvl:2"),
+        Word::new("lvl:3"),
+        Word::new("lvl:4"),
+        Word::new("lvl:5"),
+        Word::new("lvl:6"),
+        Word::new("lvl:7"),
+        Word::new("lvl:8"),
+        Word::new("lvl:9"),
+    ];
     pub const RING: Word = Word::new("ring");
     pub const PAUSED: Word = Word::new("paused");
     pub const LIMIT: Word = Word::new("limit");
@@ -480,6 +505,7 @@ mod word {
     pub const CANCEL: Word = Word::new("cancel");
     pub const KEEP: Word = Word::new("keep");
     pub const UNIQUE: Word = Word::new("unique");
+    pub const PRIORITY: Word = Word::new("priority");
     pub const CANCELLED: Word = Word::new("cancelled");
 }
 
@@ -488,7 +514,10 @@ impl RowFields {
     pub fn count(&self) -> usize {
         match self {
             RowFields::New(new) => {
-                7 + usize::from(new.lane.is_some()) + usize::from(new.keep.is_some()) + usize::from(new.unique.is_some())
+                7 + usize::from(new.lane.is_some())
+                    + usize::from(new.keep.is_some())
+                    + usize::from(new.unique.is_some())
+                    + usize::from(new.priority > 0)
             }
             RowFields::Claimed { .. } => 5,
             RowFields::Ready | RowFields::Lease(_) | RowFields::Progress(_) | RowFields::Waiters(_) | RowFields::AskStop => 1,
@@ -505,7 +534,7 @@ impl RowFields {
         let state = |ready: bool| Arg::Word(if ready { &word::PENDING } else { &word::SCHEDULED });
         match self {
             RowFields::New(new) => {
-                let NewRow { ready, data, due, max_attempts, created, digest, lane, keep, unique } = &**new;
+                let NewRow { ready, data, due, max_attempts, created, digest, lane, keep, unique, priority } = &**new;
                 f(&word::STATE, state(*ready));
                 f(&word::DATA, Arg::Bytes(data));
                 f(&word::DUE, Arg::Int(*due));
@@ -521,6 +550,9 @@ impl RowFields {
                 }
                 if let Some(u) = unique {
                     f(&word::UNIQUE, Arg::Bytes(u));
+                }
+                if *priority > 0 {
+                    f(&word::PRIORITY, Arg::Uint(u64::from(*priority)));
                 }
             }
             RowFields::Claimed { attempts, lease, token, claimed } => {
@@ -605,6 +637,10 @@ impl Write {
             Write::ExpireRow { .. } | Write::ExpireWorker { .. } => &word::PEXPIREAT,
             Write::DeleteRows(_) | Write::DeleteWorker(_) => &word::DEL,
             Write::TakeSlots { .. } => &word::HINCRBY,
+            Write::ReadyAt { .. } => &word::RPUSH,
+            Write::TakeAt { .. } => &word::LPOP,
+            Write::MarkLevel { .. } => &word::HSET,
+            Write::ClearLevel { .. } => &word::HDEL,
             Write::Schedule(_)
             | Write::Lease { .. }
             | Write::ExtendLeases { .. }
@@ -664,6 +700,14 @@ impl Write {
             Write::MakeReady { lane: Some(lane), .. } | Write::TakeLaneHead { lane } | Write::Dequeue { lane: Some(lane), .. } => {
                 f(keys.parts(kind::LANE, lane))
             }
+            Write::ReadyAt { lane: None, level, .. } | Write::TakeAt { lane: None, level, .. } => {
+                f(own(kind::PENDING_AT[usize::from(*level)]))
+            }
+            Write::ReadyAt { lane: Some(lane), level, .. } | Write::TakeAt { lane: Some(lane), level, .. } => {
+                f(keys.parts(kind::LANE_AT[usize::from(*level)], lane))
+            }
+            Write::MarkLevel { lane: None, .. } | Write::ClearLevel { lane: None, .. } => f(own(kind::FLATCTL)),
+            Write::MarkLevel { lane: Some(lane), .. } | Write::ClearLevel { lane: Some(lane), .. } => f(keys.parts(kind::LANECTL, lane)),
             Write::Notify { inbox, .. } | Write::KeepInbox { inbox } => f(keys.parts(kind::INBOX, inbox)),
             Write::ClaimUnique { key, .. } => f(keys.parts(kind::UNIQUE, key)),
             Write::JoinRing(_) | Write::RotateRing | Write::DropRingHead => f(own(kind::RING)),
@@ -769,7 +813,13 @@ impl Write {
                 f(Arg::Word(&word::PX));
                 f(Arg::Uint(*ttl_ms));
             }
-            Write::TakePending { count } => f(Arg::Uint(*count as u64)),
+            Write::TakePending { count } | Write::TakeAt { count, .. } => f(Arg::Uint(*count as u64)),
+            Write::ReadyAt { ids, .. } => ids.iter().for_each(|id| f(Arg::Bytes(id))),
+            Write::MarkLevel { level, .. } => {
+                f(Arg::Word(level_field(*level)));
+                f(Arg::Word(&word::ONE));
+            }
+            Write::ClearLevel { level, .. } => f(Arg::Word(level_field(*level))),
             Write::TakeLaneHead { .. } | Write::DropRingHead | Write::CountPromotion => {}
             Write::RotateRing => {
                 self.key(keys, |parts| f(Arg::Key(parts)));
@@ -811,7 +861,10 @@ impl Write {
             | Write::Unready { .. }
             | Write::ListWorker { .. }
             | Write::TrimWorkers { .. }
-            | Write::SetSchedule { .. } => 4,
+            | Write::SetSchedule { .. }
+            | Write::MarkLevel { .. } => 4,
+            Write::TakeAt { .. } | Write::ClearLevel { .. } => 3,
+            Write::ReadyAt { ids, .. } => 2 + ids.len(),
             Write::ExpireRow { .. }
             | Write::TakePending { .. }
             | Write::KeepInbox { .. }
@@ -885,6 +938,11 @@ impl Write {
         });
         Cmd::from_encoded(argc, buf)
     }
+}
+
+/// The control field that says priority level `level` holds work: `lvl:<p>`.
+pub fn level_field(level: u8) -> &'static Word {
+    &word::LEVEL_FIELDS[usize::from(level.min(9))]
 }
 
 /// `score member` for each of `ids`, all at one score.
@@ -1118,6 +1176,7 @@ mod tests {
         vec![
             (
                 row(RowFields::New(Box::new(NewRow {
+                    priority: 0,
                     ready: true,
                     data: b"d\r\n\xff".to_vec(),
                     due: 5,
@@ -1155,6 +1214,7 @@ mod tests {
             ),
             (
                 row(RowFields::New(Box::new(NewRow {
+                    priority: 0,
                     ready: false,
                     data: vec![],
                     due: 9,
@@ -1271,6 +1331,13 @@ mod tests {
             (Write::MakeReady { lane: Some(b"L".to_vec()), ids: ids(&["a"]) }, cmd(&["RPUSH", "emq:{q}:lane:L", "a"])),
             (Write::TakePending { count: 12 }, cmd(&["LPOP", "emq:{q}:pending", "12"])),
             (Write::TakeLaneHead { lane: b"L".to_vec() }, cmd(&["LPOP", "emq:{q}:lane:L"])),
+            (Write::ReadyAt { lane: None, level: 2, ids: ids(&["a"]) }, cmd(&["RPUSH", "emq:{q}:pending:2", "a"])),
+            (Write::ReadyAt { lane: Some(b"L".to_vec()), level: 9, ids: ids(&["a", "b"]) }, cmd(&["RPUSH", "emq:{q}:plane:9:L", "a", "b"])),
+            (Write::TakeAt { lane: None, level: 1, count: 3 }, cmd(&["LPOP", "emq:{q}:pending:1", "3"])),
+            (Write::TakeAt { lane: Some(b"L".to_vec()), level: 4, count: 1 }, cmd(&["LPOP", "emq:{q}:plane:4:L", "1"])),
+            (Write::MarkLevel { lane: None, level: 5 }, cmd(&["HSET", "emq:{q}:flatctl", "lvl:5", "1"])),
+            (Write::MarkLevel { lane: Some(b"L".to_vec()), level: 5 }, cmd(&["HSET", "emq:{q}:lanectl:L", "lvl:5", "1"])),
+            (Write::ClearLevel { lane: None, level: 7 }, cmd(&["HDEL", "emq:{q}:flatctl", "lvl:7"])),
             (Write::JoinRing(ids(&["L", "M"])), cmd(&["RPUSH", "emq:{q}:ring", "L", "M"])),
             (Write::RotateRing, cmd(&["LMOVE", "emq:{q}:ring", "emq:{q}:ring", "LEFT", "RIGHT"])),
             (Write::DropRingHead, cmd(&["LPOP", "emq:{q}:ring"])),

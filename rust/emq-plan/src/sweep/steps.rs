@@ -59,7 +59,7 @@ use crate::clock::parse_clock;
 use crate::error::{Error, Result};
 use crate::jobs::ending::{Ending, Extras, ExtrasRead};
 use crate::jobs::retention;
-use crate::lanes::offer::{LaneCtl, CTL_FIELDS};
+use crate::lanes::offer::{level, LaneCtl, CTL_FIELDS};
 use crate::names::Keys;
 use crate::numbers::field_int;
 use crate::protocol::cmd::Cmd;
@@ -228,7 +228,7 @@ impl Sweep {
     /// A bare selection (`bare_selection`, called first) that reads every
     /// member's row with it, in one command the server loops over itself:
     /// `WATCH P promotions`, then `TIME`, `SORT_RO P schedule BY nosort LIMIT 0
-    /// batch GET # GET P job:*->state GET P job:*->lane`, the three probes, `P
+    /// batch GET # GET P job:*->state GET P job:*->lane GET P job:*->priority`, the three probes, `P
     /// promotions` and the lists' types. Everything is read under the watch, so
     /// no second read is needed: a call of two round trips where the bare one
     /// takes three, and one command for a thousand rows where it sends a
@@ -319,8 +319,8 @@ impl Sweep {
     /// are told from ghosts by the `EXISTS` count (see `rows`).
     fn fields(&self) -> &'static [&'static str] {
         match self.kind {
-            Kind::Promote => &["lane"],
-            Kind::Stalled { .. } => &["lane", "stalls", "wait", "cancel", "keep"],
+            Kind::Promote => &["lane", "priority"],
+            Kind::Stalled { .. } => &["lane", "stalls", "wait", "cancel", "keep", "priority"],
         }
     }
 
@@ -462,11 +462,11 @@ impl Sweep {
             self.check(r, &self.zset())?;
         }
         self.clock(time)?;
-        let items = sorted.as_array().filter(|a| a.len() % 3 == 0).ok_or_else(|| self.host_error("SORT_RO gave no rows"))?;
-        let mut ids = Vec::with_capacity(items.len() / 3);
-        let mut rows = Vec::with_capacity(items.len() / 3);
+        let items = sorted.as_array().filter(|a| a.len() % 4 == 0).ok_or_else(|| self.host_error("SORT_RO gave no rows"))?;
+        let mut ids = Vec::with_capacity(items.len() / 4);
+        let mut rows = Vec::with_capacity(items.len() / 4);
         let mut unsure = vec![];
-        for (i, t) in items.chunks_exact(3).enumerate() {
+        for (i, t) in items.chunks_exact(4).enumerate() {
             let id = t[0].as_bytes().ok_or_else(|| self.host_error("SORT_RO gave no member"))?;
             ids.push(id.to_vec());
             let (state, lane) = (t[1].as_bytes(), t[2].as_bytes());
@@ -474,7 +474,7 @@ impl Sweep {
                 // A ghost, a key of another type, or a hash without either: TYPE tells.
                 unsure.push(i);
             }
-            rows.push(Row::Live { lane: lane.map(<[u8]>::to_vec), stalls: 0, ending: Ending::default() });
+            rows.push(Row::Live { lane: lane.map(<[u8]>::to_vec), stalls: 0, ending: Ending::default(), priority: level(t[3].as_bytes()) });
         }
         match self.probed(ids, [first, last, tail]) {
             Some(true) => {}
@@ -622,13 +622,17 @@ impl Sweep {
         }
     }
 
-    /// A live row from its fields as read (`lane`, then for a stalled check
-    /// `stalls` and the ending fields `wait`, `cancel`, `keep`).
+    /// A live row from its fields as read (a promote's `lane`, `priority`; a
+    /// stalled check's `lane`, `stalls`, the ending fields `wait`, `cancel`,
+    /// `keep`, then `priority`).
     fn row(fields: &[Option<&[u8]>]) -> Row {
         let field = |i: usize| fields.get(i).copied().flatten();
+        if fields.len() <= 2 {
+            return Row::Live { lane: field(0).map(<[u8]>::to_vec), stalls: 0, ending: Ending::default(), priority: level(field(1)) };
+        }
         let stalls = field(1).and_then(field_int).unwrap_or(0);
-        let ending = if fields.len() > 2 { Ending::from_fields(field(2), field(3), field(4)) } else { Ending::default() };
-        Row::Live { lane: field(0).map(<[u8]>::to_vec), stalls, ending }
+        let ending = Ending::from_fields(field(2), field(3), field(4));
+        Row::Live { lane: field(0).map(<[u8]>::to_vec), stalls, ending, priority: level(field(5)) }
     }
 
     /// Settles the rows whose `EXISTS` count left them unsure, from their `TYPE`.
@@ -1011,7 +1015,7 @@ impl Sweep {
     fn guess_plan(&mut self, first: bool) {
         let r = self.groups[self.current].clone();
         let rows = if first {
-            vec![Row::Live { lane: None, stalls: 0, ending: Ending::default() }; r.len()]
+            vec![Row::Live { lane: None, stalls: 0, ending: Ending::default(), priority: 0 }; r.len()]
         } else {
             self.read.rows[r.clone()].to_vec()
         };
@@ -1053,7 +1057,9 @@ impl Sweep {
                 .args(["GET", "#", "GET"])
                 .arg(field(b"state"))
                 .arg("GET")
-                .arg(field(b"lane"))]);
+                .arg(field(b"lane"))
+                .arg("GET")
+                .arg(field(b"priority"))]);
             cmds.extend(self.probes(&last));
             cmds.extend([
                 Cmd::new("GET").arg(self.keys.promotions()),

@@ -75,3 +75,10 @@ pub fn exec<T: std::fmt::Debug>(step: Step<T>) -> Vec<Write> {
         other => panic!("expected the plan, got {other:?}"),
     }
 }
+
+/// `HMGET P lanectl:L` of every control field a plan reads (`CTL_FIELDS`: the
+/// serving fields, then `lvl:1` to `lvl:9`).
+pub fn lanectl_read(lane: &str) -> Cmd {
+    let key = format!("emq:{{q}}:lanectl:{lane}");
+    Cmd::new("HMGET").arg(key).args(emq_plan::lanes::offer::CTL_FIELDS)
+}
