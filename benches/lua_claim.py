@@ -21,7 +21,8 @@ settle.rs, SPEC §7), run server-side in one EVALSHA each:
   of the second its lease ended in (SPEC §9), leaves `P active`, and is done as
   the retention says (SPEC §12: `state = done`, `finished`, `token` and `lease`
   removed, listed in `P done`, expiring `done_ms` after; or deleted); a lane job
-  decrements its lane's `active`, then offer(L).
+  decrements its lane's `active`, then offer(L); it counts itself in the
+  minute's counters (`P stats:<minute>`, SPEC §17).
 
 `python benches/claims.py --check` runs one sequence (ghosts, a paused and a
 limited lane) with emq, the module and these scripts, and compares what they
@@ -218,6 +219,10 @@ if lane then
     redis.call('LTRIM', wake, -WAKE_MAX, -1)
   end
 end
+-- The per-minute counters (SPEC §17), as every settle of emq writes them.
+local sk = p .. 'stats:' .. string.format('%d', math.floor(now / 60000))
+redis.call('HINCRBY', sk, 'completed', 1)
+redis.call('PEXPIRE', sk, 90000000)
 return 1
 """
 )

@@ -12,6 +12,9 @@ first add to the moment every job is done:
 - the worker processes' CPU per job (user + system, from /proc), over the same span;
 - server commands per job (`INFO commandstats` calls, those inside `EXEC`
   included) and transactions (`EXEC`) per job;
+- the per-minute counters' cost: their `HINCRBY` and `PEXPIRE` calls per job and
+  the server's µs in them per job (`INFO commandstats`; the goal is ≤ 1 µs a job
+  under group commit);
 - round trips per job: the reads the server served (`INFO stats`
   `total_reads_processed`: each read of a client's socket that found bytes, a
   pipeline's commands most often in one), those of the producer and of the
@@ -176,6 +179,10 @@ def one_run(url: str, args, mode: str = "paired") -> dict:
         "commands_per_job": calls / args.jobs,
         "exec_per_job": execs / args.jobs,
         "reads_per_job": (reads1 - reads0) / args.jobs,
+        # The per-minute counters (SPEC §17): the settles' HINCRBY and PEXPIRE (no job here
+        # has waiters, whose inboxes' PEXPIRE would count too), calls and server time a job.
+        "counter_calls_per_job": sum(stats.get(k, (0, 0.0))[0] for k in ("hincrby", "pexpire")) / args.jobs,
+        "counter_us_per_job": sum(stats.get(k, (0, 0.0))[1] for k in ("hincrby", "pexpire")) / args.jobs,
         "calls_per_job": {k: v[0] / args.jobs for k, v in sorted(stats.items(), key=lambda kv: -kv[1][0])},
         "usec_per_job": {k: v[1] / args.jobs for k, v in stats.items()},
     }
@@ -212,7 +219,16 @@ def main(argv=None) -> int:
                 runs[m].append(one_run(s.url, args, m))
     for m in modes:
         rs = runs[m]
-        keys = ("jobs_per_s", "server_us_per_job", "worker_us_per_job", "commands_per_job", "exec_per_job", "reads_per_job")
+        keys = (
+            "jobs_per_s",
+            "server_us_per_job",
+            "worker_us_per_job",
+            "commands_per_job",
+            "exec_per_job",
+            "reads_per_job",
+            "counter_calls_per_job",
+            "counter_us_per_job",
+        )
         med = {k: statistics.median(r[k] for r in rs) for k in keys}
         print(
             f"{args.server}{MODES[m]}{FAILING if args.fail else ''}, "
@@ -222,7 +238,8 @@ def main(argv=None) -> int:
             f"server {med['server_us_per_job']:.1f} us/job, worker processes {med['worker_us_per_job']:.1f} us/job, "
             f"{med['commands_per_job']:.1f} commands/job, "
             f"{med['exec_per_job']:.2f} EXEC/job, "
-            f"{med['reads_per_job']:.2f} round trips/job"
+            f"{med['reads_per_job']:.2f} round trips/job; "
+            f"the counters {med['counter_calls_per_job']:.3f} commands/job, {med['counter_us_per_job']:.3f} us/job"
         )
     if args.stats:
         for m in modes:

@@ -50,6 +50,8 @@ PLAN_COMMANDS = [
     "hlen",  # a stalled check in groups that may kill checks P retention's type first
     "del",  # a stalled check that trims `dead` (retention) deletes the trimmed rows
     "set",  # a stalled check sets the lease marks of the seconds its leases ended in
+    "hincrby",  # a stalled check counts what it recovered or killed in P stats:<minute> (SPEC §17)
+    "pexpire",  # and keeps that minute's counters 25 hours
     "sort_ro",  # a backlog's promote reads its rows by SORT_RO … GET, refused to a user without every key
 ]
 

@@ -74,3 +74,37 @@ def test_retry_all_dead_and_bad_command_lines(server, client):
     assert both.returncode == 2 and "give job ids or --all-dead" in both.stderr
     bad = run("jobs", name, "--state", "dead", "--limit", "5000", url=server.url)
     assert bad.returncode == 1 and "Queue.jobs: limit" in bad.stderr
+
+
+def test_cancel_a_waiting_and_a_running_job_then_list_and_delete_the_cancelled(server, client):
+    """`emq cancel QUEUE ID ...` cancels a waiting job and asks a running one to stop (what
+    `Queue.cancel` answers, one line an id; exit 1 when one is unknown or ended); `emq jobs
+    --state cancelled` lists the cancelled rows, newest first; `emq delete` removes one from
+    `P cancelled` with its row. A cancel that went elsewhere, or a listing that read another
+    index, would show other ids."""
+    name = "cli-" + uuid.uuid4().hex[:8]
+    q = emq.Queue(client, name)
+    running = q.add("r")
+    [held] = q.claim(1, lease=60)
+    assert held.id == running
+    waiting = [q.add(f"w{i}", delay=3600 * i) for i in range(2)]
+
+    cancelled = run("cancel", name, waiting[0], running, waiting[1], waiting[0], url=server.url)
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert cancelled.stdout.splitlines() == [f"{waiting[0]}\tcancelled", f"{running}\tstopping", f"{waiting[1]}\tcancelled"]
+    again = run("cancel", name, waiting[0], "no-such-id", url=server.url)
+    assert (again.returncode, again.stdout.splitlines()) == (1, [f"{waiting[0]}\talready_done", "no-such-id\tunknown"])
+    assert [q.get(i).state for i in waiting] == ["cancelled", "cancelled"]
+    assert q.get(running).state == "active" and q.cancel_requests().ids == [running]
+
+    listed = run("jobs", name, "--state", "cancelled", url=server.url)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0] == "cancelled: 2 jobs; showing 1-2"
+    assert [line.split("\t")[0] for line in lines[1:]] == [j.id for j in q.jobs("cancelled").jobs]
+    assert {line.split("\t")[0] for line in lines[1:]} == set(waiting)
+
+    deleted = run("delete", name, waiting[1], url=server.url)
+    assert (deleted.returncode, deleted.stdout.strip()) == (0, f"{waiting[1]}\tdeleted")
+    assert q.get(waiting[1]) is None and [j.id for j in q.jobs("cancelled").jobs] == [waiting[0]]
+    assert q.jobs("cancelled").total == 1

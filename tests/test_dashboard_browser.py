@@ -205,7 +205,7 @@ def wait_for_css(driver, css: str) -> None:
 
 def injected_elements(driver) -> list[str]:
     """Elements no page of the dashboard has: any with an event-handler attribute, an img, an
-    svg other than the state bars, a script other than its two."""
+    svg other than the state bars and the throughput charts, a script other than its two."""
     return driver.execute_script(
         """
         const out = [];
@@ -213,7 +213,7 @@ def injected_elements(driver) -> list[str]:
           for (const a of el.attributes) if (a.name.startsWith("on")) out.push(el.tagName + "[" + a.name + "]");
         }
         for (const el of document.querySelectorAll("img, iframe, object, embed")) out.push(el.tagName);
-        for (const el of document.querySelectorAll("svg:not(.state-bar)")) out.push("svg");
+        for (const el of document.querySelectorAll("svg:not(.state-bar):not(.throughput-chart)")) out.push("svg");
         for (const el of document.querySelectorAll("script")) {
           const src = el.getAttribute("src") || "";
           if (!/\\/static\\/(htmx\\.min|dashboard)\\.js\\?v=/.test(src)) out.push("script " + src);
@@ -246,6 +246,21 @@ def without_due(space: dict, ids) -> dict:
     return out
 
 
+def without_cancel_clock(space: dict, ids) -> dict:
+    """The keyspace with the clock a cancel writes left out: the `finished` of rows `ids`
+    and the scores of `P cancelled` and `P cancels` (the server's clock at the call)."""
+    out = dict(space)
+    for id in ids:
+        key = f"emq:{{{QUEUE}}}:job:{id}".encode()
+        kind, row = out[key]
+        out[key] = (kind, {f: v for f, v in row.items() if f != b"finished"})
+    for index in (b"cancelled", b"cancels"):
+        key = f"emq:{{{QUEUE}}}:".encode() + index
+        if key in out:
+            out[key] = (out[key][0], [(member, 0) for member, _ in out[key][1]])
+    return out
+
+
 def as_api_would(state: Seeded, act) -> dict:
     """The keyspace the API call `act(queue)` makes from the seeded one."""
     restore(state.r, state.saved)
@@ -254,6 +269,18 @@ def as_api_would(state: Seeded, act) -> dict:
 
 
 # -- pages ----------------------------------------------------------------------------
+
+
+CHART_SEEDED = {"completed": 1, "failed": 1, "retried": 0, "dead": 1, "cancelled": 0, "recovered": 0}
+"""What the seeded queue settled (`fill_queue`): one job completed, one dead."""
+
+
+def chart_totals(driver) -> list[dict[str, int]]:
+    """Each throughput chart's totals, as its caption says them."""
+    out = []
+    for fig in by_css(driver, "#throughput figure.chart"):
+        out.append({k: int(fig.find_element("css selector", f".total-{k}").text) for k in CHART_SEEDED})
+    return out
 
 
 def test_every_page_loads_and_shows_what_the_api_answers(page, dashboard, state):
@@ -266,8 +293,11 @@ def test_every_page_loads_and_shows_what_the_api_answers(page, dashboard, state)
     rows = {r.find_element("css selector", "th").text: r for r in by_css(page, "#queues tbody tr")}
     assert set(rows) == {QUEUE, XSS_QUEUE}
     cells = [c.text.replace("\u202f", "") for c in rows[QUEUE].find_elements("css selector", "td.num")]
-    assert cells == [str(counts[s]) for s in ("scheduled", "pending", "active", "dead", "done")] + ["3"]
-    assert "appear here once emq keeps per-minute counters" in text(page)
+    assert cells == [str(counts[s]) for s in ("scheduled", "pending", "active", "dead", "done", "cancelled")] + ["3"]
+    # The seeded queue completed one job and lost one (dead): the hour's and the day's charts
+    # total them, with a bar each, as `Queue.throughput` counts them.
+    assert chart_totals(page) == [CHART_SEEDED, CHART_SEEDED]
+    assert len(by_css(page, "#throughput svg rect.completed")) == 2 and len(by_css(page, "#throughput svg rect.failed")) == 2
 
     open_page(page, queue_url(dashboard.base))
     cards = {c.find_element("css selector", ".label").text: c.find_element("css selector", ".value").text for c in by_css(page, ".card")}
@@ -283,9 +313,12 @@ def test_every_page_loads_and_shows_what_the_api_answers(page, dashboard, state)
         assert cells[1:] == [str(c.active), str(c.limit) if c.limit else "none"], lane
         assert lane_row(page, lane).find_element("css selector", ".badge").text == ("paused" if c.paused else "running")
     assert "1 h" in text(page) and "30 d" in text(page)  # keep_done 3600 s; keep_dead's default
+    assert chart_totals(page) == [CHART_SEEDED, CHART_SEEDED]
+    hour = state.queue().throughput(60)
+    assert sum(m.completed for m in hour) == 1 and sum(m.dead for m in hour) == 1
     # The jobs open on the dead ones (there is one): the page `Queue.jobs` gives.
     assert job_ids_shown(page) == [j.id for j in state.queue().jobs("dead").jobs]
-    for s in ("scheduled", "pending", "active", "done"):
+    for s in ("scheduled", "pending", "active", "done", "cancelled"):
         open_page(page, queue_url(dashboard.base) + f"?state={s}")
         assert job_ids_shown(page) == [j.id for j in state.queue().jobs(s).jobs], s
 
@@ -415,10 +448,66 @@ def test_a_job_action_clicked_changes_the_keyspace_as_the_api_does(page, dashboa
     assert f"state={listed}" in page.current_url  # back on the page it was clicked on
 
 
+@pytest.mark.parametrize(
+    ("listed", "which", "notice"),
+    [
+        ("pending", "json", "Cancelled 1 of 1 job."),
+        ("scheduled", "scheduled", "Cancelled 1 of 1 job."),
+        ("active", "active", "Cancelled 0 of 1 job (1 stopping)."),
+    ],
+)
+def test_cancel_clicked_changes_the_keyspace_as_the_api_does(page, dashboard, state, listed, which, notice):
+    """Cancel, clicked on a waiting job's row, cancels it (out of its list, the row
+    `cancelled`, listed in `P cancelled`); on a running one it asks it to stop (`cancel 1`,
+    `P cancels`): each keyspace equals the one `Queue.cancel` makes (the clock it writes
+    aside), and the cancelled job is then listed under `cancelled`, with Delete. An action
+    that wrote something else, or cancelled another job, would differ."""
+    id = state.ids[which]
+    before = keyspace(state.r)
+    open_page(page, queue_url(dashboard.base) + f"?state={listed}")
+    job_row(page, id).find_element("css selector", "button[data-action=cancel]").click()
+    wait_for_notice(page, notice)
+    assert_clean(page)
+    clicked = keyspace(state.r)
+    wanted = as_api_would(state, lambda q: q.cancel(id))
+    assert clicked != before
+    assert without_cancel_clock(clicked, [id]) == without_cancel_clock(wanted, [id])
+    if listed != "active":
+        open_page(page, queue_url(dashboard.base) + "?state=cancelled")
+        assert job_ids_shown(page) == [id] == [j.id for j in state.queue().jobs("cancelled").jobs]
+        assert job_row(page, id).find_elements("css selector", "button[data-action=delete]")
+        assert not job_row(page, id).find_elements("css selector", "button[data-action=cancel]")
+
+
+def test_cancel_of_a_selection_and_from_a_jobs_page_is_the_apis(page, dashboard, state):
+    """Two pending jobs ticked and "Cancel selected": the keyspace is the one two
+    `Queue.cancel` calls make; then the scheduled job's own page offers Cancel, and the
+    click writes what `Queue.cancel` writes, back on the queue's page of its state."""
+    chosen = [state.ids["script"], state.ids["img"]]
+    open_page(page, queue_url(dashboard.base) + "?state=pending")
+    for id in chosen:
+        job_row(page, id).find_element("css selector", "input[type=checkbox]").click()
+    by_css(page, "button[data-bulk=cancel]")[0].click()
+    wait_for_notice(page, "Cancelled 2 of 2 jobs.")
+    clicked = keyspace(state.r)
+    wanted = as_api_would(state, lambda q: [q.cancel(id) for id in chosen])
+    assert without_cancel_clock(clicked, chosen) == without_cancel_clock(wanted, chosen)
+
+    restore(state.r, state.saved)
+    id = state.ids["scheduled"]
+    open_page(page, job_url(dashboard.base, id))
+    by_css(page, ".job-actions button[data-action=cancel]")[0].click()
+    wait_for_notice(page, "Cancelled 1 of 1 job.")
+    clicked = keyspace(state.r)
+    wanted = as_api_would(state, lambda q: q.cancel(id))
+    assert without_cancel_clock(clicked, [id]) == without_cancel_clock(wanted, [id])
+    assert "state=scheduled" in page.current_url
+
+
 def test_a_dead_job_read_and_retried_from_its_own_page(page, dashboard, state):
     """The newcomer's path: the dead job's page shows its traceback and a Retry; clicked, the
     keyspace is the one `Queue.retry` makes, and the browser is back on the queue's dead jobs.
-    An active job's page offers no action (a worker holds it)."""
+    An active job's page offers Cancel only (a worker holds it: nothing else acts on it)."""
     id = state.ids["dead"]
     open_page(page, job_url(dashboard.base, id))
     assert "Traceback (most recent call last)" in by_css(page, "pre.error-text")[0].text
@@ -429,13 +518,13 @@ def test_a_dead_job_read_and_retried_from_its_own_page(page, dashboard, state):
     assert without_due(clicked, [id]) == without_due(as_api_would(state, lambda q: q.retry([id])), [id])
     assert "state=dead" in page.current_url
     open_page(page, job_url(dashboard.base, state.ids["active"]))
-    assert by_css(page, ".job-actions") == []
+    assert [b.get_attribute("data-action") for b in by_css(page, ".job-actions button")] == ["cancel"]
 
 
 def test_bulk_actions_on_a_selection_change_the_keyspace_as_the_api_does(page, dashboard, state):
     """Two pending jobs ticked and "Delete selected", then every dead job retried: each equals
-    its API call (`delete` of the two ids, `retry_dead`); an active job is never offered an
-    action (delete refuses it: it runs)."""
+    its API call (`delete` of the two ids, `retry_dead`); an active job is offered Cancel
+    only (delete refuses it: it runs)."""
     q = state.queue()
     open_page(page, queue_url(dashboard.base) + "?state=pending")
     chosen = [state.ids["script"], state.ids["img"]]
@@ -455,7 +544,8 @@ def test_bulk_actions_on_a_selection_change_the_keyspace_as_the_api_does(page, d
 
     open_page(page, queue_url(dashboard.base) + "?state=active")
     assert job_ids_shown(page) == [state.ids["active"]]
-    assert by_css(page, "table.jobs button, button[data-bulk]") == []
+    offered = {b.get_attribute("data-action") or b.get_attribute("data-bulk") for b in by_css(page, "table.jobs button, button[data-bulk]")}
+    assert offered == {"cancel"}
 
 
 def test_a_bulk_action_with_no_job_or_a_bad_id_is_refused_and_writes_nothing(dashboard, state):
@@ -601,10 +691,11 @@ def test_a_post_without_this_browsers_csrf_token_is_refused_and_writes_nothing(d
         r = http(url, **attempt)
         assert r.status == 403, (attempt, r.status, r.body)
         assert "refused" in r.body
-    for action in ("resume-lane", "set-lane-limit", "promote", "retry", "delete", "promote-now", "retry-dead"):
-        assert http(dashboard.base + "/actions/" + action, data={**form, "limit": "1", "id": state.ids["dead"]}).status == 403
+    for action in ("resume-lane", "set-lane-limit", "promote", "retry", "cancel", "delete", "promote-now", "retry-dead"):
+        id = state.ids["json" if action == "cancel" else "dead"]  # a job each action would change
+        assert http(dashboard.base + "/actions/" + action, data={**form, "limit": "1", "id": id}).status == 403
         forged_pair = {"csrf_token": forged}
-        assert http(dashboard.base + "/actions/" + action, data={**form, **forged_pair, "id": state.ids["dead"]}).status == 403
+        assert http(dashboard.base + "/actions/" + action, data={**form, **forged_pair, "id": id}).status == 403
     assert keyspace(state.r) == before
 
     r = http(url, data={**form, "csrf_token": field}, cookies={"emq_csrf": cookie}, headers={"Origin": dashboard.base})
@@ -630,8 +721,9 @@ def test_read_only_offers_no_action_and_refuses_every_post(page, read_only, stat
     assert by_css(page, "form[method=post]") == []
     assert by_css(page, "button[data-action], #promote") == []
     assert by_css(page, ".badge-read-only")[0].text == "read-only"
-    open_page(page, job_url(read_only.base, state.ids["dead"]))
-    assert by_css(page, "form[method=post]") == []
+    for which in ("dead", "json", "active"):  # a job's page: no action, Cancel included
+        open_page(page, job_url(read_only.base, state.ids[which]))
+        assert by_css(page, "form[method=post]") == [], which
     for s in ("scheduled", "pending", "active", "dead", "done"):  # the jobs tables: no selection, no action
         open_page(page, queue_url(read_only.base) + f"?state={s}")
         assert job_ids_shown(page), s
@@ -639,10 +731,16 @@ def test_read_only_offers_no_action_and_refuses_every_post(page, read_only, stat
 
     field, cookie = _token_and_cookie(read_only.base)
     before = keyspace(state.r)
-    for action in ("pause-lane", "resume-lane", "set-lane-limit", "promote", "retry", "delete", "promote-now", "retry-dead"):
+    for action in ("pause-lane", "resume-lane", "set-lane-limit", "promote", "retry", "cancel", "delete", "promote-now", "retry-dead"):
         r = http(
             read_only.base + "/actions/" + action,
-            data={"queue": QUEUE, "lane": "eu", "limit": "1", "id": state.ids["dead"], "csrf_token": field},
+            data={
+                "queue": QUEUE,
+                "lane": "eu",
+                "limit": "1",
+                "id": state.ids["json" if action == "cancel" else "dead"],
+                "csrf_token": field,
+            },
             cookies={"emq_csrf": cookie},
         )
         assert r.status == 403 and "read-only" in r.body, action
@@ -787,11 +885,19 @@ def test_mounted_in_a_host_app_it_serves_and_acts_under_its_path(page, mounted, 
 def test_metrics_are_the_counts_by_state(dashboard, state):
     """`/metrics` is the Prometheus text format, and `emq_jobs{queue,state}` equals
     `counts()` of each queue listed (a markup queue name, quoted, included); no series is
-    invented for what emq does not count yet."""
+    invented for what emq does not count (no `emq_lateness_seconds`). The settled jobs'
+    counters are the per-minute counters summed: the seeded queue completed one job and
+    lost one, the markup-named queue settled none."""
     r = http(dashboard.base + "/metrics")
     assert r.status == 200 and r.headers["content-type"].startswith("text/plain; version=")
     families = {f.name: f for f in text_string_to_metric_families(r.body)}
-    assert set(families) == {"emq_jobs", "emq_workers", "emq_oldest_waiting_seconds"}
+    settled = {f"emq_jobs_{k}" for k in ("completed", "retried", "dead", "cancelled", "recovered")}
+    assert set(families) == {"emq_jobs", "emq_workers", "emq_oldest_waiting_seconds"} | settled
+    for name in settled:
+        assert families[name].type == "counter", name
+        got_settled = {(s.name, s.labels["queue"]): s.value for s in families[name].samples}
+        want_n = {"emq_jobs_completed": 1, "emq_jobs_dead": 1}.get(name, 0)
+        assert got_settled == {(name + "_total", QUEUE): want_n, (name + "_total", XSS_QUEUE): 0}, name
     assert families["emq_workers"].samples[0].value == len(emq.workers(state.client))
     oldest = {s.labels["queue"]: s.value for s in families["emq_oldest_waiting_seconds"].samples}
     assert set(oldest) == {QUEUE, XSS_QUEUE} and all(v >= 0 for v in oldest.values())

@@ -543,8 +543,12 @@ class Model:
             out = "cancelled"
         else:
             row["error"] = error
+            # This fail's error type, or none: never an earlier attempt's (nor its traceback: the model gives none).
             if error_type is not None:
                 row["error_type"] = error_type
+            else:
+                row.pop("error_type", None)
+            row.pop("traceback", None)
             if row["attempts"] < row["max_attempts"]:
                 if retry == "now":
                     row["state"] = "pending"
@@ -772,6 +776,7 @@ def assert_matches_model(q: dict, m: Model) -> None:
         assert row.get("result") == mrow.get("result"), f"result of {id_}"
         assert row.get("progress") == mrow.get("progress"), f"progress of {id_}"
         assert row.get("error_type") == mrow.get("error_type"), f"error_type of {id_}"
+        assert row.get("traceback") == mrow.get("traceback"), f"traceback of {id_}"
         assert (row.get("cancel") == "1") == bool(mrow.get("cancel")), f"cancel of {id_}"
         assert row.get("keep") == (None if mrow.get("keep") is None else str(mrow["keep"])), f"keep of {id_}"
         assert row.get("unique") == mrow.get("unique"), f"unique of {id_}"

@@ -165,6 +165,39 @@ def test_delete_removes_each_job_from_its_place_and_refuses_an_active_one(client
     assert_invariants(r, P)
 
 
+def test_cancelled_rows_are_listed_newest_first_while_kept_and_deleted_from_their_index(client, r):
+    """`jobs("cancelled")` lists `P cancelled` newest first with the rows, counting only the
+    rows still kept (the queue's `keep_done`); `delete` of a cancelled row takes it out of
+    `P cancelled` with its row; a retry of one is refused (`NOT_DEAD`) and writes nothing. A
+    page that read another index, counted expired rows, or a delete that left the index entry
+    (a ghost in the dashboard's list) fails here."""
+    q, P = fresh(client)
+    ids = [q.add(f"c{i}", delay=LATER) for i in range(3)]
+    for id in ids:
+        assert q.cancel(id) is emq.CancelOutcome.CANCELLED
+        time.sleep(0.003)  # each its own ms: the order is the cancels'
+    page = q.jobs("cancelled")
+    assert ([j.id for j in page.jobs], page.total) == (ids[::-1], 3)
+    assert all(j.state == "cancelled" and j.error == "cancelled" for j in page.jobs)
+    assert [j.id for j in q.jobs("cancelled", offset=1, limit=1).jobs] == [ids[1]]
+
+    before = snapshot(r)
+    assert q.retry([ids[0]]) == {ids[0]: emq.ActionOutcome.NOT_DEAD}
+    assert snapshot(r) == before
+    assert q.delete([ids[1]]) == {ids[1]: emq.ActionOutcome.DELETED}
+    assert not r.exists(P + f"job:{ids[1]}")
+    assert [m.decode() for m in r.zrange(P + "cancelled", 0, -1)] == [ids[0], ids[2]]
+    assert_invariants(r, P)
+
+    q.set_retention(keep_done=0.05)
+    time.sleep(0.1)  # the two left are past keep_done now: listed no more, though their rows are kept
+    late = q.add("late", delay=LATER)
+    q.cancel(late)
+    assert [j.id for j in q.jobs("cancelled").jobs] == [late]
+    time.sleep(0.1)
+    assert q.jobs("cancelled").total == 0 and q.jobs("cancelled").jobs == []
+
+
 def test_promote_now_makes_scheduled_jobs_ready_and_counts_as_a_promote(client, r):
     q, P = fresh(client)
     s, in_lane = q.add("s", delay=LATER), q.add("l", delay=LATER, lane="L")

@@ -162,6 +162,9 @@ def test_bad_input_to_the_new_calls_is_refused_and_writes_nothing(r, q, popper):
         (lambda: q.add_many([{"data": b"d", "unique_key": "k"}]), "Queue.add_many: give unique_key and unique_for together"),
         (lambda: q.settle_many([{"job": j, "result": b"r", "error": "e"}]), "Queue.settle_many: an item has a result or an error"),
         (lambda: q.settle_many([{"job": j, "retry_in": 1}]), "Queue.settle_many: an item with retry_in"),
+        (lambda: q.settle_many([{"job": j, "retry": False}]), "Queue.settle_many: an item with .*retry is a fail"),
+        (lambda: q.fail(j, "e", retry=0), "Queue.fail: retry must be a bool, not int"),
+        (lambda: q.settle_many([{"job": j, "error": "e", "retry": "no"}]), "Queue.settle_many: retry must be a bool, not str"),
         (lambda: q.settle_many([{"job": j, "other": 1}]), "Queue.settle_many: unknown item fields"),
         (lambda: q.add_many([{"data": b"d", "uniq": "k"}]), r'Queue.add_many: unknown job fields \["uniq"\]'),
         (lambda: q.cancel_requests(-1), "Queue.cancel_requests: since must be a non-negative integer"),
@@ -281,6 +284,29 @@ def test_each_waiter_is_told_of_each_outcome_exactly_once(r, q, popper, how):
     assert q.pop_inbox(late, 0.1, client=popper) == [], "a late waiter was pushed as well as answered"
     assert not r.exists(P + "inbox:" + late)
     assert 3_590_000 < r.pttl(P + "inbox:" + early) <= 3_600_000 or not r.exists(P + "inbox:" + early)
+
+
+def test_a_fail_that_allows_no_retry_is_dead_with_attempts_left(r, q, popper):
+    """`fail(retry=False)` and a `settle_many` item with `"retry": False` make
+    the job dead on its first of five attempts: in `dead`, the row dead with its
+    error, type and traceback, its waiter told, nothing left in `schedule` or
+    `pending`; a retry_in given beside it changes nothing. A version that
+    ignored the flag (or a module that misread the form) would schedule a retry
+    and tell no one."""
+    ids = [q.add(b"d", max_attempts=5) for _ in range(2)]
+    w = inbox()
+    q.watch(ids, w)
+    jobs = {j.id: j for j in q.claim(2)}
+    a, b = (jobs[i] for i in ids)
+    assert q.fail(a, "withdrawn", retry_in=0, traceback="tb", retry=False) is emq.FailOutcome.DEAD
+    assert q.settle_many([{"job": b, "error": "bad call", "error_type": "m.E", "retry": False}]) == [emq.FailOutcome.DEAD]
+    assert sorted(q.pop_inbox(w, 5, client=popper)) == sorted(ids)
+    sa, sb = q.status(ids)
+    assert (sa.state, sa.attempts, sa.error, sa.traceback) == ("dead", 1, "withdrawn", "tb"), sa
+    assert (sb.state, sb.attempts, sb.error, sb.error_type) == ("dead", 1, "bad call", "m.E"), sb
+    assert {m.decode() for m in r.zrange(P + "dead", 0, -1)} == set(ids)
+    assert r.zcard(P + "schedule") == 0 and r.llen(P + "pending") == 0 and r.zcard(P + "active") == 0
+    assert_invariants(r, P)
 
 
 def test_a_fail_that_will_be_retried_tells_no_one_until_the_outcome(q, popper):
@@ -567,6 +593,24 @@ def test_an_add_under_a_live_key_answers_the_first_job_and_writes_nothing(r, q):
     assert q.add_many([{"data": b"e", "unique_key": "k", "unique_for": 60}]) == [first.id]
     assert snapshot(r) == before
     assert q.counts().pending == 1
+
+
+def test_an_add_of_the_id_its_key_names_answers_it_and_writes_nothing(r, q):
+    """`add_unique(data2, unique_key=K, id=I)` where K names job I (added with
+    other data) is answered `UniqueAdd(I, created=False)` with the keyspace
+    unchanged, in a batch too; the same id under a key that names no job is
+    still refused as a duplicate, writing nothing. A version that checked the
+    id before the key would raise DuplicateJobError for the first."""
+    first = q.add_unique(b"one", unique_key="k", unique_for=60, id="order-7")
+    assert first == emq.UniqueAdd("order-7", True)
+    before = snapshot(r)
+    assert q.add_unique(b"two", unique_key="k", unique_for=60, id="order-7") == emq.UniqueAdd("order-7", False)
+    assert q.add_many([{"data": b"three", "id": "order-7", "unique_key": "k", "unique_for": 30}]) == ["order-7"]
+    assert snapshot(r) == before
+    with pytest.raises(emq.DuplicateJobError, match="order-7"):
+        q.add_unique(b"two", unique_key="other", unique_for=60, id="order-7")
+    assert snapshot(r) == before
+    assert q.status(["order-7"])[0].data == b"one"
 
 
 def test_a_key_whose_job_is_gone_is_taken_anew(r, q):

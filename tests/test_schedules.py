@@ -294,6 +294,11 @@ def normalized(d: dict, t0: int, t1: int) -> dict:
     return norm(d)
 
 
+def queue_keys(keyspace: dict) -> dict:
+    """The keys of queue `d` in a dump."""
+    return {k: v for k, v in keyspace.items() if k.startswith(b"emq:{d}:")}
+
+
 def test_timers_plan_and_module_write_the_same_keyspace(server, client, r):
     """Over random states, TIMERS by the plan (in this process, under its
     guard) and by the module (`EMQ.TIMERS`) leave the same keyspace, byte for
@@ -309,7 +314,9 @@ def test_timers_plan_and_module_write_the_same_keyspace(server, client, r):
             q = emq.Queue(client, "d")
             random_state(random.Random(seed), q, r, t0)
             answers.append(emq.tools.timers(client, "d", backend=backend))
-            dumps.append(normalized(dump(r), t0, server_ms(r)))
+            # The queue's keys only: the registry of queues is written once per process,
+            # by the state's first add, not by TIMERS.
+            dumps.append(normalized(queue_keys(dump(r)), t0, server_ms(r)))
         assert answers[0] == answers[1], f"seed {seed}"
         assert dumps[0] == dumps[1], f"seed {seed}"
         seen["enqueued"] += len(answers[0].enqueued)
@@ -334,7 +341,7 @@ def test_the_schedule_verbs_by_the_module_write_what_the_plan_writes(server, r):
         q.resume_schedule("a")
         q.schedule("b", every=timedelta(days=2), data="y", lane="l")
         q.unschedule("nothing")
-        dumps.append(normalized(dump(r), t0, server_ms(r)))
+        dumps.append(normalized(queue_keys(dump(r)), t0, server_ms(r)))
     assert dumps[0] == dumps[1]
 
 

@@ -126,3 +126,51 @@ def _tick_ids(url: str) -> list[str]:
     r = redis.Redis.from_url(url)
     prefix = "emq:{started}:job:"
     return [k.decode()[len(prefix) :] for k in r.scan_iter(match="emq:\\{started\\}:job:schedule:*")]
+
+
+def test_a_worker_made_in_code_writes_the_apps_declared_schedules_as_it_starts(server):
+    """`emq.Worker(queue, TaskRunner(app))`, made in code, writes the schedules
+    the app declares as `run()` starts, on the worker's own client (the app
+    never connects), and its beat runs their ticks; a changed declaration is
+    written again by the next worker. A worker that wrote nothing would leave
+    the server with no schedule and no tick."""
+    import threading
+
+    from emq.tasks import TaskRunner
+
+    app = emq.App(server.url, queue="coded")
+    ran = threading.Event()
+
+    @app.cron("* * * * * *")
+    @app.task
+    def tick() -> None:
+        ran.set()
+
+    client = emq.connect(server.url)
+    q = emq.Queue(client, "coded")
+    assert q.schedules() == []
+
+    def run_worker(until) -> None:
+        runner = TaskRunner(app, queue="coded")
+        worker = emq.Worker(q, runner, beat=0.05, idle_beat=0.5)
+        thread = threading.Thread(target=worker.run, daemon=True)
+        thread.start()
+        try:
+            until()
+        finally:
+            worker.stop()
+            thread.join(15)
+            runner.close()
+        assert not thread.is_alive()
+
+    run_worker(lambda: ran.wait(15))
+    assert ran.is_set(), "the worker ran no tick of the declared schedule"
+    [info] = q.schedules()
+    assert (info.name, info.cron) == (tick.name, "* * * * * *")
+    assert not app.connected, "the schedules went through the worker's client"
+
+    app.cron("*/2 * * * * *", name=tick.name)(tick)
+    run_worker(lambda: None)
+    assert [s.cron for s in q.schedules()] == ["*/2 * * * * *"]
+    client.close()
+    app.close()

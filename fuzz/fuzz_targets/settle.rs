@@ -1,5 +1,5 @@
 //! EXTEND, COMPLETE and FAIL (SPEC §7) fed any replies, for flat and lane jobs,
-//! retried now, later or after the backoff (any jitter): see `emq_fuzz` for the
+//! retried now, later or after the backoff (any jitter), or dead now: see `emq_fuzz` for the
 //! properties. The row's `token` field sometimes matches the worker's, so the
 //! plans are reached.
 
@@ -28,6 +28,7 @@ fuzz_target!(|data: &[u8]| {
                 .arbitrary::<bool>()
                 .unwrap_or(false)
                 .then(|| Box::new(ErrorDetail { error_type: Some(b"E".to_vec()), traceback: None })),
+            retry: u.arbitrary::<bool>().unwrap_or(true),
         },
     };
     let jitter: f64 = u.arbitrary().unwrap_or(0.5);

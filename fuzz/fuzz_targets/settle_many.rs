@@ -41,13 +41,24 @@ fuzz_target!(|data: &[u8]| {
                         traceback: u.arbitrary::<bool>().unwrap_or(false).then(Vec::new),
                     })
                 });
+                let retry = u.arbitrary::<bool>().unwrap_or(true);
                 let fate = match u.int_in_range(0..=3u8).unwrap_or(0) {
                     0 => Fate::COMPLETE,
-                    1 => Fate::Fail { error: b"e".to_vec(), retry_in_ms: Some(u.int_in_range(0..=2u64).unwrap_or(0)), jitter: 0.5, detail },
+                    1 => Fate::Fail {
+                        error: b"e".to_vec(),
+                        retry_in_ms: Some(u.int_in_range(0..=2u64).unwrap_or(0)),
+                        jitter: 0.5,
+                        detail,
+                        retry,
+                    },
                     2 => Fate::Complete { result: Some(b"{}".to_vec()) },
-                    _ => {
-                        Fate::Fail { error: vec![], retry_in_ms: None, jitter: u.int_in_range(0..=9u8).unwrap_or(0) as f64 / 10.0, detail }
-                    }
+                    _ => Fate::Fail {
+                        error: vec![],
+                        retry_in_ms: None,
+                        jitter: u.int_in_range(0..=9u8).unwrap_or(0) as f64 / 10.0,
+                        detail,
+                        retry,
+                    },
                 };
                 (j.clone(), fate)
             })

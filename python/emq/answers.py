@@ -197,6 +197,32 @@ class LaneControl:
 
 
 @dataclass(frozen=True)
+class MinuteCounts:
+    """The jobs a queue settled in one minute of the server's clock (`Queue.throughput`)."""
+
+    minute: int
+    """The minute: the server clock in ms // 60,000 (`start` is when it began)."""
+    completed: int
+    retried: int
+    """Failed with attempts left: scheduled again."""
+    dead: int
+    """Failed for good (no attempts left, or stalled past `max_stalled`)."""
+    cancelled: int
+    recovered: int
+    """Put back by a stalled check: their lease ran out."""
+
+    @property
+    def start(self) -> datetime:
+        """When the minute began (UTC)."""
+        return datetime.fromtimestamp(self.minute * 60, tz=timezone.utc)
+
+    @property
+    def failed(self) -> int:
+        """Failures of any kind: retried and dead."""
+        return self.retried + self.dead
+
+
+@dataclass(frozen=True)
 class CurrentJob:
     """A job a worker runs, as its heartbeat says."""
 

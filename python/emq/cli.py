@@ -153,8 +153,6 @@ def cmd_worker(args: argparse.Namespace) -> int:
         backend = args.backend or target.backend
         client = _app_client(args, target, connect_options)
         queues = [emq.Queue(client, name, backend=backend) for name in names]
-        # The schedules the app declares, written as the worker starts: the server's set is the code's.
-        target._schedules.write_declared(lambda q: emq.Queue(client, q, backend=backend))
         runner = TaskRunner(target, queue=names[0] if len(names) == 1 else None)
         try:
             counters = emq.Worker(queues[0] if len(queues) == 1 else queues, runner, **options).run()

@@ -1,12 +1,13 @@
-"""The `emq` verbs an operator runs on jobs and workers: jobs, job, retry, delete,
-promote-now, workers, queues.
+"""The `emq` verbs an operator runs on jobs and workers: jobs, job, retry, cancel,
+delete, promote-now, workers, queues.
 
 Each goes through the same calls as the API (`Queue.jobs`, `Queue.retry`, ...,
 `emq.workers`, `emq.queues`), so it checks and refuses as they do. Output is
 plain text, one line a job or worker, for people and for `grep`/`awk`; a job's
 data and error are untrusted, so every control character is shown escaped
-(`\\x1b`), never sent to the terminal. retry, delete and promote-now exit with
-1 when any id was not acted on (not found, or refused), else 0.
+(`\\x1b`), never sent to the terminal. retry, cancel, delete and promote-now
+exit with 1 when any id was not acted on (not found, or refused; for cancel,
+already ended or unknown), else 0.
 """
 
 from __future__ import annotations
@@ -129,6 +130,15 @@ def cmd_retry(args: argparse.Namespace, connect: ConnectFn) -> int:
     return _answers(q.retry(args.ids))
 
 
+def cmd_cancel(args: argparse.Namespace, connect: ConnectFn) -> int:
+    """`Queue.cancel` of each id: a waiting job is cancelled, a running one asked to stop."""
+    q = _queue(args, connect)
+    outcomes = {id: q.cancel(id) for id in dict.fromkeys(args.ids)}
+    for id, outcome in outcomes.items():
+        print(f"{safe(id)}\t{outcome.value}")
+    return 0 if all(o.value in ("cancelled", "stopping") for o in outcomes.values()) else 1
+
+
 def cmd_delete(args: argparse.Namespace, connect: ConnectFn) -> int:
     return _answers(_queue(args, connect).delete(args.ids))
 
@@ -182,7 +192,7 @@ def add_verbs(
         return p
 
     p = verb("jobs", cmd_jobs, "a page of a queue's jobs in one state: emq jobs QUEUE --state dead")
-    p.add_argument("--state", required=True, choices=("scheduled", "pending", "active", "dead", "done"))
+    p.add_argument("--state", required=True, choices=("scheduled", "pending", "active", "dead", "done", "cancelled"))
     p.add_argument("--lane", default=None, help="with --state pending: that lane's ready jobs")
     p.add_argument("--offset", type=int, default=0)
     p.add_argument("--limit", type=int, default=50, help="jobs a page (at most 1000)")
@@ -194,6 +204,9 @@ def add_verbs(
     p.add_argument("ids", metavar="ID", nargs="*")
     p.add_argument("--all-dead", action="store_true", help="every job dead now (oldest first)")
     p.add_argument("--limit", type=int, default=None, help="with --all-dead: at most this many")
+
+    p = verb("cancel", cmd_cancel, "cancel jobs: a waiting one at once, a running one asked to stop")
+    p.add_argument("ids", metavar="ID", nargs="+")
 
     p = verb("delete", cmd_delete, "delete jobs (not active ones: they run)")
     p.add_argument("ids", metavar="ID", nargs="+")

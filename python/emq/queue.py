@@ -35,6 +35,7 @@ from .answers import (
     CancelRequests,
     FailOutcome,
     LaneControl,
+    MinuteCounts,
     QueueCounts,
     Retention,
     ScheduleInfo,
@@ -63,7 +64,7 @@ class _Unchanged:
 
 UNCHANGED: Any = _Unchanged()
 
-JobState = Literal["scheduled", "pending", "active", "dead", "done"]
+JobState = Literal["scheduled", "pending", "active", "dead", "done", "cancelled"]
 
 
 @dataclass(frozen=True)
@@ -233,16 +234,18 @@ class Queue:
         retry_in: Duration | None = None,
         error_type: str | None = None,
         traceback: str | None = None,
+        retry: bool = True,
     ) -> FailOutcome:
         """Records a failure: `FailOutcome.SCHEDULED` (retried after `retry_in`,
         or an exponential backoff with jitter; ready at once with 0) while
-        attempts are left, else `FailOutcome.DEAD` (its waiters are told);
+        attempts are left and `retry` is True, else `FailOutcome.DEAD` (its
+        waiters are told; `retry=False`: dead now, for an error no retry mends);
         `FailOutcome.CANCELLED` if it had been asked to stop (never retried);
         `FailOutcome.REFUSED` if the lease is lost (nothing changes). The row
         gets `error` (an exception as `"Type: message"`), `error_type` (None:
         the exception's class, `module.QualName`, when `error` is one; at most
         1 KiB) and `traceback` (at most 64 KiB: bound it before)."""
-        return self._core.fail(job, error, retry_in, error_type, traceback)
+        return self._core.fail(job, error, retry_in, error_type, traceback, retry)
 
     def settle_many(
         self,
@@ -253,7 +256,7 @@ class Queue:
         Each item is a job to complete, `(job, error)` or `(job, error,
         retry_in)` to fail, or a dict: `{"job": j, "result": r}` to complete
         with a result, `{"job": j, "error": e}` with any of `retry_in`,
-        `error_type`, `traceback` to fail. Each is answered as its single call
+        `error_type`, `traceback`, `retry` (False: dead now) to fail. Each is answered as its single call
         would answer it alone (`complete`: True, or False if the lease is lost;
         `fail`: a `FailOutcome`), and the result is that of the single calls
         one after another, in this order. With `backend="module"`: one
@@ -350,7 +353,8 @@ class Queue:
     def jobs(self, state: JobState, *, lane: str | None = None, offset: int = 0, limit: int = 50) -> JobPage:
         """A page of the jobs in `state`, by rank: `scheduled` soonest due first,
         `pending` next to be claimed first (`lane`: that lane's ready jobs),
-        `active` soonest lease end first, `dead` and `done` newest first. At
+        `active` soonest lease end first, `dead`, `done` and `cancelled` newest
+        first (`done` and `cancelled`: the rows still kept). At
         most 1,000 a page. Its cost is the page's, whatever the queue holds:
         the place's size, the window of ids, and the rows of those ids only."""
         jobs, total = self._core.jobs(state, lane, offset, limit)
@@ -368,7 +372,7 @@ class Queue:
         return self._core.retry_dead(limit)
 
     def delete(self, ids: Iterable[str]) -> dict[str, ActionOutcome]:
-        """Deletes jobs from wherever they wait (scheduled, ready, dead, done),
+        """Deletes jobs from wherever they wait (scheduled, ready, dead, done, cancelled),
         rows and all: for each id, `DELETED`, `ACTIVE` (refused: a worker holds
         it) or `NOT_FOUND`. A ready job is found in its list by `LREM`, whose
         cost grows with its position."""
@@ -382,6 +386,14 @@ class Queue:
         """Each lane's control as it stands (paused, limit, active count, in the ring)."""
         names = lanes if isinstance(lanes, str) else list(lanes)  # a str goes on, for the core to refuse
         return {n: LaneControl(*c) for n, c in zip(names, self._core.lane_controls(names), strict=True)}
+
+    def throughput(self, minutes: int = 60) -> list[MinuteCounts]:
+        """The jobs settled per minute of the server's clock over the last `minutes`
+        (1 to 1,500: the counters are kept 25 hours), oldest first, the current
+        minute last (still counting). One `TIME`, then one `HMGET` a minute,
+        pipelined: an hour is 60 small commands, a day 1,440."""
+        _, rows = self._core.throughput(minutes)
+        return [MinuteCounts(*r) for r in rows]
 
     # -- retention ------------------------------------------------------------
 

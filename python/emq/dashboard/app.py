@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .._core import Client
 from ..errors import ArgumentError, ConnectionError, EmqError
 from . import present
+from .charts import Chart, chart, grouped
 from .metrics import metrics_response
 from .security import (
     CSRF_COOKIE,
@@ -59,7 +60,7 @@ PAGE = 50
 """Jobs a page of the queue page shows."""
 MAX_FORM_FIELDS = 16 + PAGE
 """A form's fields at most: its own few, and an `id` for each job of a page."""
-JOB_ACTIONS = {"retry": "Retried", "delete": "Deleted", "promote-now": "Promoted"}
+JOB_ACTIONS = {"retry": "Retried", "cancel": "Cancelled", "delete": "Deleted", "promote-now": "Promoted"}
 """The actions on chosen jobs, and the word the notice says of each."""
 FLASH_COOKIE = "emq_flash"
 NAV = {"overview.html": "overview", "queue.html": "overview", "job.html": "job", "workers.html": "workers", "_workers_live.html": "workers"}
@@ -153,12 +154,25 @@ class Dashboard:
         workers = await self.call(request, self.source.workers)
         if isinstance(workers, EmqError):
             return self.failed(request, workers)
+        charts = None
+        if not fragment:  # the live fragment is the queues' table: the charts load with the page
+            charts = await self.call(request, self.throughput_charts, None)
+            if isinstance(charts, EmqError):
+                return self.failed(request, charts)
         return self.render(
             request,
             "_overview_queues.html" if fragment else "overview.html",
             summaries=summaries,
-            throughput=self.source.throughput(),
+            charts=charts,
             workers=workers,
+        )
+
+    def throughput_charts(self, queue: str | None) -> tuple[Chart, Chart]:
+        """The last hour's chart (a bar a minute) and the last day's (a bar an hour), from one day's read."""
+        day = self.source.throughput(queue)
+        return (
+            chart("Last hour", day[-60:], span_label="minute"),
+            chart("Last day", grouped(day[len(day) % 60 :], 60), span_label="hour"),
         )
 
     async def open_queue(self, request: Request) -> Response:
@@ -181,7 +195,13 @@ class Dashboard:
         if isinstance(jobs, EmqError):
             return self.failed(request, jobs)
         fragment = request.url.path.startswith(request.scope.get("root_path", "") + "/fragments/")
-        return self.render(request, "_queue_live.html" if fragment else "queue.html", view=view, jobs=jobs, state=state, offset=offset)
+        charts = None
+        if not fragment:
+            charts = await self.call(request, self.throughput_charts, name)
+            if isinstance(charts, EmqError):
+                return self.failed(request, charts)
+        template = "_queue_live.html" if fragment else "queue.html"
+        return self.render(request, template, view=view, jobs=jobs, state=state, offset=offset, charts=charts)
 
     async def job(self, request: Request) -> Response:
         queue = request.query_params.get("queue", "").strip()
@@ -308,7 +328,12 @@ class Dashboard:
             ids = request.state.ids
             if not ids:
                 return self.render(request, "error.html", status=400, kind="ArgumentError", message="no job was chosen")
-            act = {"retry": self.source.retry, "delete": self.source.delete, "promote-now": self.source.promote_now}[name]
+            act = {
+                "retry": self.source.retry,
+                "cancel": self.source.cancel,
+                "delete": self.source.delete,
+                "promote-now": self.source.promote_now,
+            }[name]
             result = await self.call(request, act, queue, ids)
             notice = "" if isinstance(result, EmqError) else present.outcomes(JOB_ACTIONS[name], result)
         elif name not in ("pause-lane", "resume-lane", "set-lane-limit"):

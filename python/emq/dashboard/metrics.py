@@ -7,14 +7,24 @@ the workers' registry (`emq.workers`) and the head of each queue's ready lists:
     emq_workers 3.0
     emq_oldest_waiting_seconds{queue="orders"} 0.8
 
-`state` is `scheduled`, `pending` (a lane's ready jobs too), `active`, `dead`
-or `done` (the done rows still kept). `emq_oldest_waiting_seconds`: how long
+    emq_jobs_completed_total{queue="orders"} 1520.0
+
+`state` is `scheduled`, `pending` (a lane's ready jobs too), `active`, `dead`,
+`done` or `cancelled` (the done and cancelled rows still kept). `emq_oldest_waiting_seconds`: how long
 the ready job due first has waited since its due time (0 with none ready;
-one row read for `pending` and for each lane with ready jobs). The series
-that need the per-minute counters (`emq_jobs_completed_total`,
-`emq_jobs_retried_total`, `emq_jobs_dead_total`, `emq_lateness_seconds`) are
-added by `QueueCollector.collect` once those exist; until then they are
-absent, not zero.
+one row read for `pending` and for each lane with ready jobs).
+
+`emq_jobs_completed_total`, `emq_jobs_retried_total`, `emq_jobs_dead_total`,
+`emq_jobs_cancelled_total` and `emq_jobs_recovered_total` (per queue) are the
+per-minute counters (`Queue.throughput`) summed over the 25 hours they are
+kept: 1,500 `HMGET`s a queue per scrape, pipelined. They are counters in
+Prometheus's sense only between the minutes that expire: each value falls as
+its oldest minute goes, which `rate()` reads as a counter reset, so rate over
+windows well under a day (`rate(emq_jobs_completed_total[5m])` is exact while
+the 25-hour window holds more than the last 5 minutes). `emq_lateness_seconds`
+(how late jobs start after their due time) is not exported: the counters
+record outcomes, not start times, and computing it would read every claimed
+row; `emq_oldest_waiting_seconds` is the lateness of the job waiting longest.
 """
 
 from __future__ import annotations
@@ -22,10 +32,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from .source import Source
+
+SETTLED = ("completed", "retried", "dead", "cancelled", "recovered")
+"""The kinds of settled job the counters count, as `MinuteCounts` names them."""
 
 
 class QueueCollector(Collector):
@@ -39,18 +52,31 @@ class QueueCollector(Collector):
         yield GaugeMetricFamily("emq_jobs", "Jobs in each state, by queue", labels=["queue", "state"])
         yield GaugeMetricFamily("emq_workers", "Workers alive (their heartbeat not expired)")
         yield GaugeMetricFamily("emq_oldest_waiting_seconds", "How long the oldest ready job has waited since due", labels=["queue"])
+        yield from self.settled()
+
+    @staticmethod
+    def settled() -> list[CounterMetricFamily]:
+        """The families of the settled jobs' counters, empty (`emq_jobs_<kind>_total`)."""
+        return [
+            CounterMetricFamily(f"emq_jobs_{kind}", f"Jobs {kind} in the last 25 hours, by queue", labels=["queue"]) for kind in SETTLED
+        ]
 
     def collect(self) -> Iterator[Metric]:
         jobs = GaugeMetricFamily("emq_jobs", "Jobs in each state, by queue", labels=["queue", "state"])
         waiting = GaugeMetricFamily("emq_oldest_waiting_seconds", "How long the oldest ready job has waited since due", labels=["queue"])
+        settled = self.settled()
         now_ms = self.source.now_ms()
         for summary in self.source.overview():
             for state, n in summary.by_state.items():
                 jobs.add_metric([summary.name, state], n)
             oldest = self.source.oldest_waiting_ms(summary.name, summary.counts, now_ms)
             waiting.add_metric([summary.name], (oldest or 0) / 1000)
+            totals = self.source.settled_totals(summary.name)
+            for family, kind in zip(settled, SETTLED, strict=True):
+                family.add_metric([summary.name], getattr(totals, kind))
         yield jobs
         yield waiting
+        yield from settled
         workers = GaugeMetricFamily("emq_workers", "Workers alive (their heartbeat not expired)")
         workers.add_metric([], len(self.source.workers()))
         yield workers

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..answers import ActionOutcome
+from ..answers import ActionOutcome, CancelOutcome
 
 SHOWN_BYTES = 64 * 1024
 """The most bytes of a job's data a page shows: a page stays small whatever a job holds."""
@@ -122,12 +122,16 @@ def count(n: int) -> str:
     return f"{n:,}".replace(",", "\u202f")
 
 
-def outcomes(done_word: str, answers: Mapping[str, ActionOutcome]) -> str:
-    """An action's notice: `Retried 3 of 4 jobs (1 not dead).`"""
-    acted = sum(1 for a in answers.values() if a.value in ("retried", "deleted", "promoted"))
+ACTED = ("retried", "deleted", "promoted", "cancelled")
+"""The answers that say an action took its job (a cancel's `stopping` is told apart)."""
+
+
+def outcomes(done_word: str, answers: Mapping[str, ActionOutcome] | Mapping[str, CancelOutcome]) -> str:
+    """An action's notice: `Retried 3 of 4 jobs (1 not dead).`, `Cancelled 1 of 2 jobs (1 stopping).`"""
+    acted = sum(1 for a in answers.values() if a.value in ACTED)
     others: dict[str, int] = {}
     for a in answers.values():
-        if a.value not in ("retried", "deleted", "promoted"):
+        if a.value not in ACTED:
             others[a.value.replace("_", " ")] = others.get(a.value.replace("_", " "), 0) + 1
     total = len(answers)
     rest = f" ({', '.join(f'{n} {why}' for why, n in sorted(others.items()))})" if others else ""

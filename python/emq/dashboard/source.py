@@ -3,13 +3,13 @@
 The pages ask a `Source`; it asks `emq.Queue` (`counts`, `lanes`, `get`,
 `retention`, `jobs`, `lane_controls`) and the registry (`emq.queues`,
 `emq.workers`), and acts through `emq.Queue` (`pause_lane`, `resume_lane`,
-`set_lane_limit`, `promote`, `retry`, `retry_dead`, `delete`,
+`set_lane_limit`, `promote`, `retry`, `retry_dead`, `cancel`, `delete`,
 `promote_now`), so the dashboard checks and refuses exactly as the API does.
 Its calls block on the server: the app runs them in a thread.
 
-Where emq has no call yet for what a page wants, the method says so by
-answering `None`, and the page says plainly that the section appears once the
-call exists: `throughput`, until emq keeps per-minute counters.
+Throughput is `Queue.throughput` over the last day (1,440 `HMGET`s of a
+queue's per-minute counters, pipelined: one read per queue and page, from
+which both the hour's chart and the day's are drawn).
 """
 
 from __future__ import annotations
@@ -18,12 +18,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .._core import Client, Job
-from ..answers import ActionOutcome, LaneControl, QueueCounts, Retention, WorkerInfo
+from ..answers import ActionOutcome, CancelOutcome, LaneControl, MinuteCounts, QueueCounts, Retention, WorkerInfo
 from ..queue import JobPage, Queue
 from ..registry import queues as registered_queues
 from ..registry import workers as live_workers
 
-STATES = ("scheduled", "pending", "active", "dead", "done")
+DAY_MINUTES = 1440
+"""The span of the day's chart, in minutes."""
+KEPT_MINUTES = 1500
+"""The minutes the counters are kept (25 hours): the window `/metrics` sums."""
+
+STATES = ("scheduled", "pending", "active", "dead", "done", "cancelled")
 """The places a job can be, in the order the pages show them (SPEC §2, the row's `state`)."""
 
 
@@ -90,6 +95,7 @@ def counts_by_state(counts: QueueCounts) -> dict[str, int]:
         "active": counts.active,
         "dead": counts.dead,
         "done": counts.done,
+        "cancelled": counts.cancelled,
     }
 
 
@@ -122,9 +128,31 @@ class Source:
         """The workers alive and what they run (`emq.workers`)."""
         return live_workers(self.client)
 
-    def throughput(self, queue: str | None = None) -> Mapping[str, object] | None:
-        """Jobs completed, retried and dead per minute: `None` until emq keeps per-minute counters."""
-        return None
+    def throughput(self, queue: str | None = None, minutes: int = DAY_MINUTES) -> list[MinuteCounts]:
+        """The jobs settled per minute over the last `minutes`, oldest first
+        (`Queue.throughput`): of `queue`, or summed over every listed queue."""
+        names = [queue] if queue is not None else self.queue_names()
+        by_minute: dict[int, list[int]] = {}
+        for name in names:
+            for m in self.queue(name).throughput(minutes):
+                t = by_minute.setdefault(m.minute, [0, 0, 0, 0, 0])
+                for i, n in enumerate((m.completed, m.retried, m.dead, m.cancelled, m.recovered)):
+                    t[i] += n
+        # The newest `minutes` minutes read (queues read at a minute's turn may name one more).
+        return [MinuteCounts(k, *v) for k, v in sorted(by_minute.items())][-minutes:]
+
+    def settled_totals(self, queue: str) -> MinuteCounts:
+        """Every job the queue settled in the counters' kept window (25 hours), summed:
+        what `/metrics` reports as counters (they fall back as old minutes expire)."""
+        ms = self.queue(queue).throughput(KEPT_MINUTES)
+        return MinuteCounts(
+            ms[-1].minute if ms else 0,
+            sum(m.completed for m in ms),
+            sum(m.retried for m in ms),
+            sum(m.dead for m in ms),
+            sum(m.cancelled for m in ms),
+            sum(m.recovered for m in ms),
+        )
 
     def jobs_by_state(self, queue: str, state: str, offset: int = 0, limit: int = 50) -> JobPage:
         """A page of the queue's jobs in `state` (`Queue.jobs`): what it shows is all it reads."""
@@ -187,6 +215,11 @@ class Source:
 
     def retry_dead(self, queue: str) -> int:
         return self.queue(queue).retry_dead()
+
+    def cancel(self, queue: str, ids: Sequence[str]) -> dict[str, CancelOutcome]:
+        """`Queue.cancel` of each id: a waiting job cancelled, a running one asked to stop."""
+        q = self.queue(queue)
+        return {id: q.cancel(id) for id in dict.fromkeys(ids)}
 
     def delete(self, queue: str, ids: Sequence[str]) -> dict[str, ActionOutcome]:
         return self.queue(queue).delete(ids)

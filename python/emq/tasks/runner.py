@@ -4,14 +4,14 @@ and runs it; a worker of the app runs it for each job.
     runner = emq.tasks.TaskRunner(app)
     emq.Worker(app.queue("default"), runner).run()
 
-`emq worker MODULE:APP` does this. For the worker (`start_job`), a run ends as
-an `emq.worker.Done` with the result as JSON, or an `emq.worker.Failed`: a call
-that cannot be read (`emq.CorruptCallError`), one naming a task the app does
-not have (`emq.UnknownTaskError`) and a result that cannot be stored
-(`emq.ResultError`, `emq.ResultTooLargeError`) are permanent failures (the
-first two are retried at once, so they are dead within milliseconds without
-running anything; the core's fail cannot yet make a job dead while attempts
-are left, so a result too large is retried as any failure); what a task
+`emq worker MODULE:APP` does this. As the worker starts (`worker_starting`),
+the app's declared schedules are written. For the worker (`start_job`), a run
+ends as an `emq.worker.Done` with the result as JSON, or an
+`emq.worker.Failed`: a call that cannot be read (`emq.CorruptCallError`), one
+naming a task the app does not have (`emq.UnknownTaskError`), a result that
+cannot be stored (`emq.ResultError`, `emq.ResultTooLargeError`) and an
+`emq.PermanentJobError` the task raises are permanent failures, dead at once
+(failed with `retry=False`: the first two run nothing); what else a task
 raises fails the job (retried after the task's `retry_in`, else by the
 backoff). A sync task runs on the worker's handler thread; an `async def` task
 runs on the runner's one event loop (a thread of its own), and its job holds a
@@ -34,7 +34,7 @@ import heapq
 import itertools
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -299,6 +299,14 @@ class TaskRunner:
                 thread.start()
                 self._loop, self._loop_thread = loop, thread
             return self._loop
+
+    def worker_starting(self, queues: Sequence[Queue]) -> None:
+        """(Called by `emq.Worker.run` as it starts.) Writes the app's declared
+        schedules on the worker's server, through its first queue's client and
+        backend, so a worker made in code keeps the server's set the code's as
+        `emq worker MODULE:APP` does."""
+        first = queues[0]
+        self.app._schedules.write_declared(lambda name: Queue(first.client, name, backend=first.backend))
 
     def close(self) -> None:
         """Stops the runner's event loop (if an async task started one) and its

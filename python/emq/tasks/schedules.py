@@ -13,12 +13,11 @@ an ordinary job of the task call (retries, results, the dashboard).
 
 `app.schedule(...)` writes the schedule at once (it connects); `@app.cron`
 only declares it. Every schedule the app declares is written again when a
-worker of the app starts (`emq worker MODULE:APP`), so the server's set is
-the code's: a definition already there is left as it is (its next tick and
-the ticks it missed are kept), a changed one takes effect at once, and a
-paused one stays paused (a worker made in code, `emq.Worker` with a
-`TaskRunner`, writes nothing: call `app.sync_schedules()` before it runs). A
-schedule removed from the code stays on the server
+worker of the app starts (`emq worker MODULE:APP`, or `emq.Worker` made in
+code with the app's `TaskRunner`: the runner's `worker_starting`), so the
+server's set is the code's: a definition already there is left as it is (its
+next tick and the ticks it missed are kept), a changed one takes effect at
+once, and a paused one stays paused. A schedule removed from the code stays on the server
 until `app.unschedule(name)`, or `app.sync_schedules()`, which also removes
 from the app's queues every schedule the app no longer declares.
 """

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Generic, ParamSpec, Protocol, TypeVar
 
-from ..errors import ArgumentError, DuplicateJobError
+from ..errors import ArgumentError
 from ..queue import Duration, Queue, Time
 from .codec import Parameters, encode_call, task_name_problem
 from .context import Context
@@ -237,14 +237,7 @@ def add_job(app: TaskOwner, verb: str, options: Options, data: bytes, *, task: s
     try:
         if options.unique_for is not None:
             key = options.id if options.id is not None else "call:" + hashlib.sha256(data).hexdigest()
-            try:
-                job_id = queue.add_unique(data, unique_key=key, unique_for=options.unique_for, **arguments).id
-            except DuplicateJobError:
-                if options.id is None:
-                    raise
-                # The key names that id and its row exists, but the core refuses an id that
-                # exists with other data before it reads the key: the first job answers.
-                job_id = options.id
+            job_id = queue.add_unique(data, unique_key=key, unique_for=options.unique_for, **arguments).id
         else:
             job_id = queue.add(data, **arguments)
     except ArgumentError as e:

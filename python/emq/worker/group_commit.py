@@ -14,7 +14,7 @@ from collections.abc import Callable
 from .._core import Job
 from ..answers import FailOutcome
 from ..queue import Duration, Queue, Result
-from .outcomes import Failed, permanent_retry_in, traceback_text
+from .outcomes import Failed, traceback_text
 
 log = logging.getLogger("emq.worker")
 
@@ -81,7 +81,7 @@ class GroupCommit:
     def failed(self, job: Job, error: BaseException | Failed) -> None:
         """Hands over a job whose handler raised `error` (or said how it failed:
         a `Failed`): it is failed, with its error's type and traceback (retried
-        or dead, as `fail` decides; see `outcomes.permanent_retry_in`), and
+        or dead, as `fail` decides; dead at once when no retry mends it), and
         its answer comes to `committed`."""
         self._put(job, None, None, error if isinstance(error, Failed) else Failed(error))
 
@@ -213,7 +213,8 @@ class _Item:
             return self.job if self.result is None else {"job": self.job, "result": self.result}
         f = self.failure
         item: dict[str, object] = {"job": self.job, "error": f.error, "traceback": traceback_text(f.error)}
-        retry_in = permanent_retry_in(f)
-        if retry_in is not None:
-            item["retry_in"] = retry_in
+        if f.retry_in is not None:
+            item["retry_in"] = f.retry_in
+        if f.permanent:
+            item["retry"] = False
         return item

@@ -1,8 +1,7 @@
 """How a handler's run ends, as the worker settles it: `Done` (a result), `Failed` (an error, its traceback, when to retry).
 
 A handler returns (`None`, or a `Done` with its result), raises (a failure:
-retried by the queue's policy; see `permanent_retry_in` for an
-`emq.PermanentJobError`),
+retried by the queue's policy; an `emq.PermanentJobError` is dead at once),
 returns a `Failed` to say more (its `retry_in`, that no retry mends it), or
 returns a `concurrent.futures.Future` of any of these: the job then holds
 its slot, not a thread, until the future is done (the task runner's async
@@ -15,7 +14,7 @@ import traceback as _traceback
 from dataclasses import dataclass
 
 from .._core import TRACEBACK_MAX
-from ..errors import CorruptCallError, PermanentJobError, UnknownTaskError
+from ..errors import PermanentJobError
 from ..queue import Duration
 
 TRACEBACK_HEAD = 4096
@@ -35,9 +34,8 @@ class Done:
 class Failed:
     """The run failed with `error`. `retry_in`: the wait before the retry (None:
     the queue's backoff); `dead`: no retry mends it (an
-    `emq.PermanentJobError` is so by itself): it should be dead at once, which
-    waits for the core's fail to have a "dead now" (`permanent_retry_in` says
-    what happens until then); `cancelled`: the run stopped
+    `emq.PermanentJobError` is so by itself): it is dead at once, attempts
+    left or not (`Queue.fail(retry=False)`); `cancelled`: the run stopped
     because the job was asked to (`Queue.cancel`), which its fail makes
     cancelled (logged as such, not as a failure)."""
 
@@ -66,15 +64,4 @@ def traceback_text(error: BaseException) -> str:
     return head + marker.format(cut) + tail
 
 
-def permanent_retry_in(failed: Failed) -> Duration | None:
-    """The `retry_in` a failure is settled with. The core's fail cannot make a
-    job dead while attempts are left, so a permanent failure that ran none of
-    the task's code (a corrupt call, an unknown task) is retried at once: each
-    claim fails it again without running anything, and it is dead after its
-    attempts, within milliseconds. Any other failure keeps its own."""
-    if failed.permanent and isinstance(failed.error, (CorruptCallError, UnknownTaskError)):
-        return 0
-    return failed.retry_in
-
-
-__all__ = ["TRACEBACK_HEAD", "Done", "Failed", "permanent_retry_in", "traceback_text"]
+__all__ = ["TRACEBACK_HEAD", "Done", "Failed", "traceback_text"]

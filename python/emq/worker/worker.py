@@ -29,10 +29,12 @@ class Worker(OptionValues):
 
     A handler that returns completes the job (a returned `emq.worker.Done`
     writes its result to the row); one that raises fails it (retried with
-    backoff while attempts are left, then dead; a corrupt call or an unknown
-    task retried at once, so that it is dead within milliseconds), its error, type and traceback written to the row and logged
+    backoff while attempts are left, then dead; an `emq.PermanentJobError`
+    dead at once), its error, type and traceback written to the row and logged
     at WARNING on `emq.worker`; a returned `emq.worker.Failed` says more (its
-    `retry_in`). `emq.tasks.TaskRunner` is such a handler, for an app's tasks. `run()` blocks until
+    `retry_in`, that no retry mends it). `emq.tasks.TaskRunner` is such a
+    handler, for an app's tasks: as `run()` starts, the app's declared
+    schedules are written (a handler's `worker_starting(queues)`). `run()` blocks until
     `stop()`, SIGTERM or SIGINT, or `ttl`; then it claims nothing more, lets
     running jobs finish within `grace`, and leaves the rest to recovery.
 
@@ -99,6 +101,9 @@ class Worker(OptionValues):
     def run(self) -> dict[str, int]:
         """The beat loop; returns the counters when it stops, or raises the
         fatal error that stopped it (see `emq.worker`)."""
+        starting = getattr(self.options.handler, "worker_starting", None)
+        if starting is not None:
+            starting(self.options.queues)  # an app's declared schedules, written before any job runs
         if threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: self.stop())

@@ -209,4 +209,11 @@ if #trimmed > 0 then
   for i, id in ipairs(trimmed) do rows_gone[i] = p .. 'job:' .. id end
   for i = 1, #rows_gone, 1000 do redis.call('DEL', unpack(rows_gone, i, math.min(i + 999, #rows_gone))) end
 end
+-- The per-minute counters (rust/emq-plan/src/jobs/counters.rs): one HINCRBY per kind
+-- present, in the plan's order, then the minute's expiry of 25 hours.
+local sk, counted = p .. 'stats:' .. string.format('%d', math.floor(now / 60000)), false
+for _, c in ipairs({{'dead', #died}, {'cancelled', #cancelled}, {'recovered', #recovered}}) do
+  if c[2] > 0 then redis.call('HINCRBY', sk, c[1], c[2]); counted = true end
+end
+if counted then redis.call('PEXPIRE', sk, 90000000) end
 return {recovered, died}

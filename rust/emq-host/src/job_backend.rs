@@ -14,12 +14,14 @@ use crate::conn::Conn;
 use crate::error::HostResult;
 
 /// A fail: the error it records, its retry delay in ms (`None`: the backoff),
-/// and its error type and traceback (SPEC §13).
+/// its error type and traceback (SPEC §13), and whether it may be retried
+/// (`false`: dead now, attempts left or not).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Failure {
     pub error: Vec<u8>,
     pub retry_in_ms: Option<u64>,
     pub detail: Option<ErrorDetail>,
+    pub retry: bool,
 }
 
 /// How a held job is settled: completed with its result, or failed.

@@ -1,11 +1,12 @@
 //! An operator's operations on a queue (`emq_plan::operations`), driven on the
 //! host whatever the queue's backend (the server module has no verb for them):
 //! a page of jobs, retry, delete and promote now in batches of `ACT_BATCH`
-//! ids (one guarded transaction each), retry of the dead, the lanes' controls.
+//! ids (one guarded transaction each), retry of the dead, the lanes' controls,
+//! the per-minute counters.
 
 use emq_plan::lanes::offer::LaneCtl;
 use emq_plan::operations::act::ACT_BATCH;
-use emq_plan::operations::{Act, Action, Answer, JobPage, LaneControls, Page, Place};
+use emq_plan::operations::{Act, Action, Answer, JobPage, LaneControls, Minutes, Page, Place, Throughput};
 use emq_plan::Keys;
 
 use crate::conn::Conn;
@@ -52,4 +53,8 @@ pub fn retry_dead(conn: &mut Conn, call: &str, keys: &Keys, limit: Option<u64>) 
 
 pub fn lane_controls(conn: &mut Conn, call: &str, keys: &Keys, lanes: &[Vec<u8>]) -> HostResult<Vec<LaneCtl>> {
     drive(conn, call, || LaneControls::new(keys.clone(), lanes.to_vec()).for_call(call), |_| {})
+}
+
+pub fn throughput(conn: &mut Conn, call: &str, keys: &Keys, minutes: u64) -> HostResult<Minutes> {
+    drive(conn, call, || Throughput::new(keys.clone(), minutes).for_call(call), |_| {})
 }

@@ -45,6 +45,7 @@ pub fn fates(jobs: &[(Held, Finish)], rng: &mut Jitter) -> Vec<(Held, Fate)> {
                     retry_in_ms: f.retry_in_ms,
                     jitter: rng.unit(),
                     detail: f.detail.clone().map(Box::new),
+                    retry: f.retry,
                 },
             };
             (held.clone(), fate)
@@ -54,7 +55,7 @@ pub fn fates(jobs: &[(Held, Finish)], rng: &mut Jitter) -> Vec<(Held, Fate)> {
 
 /// A fail's action for the single call.
 fn fail_action(f: &Failure) -> Action {
-    Action::Fail { error: f.error.clone(), retry_in_ms: f.retry_in_ms, detail: f.detail.clone().map(Box::new) }
+    Action::Fail { error: f.error.clone(), retry_in_ms: f.retry_in_ms, detail: f.detail.clone().map(Box::new), retry: f.retry }
 }
 
 impl JobBackend for PlanBackend {

@@ -300,7 +300,10 @@ impl QueueCore {
 
     /// FAIL: an `emq.FailOutcome`. `retry_in` (`None`: the backoff) in ms,
     /// `Span::ms`; `error_type` (`None`: the error's class, when it is an
-    /// exception) and `traceback` written beside the error.
+    /// exception) and `traceback` written beside the error; `retry` False:
+    /// dead now, attempts left or not.
+    #[pyo3(signature = (job, error, retry_in, error_type, traceback, retry = None))]
+    #[allow(clippy::too_many_arguments, reason = "the facade's keyword arguments, one each")]
     fn fail<'py>(
         &self,
         py: Python<'py>,
@@ -309,10 +312,12 @@ impl QueueCore {
         retry_in: &Bound<'py, PyAny>,
         error_type: &Bound<'py, PyAny>,
         traceback: &Bound<'py, PyAny>,
+        retry: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         const CALL: &str = "Queue.fail";
         let job = held(CALL, job)?;
-        let failure = fail_of(CALL, error, retry_in, error_type, traceback)?;
+        let none = py.None().into_bound(py);
+        let failure = fail_of(CALL, error, retry_in, (error_type, traceback), retry.unwrap_or(&none))?;
         let settled = self.job_op(py, CALL, |b, c, k| b.fail(c, CALL, k, &job, &failure))?;
         py_values::fail_outcome(py, settled)
     }
@@ -503,6 +508,18 @@ impl QueueCore {
         let keys = &self.keys;
         let ctls = self.client.get().on(py, CALL, self.queue(), |c| operations::lane_controls(c, CALL, keys, &lanes))?;
         Ok(ctls.into_iter().map(|c| (c.paused, c.limit, c.active, c.in_ring)).collect())
+    }
+
+    /// The per-minute counters of the last `minutes` minutes, oldest first: the
+    /// server clock (ms), then `(minute, completed, retried, dead, cancelled, recovered)` each.
+    #[allow(clippy::type_complexity)]
+    fn throughput(&self, py: Python<'_>, minutes: &Bound<'_, PyAny>) -> PyResult<(i64, Vec<(i64, i64, i64, i64, i64, i64)>)> {
+        const CALL: &str = "Queue.throughput";
+        let minutes = integer(CALL, "minutes", minutes, 1, emq_plan::operations::throughput::MAX_MINUTES)?;
+        let keys = &self.keys;
+        let m = self.client.get().on(py, CALL, self.queue(), |c| operations::throughput(c, CALL, keys, minutes))?;
+        let rows = m.minutes.iter().map(|x| (x.minute, x.counts[0], x.counts[1], x.counts[2], x.counts[3], x.counts[4])).collect();
+        Ok((m.now_ms, rows))
     }
 
     /// The effective retention policy: an `emq.Retention`.

@@ -212,7 +212,7 @@ impl Host {
             w.key_into(keys, &mut key);
             let reply = match w {
                 Write::SetRow { .. } | Write::SetLane { .. } | Write::SetRetention(_) => self.hash_write(keys, w, &key, HashOp::Set),
-                Write::DropLease { .. } => self.hash_write(keys, w, &key, HashOp::Del),
+                Write::DropLease { .. } | Write::DropErrorDetail { .. } => self.hash_write(keys, w, &key, HashOp::Del),
                 Write::ExpireRow { at, .. } => match self.expire_at(&key, *at) {
                     Some(r) => r,
                     None => self.call_write(keys, w),
@@ -277,6 +277,7 @@ impl Host {
                 Write::DropFinished { .. }
                 | Write::LeaveDead(_)
                 | Write::LeaveDone(_)
+                | Write::LeaveCancelled(_)
                 | Write::Unready { .. }
                 | Write::RegisterQueue(_)
                 | Write::ListWorker { .. }
@@ -284,7 +285,9 @@ impl Host {
                 | Write::ExpireWorker { .. }
                 | Write::TrimWorkers { .. }
                 | Write::UnlistWorker(_)
-                | Write::DeleteWorker(_) => self.call_write(keys, w),
+                | Write::DeleteWorker(_)
+                | Write::Count { .. }
+                | Write::KeepCounts { .. } => self.call_write(keys, w),
             };
             match reply {
                 Reply::Error { message, .. } => return Err(Error::server(verb, message)),

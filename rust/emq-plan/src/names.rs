@@ -83,6 +83,8 @@ pub mod kind {
     /// `plane:` differ in their first byte, and `<p>:` is one digit and a colon.
     pub const LANE_AT: [&[u8]; 10] =
         [b"lane:", b"plane:1:", b"plane:2:", b"plane:3:", b"plane:4:", b"plane:5:", b"plane:6:", b"plane:7:", b"plane:8:", b"plane:9:"];
+    /// The per-minute counters of settled jobs (`P stats:<minute>`).
+    pub const STATS: &[u8] = b"stats:";
 }
 
 /// The priority levels (SPEC §15): 0 first, the default; 9 last.

@@ -12,7 +12,7 @@ use emq_plan::batch::settle_many::{Fate, SettleMany};
 use emq_plan::jobs::claim::Claim;
 use emq_plan::jobs::settle::Settled;
 use emq_plan::protocol::conversation::{Conversation, Step};
-use emq_plan::protocol::write::{LaneField, RowFields, Write};
+use emq_plan::protocol::write::{Counted, LaneField, RowFields, Write};
 use emq_plan::{ErrorKind, Keys, Reply};
 use support::*;
 
@@ -97,7 +97,8 @@ fn complete_many_completes_the_held_jobs_and_offers_their_lane_once() {
         Write::Wake(members(&["L"])),
         Write::TrimWake,
     ]);
-    assert_eq!(w, want);
+    want.extend(counted(&[(Counted::Completed, 2)]));
+    assert_eq!(w, want, "one increment for the two completes, none for the refused one");
     assert_eq!(c.finish(&[]).unwrap(), vec![true, true, false]);
 }
 
@@ -121,7 +122,7 @@ fn complete_many_confirms_a_lane_it_leaves_empty() {
 /// policy and head read under a watch on `dead`) and keeps the outcome of each.
 #[test]
 fn settle_many_plans_each_job_as_its_single_call() {
-    let fail = |retry_in_ms| Fate::Fail { error: id("e"), retry_in_ms, jitter: 0.0, detail: None };
+    let fail = |retry_in_ms| Fate::Fail { error: id("e"), retry_in_ms, jitter: 0.0, detail: None, retry: true };
     let jobs = vec![(job("a", "t", None), Fate::COMPLETE), (job("b", "t", None), fail(None)), (job("c", "t", None), fail(Some(0)))];
     let mut c = SettleMany::new(Keys::new(b"q"), jobs).unwrap();
     c.start();
@@ -139,15 +140,20 @@ fn settle_many_plans_each_job_as_its_single_call() {
             Write::MarkLease { second: 7 },
             Write::LeaveActive(members(&["a", "b", "c"])),
             Write::DropLease { id: id("b") },
+            Write::DropErrorDetail { id: id("b") },
             Write::Bury { at: NOW, ids: members(&["b"]) },
             row("b", RowFields::Dead { error: id("e"), finished: NOW, detail: None }),
             Write::DropLease { id: id("c") },
+            Write::DropErrorDetail { id: id("c") },
             row("c", RowFields::Retry { ready: true, error: id("e"), due: NOW, detail: None }),
             Write::MakeReady { lane: None, ids: members(&["c"]) },
             Write::DeleteRows(members(&["a"])),
             Write::Wake(members(&[""])),
             Write::TrimWake,
         ]
+        .into_iter()
+        .chain(counted(&[(Counted::Completed, 1), (Counted::Retried, 1), (Counted::Dead, 1)]))
+        .collect::<Vec<_>>()
     );
     assert_eq!(c.finish(&[]).unwrap(), vec![Settled::Completed, Settled::Dead, Settled::Retrying]);
 }
@@ -203,6 +209,9 @@ fn complete_and_claim_reads_once_for_both_and_writes_the_claim_first() {
             Write::LeaveActive(members(&["a"])),
             Write::DeleteRows(members(&["a"])),
         ]
+        .into_iter()
+        .chain(counted(&[(Counted::Completed, 1)]))
+        .collect::<Vec<_>>()
     );
     let (claimed, done) = both.finish(&vec![Reply::Int(1); w.len()]).unwrap();
     assert_eq!((claimed.map(|c| c.len()), done), (Some(1), vec![true]));

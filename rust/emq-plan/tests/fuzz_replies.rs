@@ -259,7 +259,7 @@ fn no_conversation_panics_on_any_reply() {
                 let action = match rng.below(3) {
                     0 => Action::Extend { lease_ms: 10 },
                     1 => Action::COMPLETE,
-                    _ => Action::Fail { error: b"e".to_vec(), retry_in_ms: (rng.below(2) == 0).then_some(0), detail: None },
+                    _ => Action::Fail { error: b"e".to_vec(), retry_in_ms: (rng.below(2) == 0).then_some(0), detail: None, retry: true },
                 };
                 let lane = (rng.below(2) == 0).then(|| b"L".to_vec());
                 if rng.below(4) == 0 {
@@ -279,11 +279,12 @@ fn no_conversation_panics_on_any_reply() {
                                     retry_in_ms: (rng.below(2) == 0).then_some(0),
                                     jitter: 0.5,
                                     detail: None,
+                                    retry: true,
                                 },
                                 if rng.below(2) == 0 {
                                     Fate::COMPLETE
                                 } else {
-                                    Fate::Fail { error: vec![], retry_in_ms: None, jitter: 0.1, detail: None }
+                                    Fate::Fail { error: vec![], retry_in_ms: None, jitter: 0.1, detail: None, retry: true }
                                 },
                             ];
                             let items: Vec<_> = held.iter().cloned().zip(fates).collect();

@@ -198,6 +198,8 @@ fn complete_reads_done_ms_in_its_first_read_and_follows_it() {
             cmd(&["PEXPIREAT", "emq:{q}:job:a", &(NOW + 600_000).to_string()]),
             cmd(&["ZADD", "emq:{q}:done", &now, "a"]),
             cmd(&["ZREMRANGEBYSCORE", "emq:{q}:done", "-inf", &format!("({}", NOW - 600_000)]),
+            cmd(&["HINCRBY", "emq:{q}:stats:28333333", "completed", "1"]),
+            cmd(&["PEXPIRE", "emq:{q}:stats:28333333", "90000000"]),
         ]
     );
     assert_eq!(s.finish(&vec![Reply::Int(1); w.len()]).unwrap(), Settled::Completed);
@@ -206,13 +208,15 @@ fn complete_reads_done_ms_in_its_first_read_and_follows_it() {
     s.start();
     let Step::Exec(w) = s.feed(&settle_replies(Some("0"), wrongtype(), "1")).unwrap() else { panic!() };
     let w = to_cmds(&Keys::new(b"q"), &w);
-    assert_eq!(w, vec![cmd(&["ZREM", "emq:{q}:active", "a"]), cmd(&["DEL", "emq:{q}:job:a"])]);
+    assert_eq!(w[..2], [cmd(&["ZREM", "emq:{q}:active", "a"]), cmd(&["DEL", "emq:{q}:job:a"])]);
+    assert_eq!(w[2], cmd(&["HINCRBY", "emq:{q}:stats:28333333", "completed", "1"]), "a row deleted at once is counted too");
+    assert_eq!(w.len(), 4);
     // -1: kept forever, listed, no expiry.
     let mut s = complete();
     s.start();
     let Step::Exec(w) = s.feed(&settle_replies(Some("-1"), Reply::Int(0), "1")).unwrap() else { panic!() };
     let w = to_cmds(&Keys::new(b"q"), &w);
-    assert_eq!(w.len(), 4);
+    assert_eq!(w.len(), 6);
     assert_eq!(w[3], cmd(&["ZADD", "emq:{q}:done", &now, "a"]));
 }
 
@@ -241,7 +245,7 @@ fn a_fail_that_kills_reads_the_dead_head_under_a_watch_and_trims() {
         b"a".to_vec(),
         b"t".to_vec(),
         None,
-        Action::Fail { error: b"e".to_vec(), retry_in_ms: None, detail: None },
+        Action::Fail { error: b"e".to_vec(), retry_in_ms: None, detail: None, retry: true },
         0.5,
     )
     .unwrap();
@@ -267,7 +271,7 @@ fn a_fail_that_kills_reads_the_dead_head_under_a_watch_and_trims() {
 
 #[test]
 fn a_lane_job_that_dies_trims_then_confirms_its_empty_lane() {
-    let action = Action::Fail { error: b"e".to_vec(), retry_in_ms: Some(0), detail: None };
+    let action = Action::Fail { error: b"e".to_vec(), retry_in_ms: Some(0), detail: None, retry: true };
     let mut s = Settle::new(Keys::new(b"q"), b"a".to_vec(), b"t".to_vec(), Some(b"L".to_vec()), action, 0.5).unwrap();
     s.start();
     let mut r = vec![time(), fields(&[Some("active"), Some("t"), Some("L"), Some("1"), Some("1")])];
@@ -298,6 +302,6 @@ fn a_settle_reads_the_types_of_what_its_action_may_write_and_no_more() {
     assert_eq!(reads(None, Action::Extend { lease_ms: 5 }), keys(&["active"]));
     // A lane job's complete offers its lane: the ring and `wake` too.
     assert_eq!(reads(Some("L"), Action::COMPLETE), keys(&["lanectl:L", "lane:L", "active", "ring", "wake", "retention", "done"]));
-    let fail = Action::Fail { error: b"e".to_vec(), retry_in_ms: None, detail: None };
+    let fail = Action::Fail { error: b"e".to_vec(), retry_in_ms: None, detail: None, retry: true };
     assert_eq!(reads(None, fail), keys(&["active", "ring", "wake", "pending", "schedule", "dead"]));
 }

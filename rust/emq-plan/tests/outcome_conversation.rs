@@ -12,7 +12,7 @@ use emq_plan::jobs::add::{Add, NewJob, Unique, When};
 use emq_plan::jobs::ending::RESULT_MAX;
 use emq_plan::jobs::settle::{Action, Settle, Settled};
 use emq_plan::protocol::conversation::{Conversation, Step};
-use emq_plan::protocol::write::{ErrorDetail, RowFields, Write};
+use emq_plan::protocol::write::{Counted, ErrorDetail, RowFields, Write};
 use emq_plan::sweep::{Kind, Outcome, Sweep};
 use emq_plan::{ErrorKind, Keys, Reply};
 use support::*;
@@ -87,10 +87,14 @@ fn a_complete_nobody_waits_for_writes_what_it_wrote_before_and_its_result() {
             "priority"
         ])
     );
-    assert_eq!(exec(s.feed(&complete_replies(held("1", None, None, None))).unwrap()), completed(None));
+    let with_counts = |mut w: Vec<Write>| {
+        w.extend(counted(&[(Counted::Completed, 1)]));
+        w
+    };
+    assert_eq!(exec(s.feed(&complete_replies(held("1", None, None, None))).unwrap()), with_counts(completed(None)));
     let mut s = settle(Action::Complete { result: Some(id("{\"x\": 1}")) });
     s.start();
-    assert_eq!(exec(s.feed(&complete_replies(held("1", None, None, None))).unwrap()), completed(Some("{\"x\": 1}")));
+    assert_eq!(exec(s.feed(&complete_replies(held("1", None, None, None))).unwrap()), with_counts(completed(Some("{\"x\": 1}"))));
     assert_eq!(s.finish(&[]).unwrap(), Settled::Completed);
 }
 
@@ -109,6 +113,7 @@ fn a_complete_with_waiters_pushes_to_each_inbox_and_nothing_else() {
     let mut want = completed(None);
     want.extend(notify("w1", &["a"]));
     want.extend(notify("w2", &["a"]));
+    want.extend(counted(&[(Counted::Completed, 1)]));
     assert_eq!(w, want);
     // An inbox of another type: refused, nothing written.
     let mut s = settle(Action::COMPLETE);
@@ -129,7 +134,10 @@ fn a_jobs_own_keep_sets_its_expiry() {
     };
     let long = w("5000");
     assert!(long.contains(&Write::ExpireRow { id: id("a"), at: NOW + 5000 }) && long.contains(&Write::TrimDone { before: NOW - 5000 }));
-    assert_eq!(w("0")[2..], [Write::DeleteRows(members(&["a"]))]);
+    assert_eq!(
+        w("0")[2..],
+        [Write::DeleteRows(members(&["a"]))].into_iter().chain(counted(&[(Counted::Completed, 1)])).collect::<Vec<_>>()
+    );
     assert!(!w("-1").iter().any(|x| matches!(x, Write::ExpireRow { .. } | Write::TrimDone { .. })));
 }
 
@@ -159,7 +167,8 @@ fn a_job_asked_to_stop_is_cancelled_by_its_settle_never_retried() {
             Write::TrimCancelled { before: NOW - 70 },
         ];
         want.extend(notify("w1", &["a"]));
-        assert_eq!(w, want, "{action:?}");
+        want.extend(counted(&[(Counted::Cancelled, 1)]));
+        assert_eq!(w, want, "cancelled and counted as a cancel, not a retry: {action:?}");
         assert_eq!(s.finish(&[]).unwrap(), Settled::Cancelled);
     }
 }
@@ -169,7 +178,7 @@ fn a_job_asked_to_stop_is_cancelled_by_its_settle_never_retried() {
 #[test]
 fn a_fail_writes_its_detail_and_only_a_death_is_told() {
     let detail = || Some(Box::new(ErrorDetail { error_type: Some(id("app.Boom")), traceback: Some(id("Traceback ...")) }));
-    let fail = || Action::Fail { error: id("Boom: x"), retry_in_ms: Some(5000), detail: detail() };
+    let fail = || Action::Fail { error: id("Boom: x"), retry_in_ms: Some(5000), detail: detail(), retry: true };
     // The last attempt: dead, told to its waiter (after the dead step's trim read).
     let mut s = settle(fail());
     s.start();
@@ -198,6 +207,7 @@ fn results_and_details_past_their_limits_are_refused_before_anything_is_read() {
         error: id("e"),
         retry_in_ms: None,
         detail: Some(Box::new(ErrorDetail { error_type: None, traceback: Some(vec![0; 65537]) })),
+        retry: true,
     };
     assert!(Settle::new(Keys::new(b"q"), id("a"), id("t"), None, tb, 0.5).err().unwrap().message.contains("traceback"));
     let e = CompleteMany::with_results(Keys::new(b"q"), vec![(held_job("a"), Some(vec![0; RESULT_MAX + 1]))]).err().unwrap();
@@ -245,6 +255,9 @@ fn complete_many_writes_results_cancels_and_tells_each_inbox_once() {
             Write::Notify { inbox: id("w2"), ids: members(&["c"]) },
             Write::KeepInbox { inbox: id("w2") },
         ]
+        .into_iter()
+        .chain(counted(&[(Counted::Completed, 2), (Counted::Cancelled, 1)]))
+        .collect::<Vec<_>>()
     );
     assert_eq!(c.finish(&[]).unwrap(), vec![true, true, true]);
 }
@@ -263,7 +276,7 @@ fn complete_many_with_no_waiters_plans_from_its_first_read() {
 /// SETTLE's batch: a result, a cancel honoured, a death told, a retry not.
 #[test]
 fn settle_many_writes_what_each_single_call_writes() {
-    let fail = |retry| Fate::Fail { error: id("e"), retry_in_ms: retry, jitter: 0.0, detail: None };
+    let fail = |retry| Fate::Fail { error: id("e"), retry_in_ms: retry, jitter: 0.0, detail: None, retry: true };
     let jobs = vec![
         (held_job("a"), Fate::Complete { result: Some(id("r")) }),
         (held_job("b"), fail(Some(0))),
@@ -366,6 +379,33 @@ fn a_unique_add_is_answered_with_the_job_its_key_names() {
     let w = exec(a.feed(&[Reply::Int(0)]).unwrap());
     assert!(matches!(w.last(), Some(Write::ClaimUnique { .. })), "the key is taken anew: {w:?}");
     assert_eq!(a.created(), [true]);
+}
+
+/// A unique add that gives the id its key already names (another call's data
+/// under that id) is answered with the id, not created, nothing written; the
+/// same id under a key that names another job (or none) is refused as a
+/// duplicate, as before. A version that checked the id before the key would
+/// refuse the first add, which the key says is the same job.
+#[test]
+fn a_unique_add_of_the_id_its_key_names_answers_it() {
+    let add = |named: Reply| {
+        let job = NewJob { id: Some(id("I")), ..unique_job("k") };
+        let mut a = Add::new(Keys::new(b"q"), vec![job], (1, 0)).unwrap();
+        a.start();
+        // The clock, the id's EXISTS and digest, the key, `pending`, the head of `schedule`, the ring, `wake`.
+        let first = vec![time(), Reply::Int(1), bulk("0123456789abcdef0123456789abcdef"), named.clone()];
+        let rest = [Reply::Int(0), Reply::Array(vec![]), Reply::Int(0), Reply::Int(0)];
+        let step = a.feed(&[first, rest.to_vec()].concat()).unwrap();
+        let step = if named == Reply::Nil { step } else { a.feed(&[Reply::Int(1)]).unwrap() };
+        let w = exec(step);
+        (w, a.finish(&[]), a.created().to_vec())
+    };
+    let (w, ids, created) = add(bulk("I"));
+    assert_eq!((w, ids.unwrap(), created), (vec![], vec![id("I")], vec![false]));
+    for named in [bulk("other"), Reply::Nil] {
+        let (w, ids, _) = add(named);
+        assert!(w.is_empty() && ids.unwrap_err().kind == ErrorKind::Duplicate, "refused as a duplicate");
+    }
 }
 
 #[test]

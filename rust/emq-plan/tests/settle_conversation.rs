@@ -7,7 +7,7 @@ mod support;
 
 use emq_plan::jobs::settle::{Action, Settle, Settled};
 use emq_plan::protocol::conversation::{Conversation, Step};
-use emq_plan::protocol::write::{LaneField, RowFields, Scored, Write};
+use emq_plan::protocol::write::{Counted, LaneField, RowFields, Scored, Write};
 use emq_plan::{ErrorKind, Keys, Reply};
 use support::*;
 
@@ -25,7 +25,7 @@ fn held(token: &str, lane: Option<&str>, attempts: &str) -> Reply {
 }
 
 fn fail(retry_in_ms: Option<u64>) -> Action {
-    Action::Fail { error: id("boom"), retry_in_ms, detail: None }
+    Action::Fail { error: id("boom"), retry_in_ms, detail: None, retry: true }
 }
 
 /// The replies of a flat FAIL's read: the clock, the row, `ZCARD active`, the
@@ -90,12 +90,14 @@ fn a_fail_with_attempts_left_is_scheduled_and_wakes_only_as_the_new_head() {
         Write::MarkLease { second: OLD_SECOND },
         Write::LeaveActive(members(&["a"])),
         Write::DropLease { id: id("a") },
+        Write::DropErrorDetail { id: id("a") },
         row("a", RowFields::Retry { ready: false, error: id("boom"), due: NOW + 5000, detail: None }),
         Write::Schedule(Scored::from_iter([(NOW + 5000, "a")])),
     ];
-    assert_eq!(retried(Reply::Array(vec![bulk("x"), bulk(&(NOW + 1).to_string())])), want);
+    let counts = counted(&[(Counted::Retried, 1)]);
+    assert_eq!(retried(Reply::Array(vec![bulk("x"), bulk(&(NOW + 1).to_string())])), [want.clone(), counts.clone()].concat());
     want.extend([Write::Wake(members(&[""])), Write::TrimWake]);
-    assert_eq!(retried(Reply::Array(vec![])), want);
+    assert_eq!(retried(Reply::Array(vec![])), [want, counts].concat());
 }
 
 /// FAIL with no delay: ready at once, back at the tail of `pending` (or its
@@ -110,17 +112,21 @@ fn a_fail_with_no_delay_is_ready_at_once_and_the_backoff_doubles() {
         w[2..],
         [
             Write::DropLease { id: id("a") },
+            Write::DropErrorDetail { id: id("a") },
             row("a", RowFields::Retry { ready: true, error: id("boom"), due: NOW, detail: None }),
             Write::MakeReady { lane: None, ids: members(&["a"]) },
             Write::Wake(members(&[""])),
             Write::TrimWake,
         ]
+        .into_iter()
+        .chain(counted(&[(Counted::Retried, 1)]))
+        .collect::<Vec<_>>()
     );
     let mut s = settle(None, fail(None));
     s.start();
     let w = exec(s.feed(&fail_replies(held("t", None, "2"), Reply::Array(vec![]))).unwrap());
     // 1 s · 2^(2-1) = 2 s, half fixed and half drawn: 1 s + 1 s · 0.5.
-    assert_eq!(w[3], row("a", RowFields::Retry { ready: false, error: id("boom"), due: NOW + 1500, detail: None }));
+    assert_eq!(w[4], row("a", RowFields::Retry { ready: false, error: id("boom"), due: NOW + 1500, detail: None }));
 }
 
 /// A lane job's COMPLETE gives back its lane's slot (`active` one less) and
@@ -159,6 +165,9 @@ fn a_lane_jobs_complete_gives_back_its_slot_and_offers_the_lane() {
             Write::Wake(members(&["L"])),
             Write::TrimWake,
         ]
+        .into_iter()
+        .chain(counted(&[(Counted::Completed, 1)]))
+        .collect::<Vec<_>>()
     );
 }
 
@@ -187,6 +196,50 @@ fn a_lane_left_empty_is_confirmed_empty_under_a_watch() {
         s.feed(&[Reply::Int(again)])
     };
     let w = exec(planned(0).unwrap());
-    assert_eq!(w.last(), Some(&lane("L", LaneField::Active(0))), "no offer: {w:?}");
+    assert_eq!(w[w.len() - 3], lane("L", LaneField::Active(0)), "no offer, then the counters: {w:?}");
     assert_eq!(planned(1).unwrap_err().kind, ErrorKind::Conflict);
+}
+
+/// FAIL with `retry: false` (an error no retry mends) makes the job dead on
+/// its first attempt of three: buried in `dead`, the row dead with its error,
+/// after the trim of `dead`. A version that ignored the flag would schedule a
+/// retry (`RowFields::Retry`, a `schedule` entry) as the other fails here do.
+#[test]
+fn a_fail_that_allows_no_retry_is_dead_with_attempts_left() {
+    let action = Action::Fail { error: id("boom"), retry_in_ms: Some(5000), detail: None, retry: false };
+    let mut s = settle(None, action);
+    s.start();
+    let Step::Read { watch, .. } = s.feed(&fail_replies(held("t", None, "1"), Reply::Array(vec![]))).unwrap() else {
+        panic!("a dying fail reads the dead index's trim first")
+    };
+    assert_eq!(watch, vec![key("dead")]);
+    let w = exec(s.feed(&[fields(&[None, None]), Reply::Int(0), Reply::Array(vec![])]).unwrap());
+    assert!(w.contains(&Write::Bury { at: NOW, ids: members(&["a"]) }), "{w:?}");
+    assert!(w.contains(&row("a", RowFields::Dead { error: id("boom"), finished: NOW, detail: None })), "{w:?}");
+    assert!(!w.iter().any(|x| matches!(x, Write::Schedule(_) | Write::MakeReady { .. })), "{w:?}");
+    assert_eq!(s.finish(&[]).unwrap(), Settled::Dead);
+}
+
+/// A fail that gives no error type or traceback (or one of them) drops the
+/// earlier attempt's (`HDEL error_type traceback`) before it writes its own, so
+/// the row never pairs this error with another attempt's traceback; a fail
+/// that gives both overwrites them and drops nothing. A version that left them
+/// would show a retried job's first traceback beside its last error.
+#[test]
+fn a_fail_without_its_own_detail_drops_the_earlier_ones() {
+    use emq_plan::protocol::write::ErrorDetail;
+    let writes = |detail: Option<ErrorDetail>| {
+        let mut s = settle(None, Action::Fail { error: id("boom"), retry_in_ms: Some(0), detail: detail.map(Box::new), retry: true });
+        s.start();
+        exec(s.feed(&fail_replies(held("t", None, "1"), Reply::Array(vec![]))).unwrap())
+    };
+    let detail = |t: Option<&str>, tb: Option<&str>| ErrorDetail { error_type: t.map(id), traceback: tb.map(id) };
+    for given in [None, Some(detail(Some("m.E"), None)), Some(detail(None, Some("tb")))] {
+        let w = writes(given.clone());
+        let dropped = w.iter().position(|x| *x == Write::DropErrorDetail { id: id("a") });
+        let set = w.iter().position(|x| matches!(x, Write::SetRow { fields: RowFields::Retry { .. }, .. }));
+        assert!(dropped.is_some() && dropped < set, "{given:?}: {w:?}");
+    }
+    let w = writes(Some(detail(Some("m.E"), Some("tb"))));
+    assert!(!w.contains(&Write::DropErrorDetail { id: id("a") }), "{w:?}");
 }

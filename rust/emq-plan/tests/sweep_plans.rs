@@ -5,7 +5,7 @@
 mod support;
 
 use emq_plan::lanes::offer::LaneCtl;
-use emq_plan::protocol::write::{LaneField, RowFields, Write};
+use emq_plan::protocol::write::{Counted, LaneField, RowFields, Write};
 use emq_plan::sweep::stalled::empty_lanes_relied_on;
 use emq_plan::sweep::{promote, stalled, Lane, Outcome, Read, Row, Types};
 use emq_plan::ErrorKind;
@@ -106,6 +106,10 @@ fn stalled_recovers_rows_counts_stalls_and_kills_past_max_stalled() {
             Write::Wake(members(&["L", ""])),
             Write::TrimWake,
         ]
+        .into_iter()
+        .chain(counted(&[(Counted::Dead, 2), (Counted::Recovered, 1)]))
+        .collect::<Vec<_>>(),
+        "the ghost is counted as nothing"
     );
     assert_eq!(plan.outcome, Outcome::Stalled { recovered: vec![id("x")], dead: vec![id("y"), id("z")] });
     // With no limit (`max_stalled: None`, a worker's reap) no one dies.

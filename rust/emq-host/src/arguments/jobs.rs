@@ -6,7 +6,7 @@ use emq_plan::batch::extend_many::Held;
 use emq_plan::jobs::add::{NewJob, Unique, When};
 use emq_plan::names;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyMapping, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyList, PyMapping, PyTuple};
 
 use super::durations::{duration, instant, retry_in, Least, Span};
 use super::numbers::integer;
@@ -58,28 +58,36 @@ pub fn completions(call: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<Completion>
         .collect()
 }
 
-/// A fail's arguments: its error, retry delay, error type and traceback.
+/// A fail's arguments: its error, retry delay, error type, traceback, and
+/// whether it may be retried (`None`: it may).
 pub fn fail_of(
     call: &str,
     error: &Bound<'_, PyAny>,
+    retry_in_value: &Bound<'_, PyAny>,
+    (error_type, traceback): (&Bound<'_, PyAny>, &Bound<'_, PyAny>),
     retry: &Bound<'_, PyAny>,
-    error_type: &Bound<'_, PyAny>,
-    traceback: &Bound<'_, PyAny>,
 ) -> PyResult<Failure> {
+    let may_retry = if retry.is_none() {
+        true
+    } else {
+        retry.cast::<PyBool>().map_err(|_| refused(call, format_args!("retry must be a bool, not {}", type_name(retry))))?.is_true()
+    };
     Ok(Failure {
         error: failure(call, error)?,
-        retry_in_ms: retry_in(call, retry)?,
+        retry_in_ms: retry_in(call, retry_in_value)?,
         detail: error_detail(call, error, error_type, traceback)?,
+        retry: may_retry,
     })
 }
 
 /// The keys of a `settle_many` item given as a dict.
-const SETTLE_FIELDS: [&str; 6] = ["job", "result", "error", "retry_in", "error_type", "traceback"];
+const SETTLE_FIELDS: [&str; 7] = ["job", "result", "error", "retry_in", "error_type", "traceback", "retry"];
 
 /// `settle_many`'s items: a held job to complete; `(job, error)` or `(job,
 /// error, retry_in)` to fail; or a dict: `{"job": j, "result": r}` to complete
 /// with a result, `{"job": j, "error": e, "retry_in": …, "error_type": …,
-/// "traceback": …}` to fail (the keys after `error` may be left out).
+/// "traceback": …, "retry": …}` to fail (the keys after `error` may be left
+/// out; `"retry": False`: dead now).
 pub fn settle_items(call: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<(Held, Finish)>> {
     let py = v.py();
     let none = py.None().into_bound(py);
@@ -91,20 +99,21 @@ pub fn settle_items(call: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<(Held, Fin
                 let get = |k: &str| -> PyResult<Bound<'_, PyAny>> { Ok(d.get_item(k)?.unwrap_or_else(|| none.clone())) };
                 let job = held(call, &get("job")?)?;
                 if !d.contains("error")? {
-                    if ["retry_in", "error_type", "traceback"].iter().any(|k| d.contains(*k).unwrap_or(false)) {
-                        return Err(refused(call, "an item with retry_in, error_type or traceback is a fail: it needs an error"));
+                    if ["retry_in", "error_type", "traceback", "retry"].iter().any(|k| d.contains(*k).unwrap_or(false)) {
+                        return Err(refused(call, "an item with retry_in, error_type, traceback or retry is a fail: it needs an error"));
                     }
                     return Ok((job, Finish::Complete(result(call, &get("result")?)?)));
                 }
                 if d.contains("result")? {
                     return Err(refused(call, "an item has a result or an error, not both"));
                 }
-                return Ok((job, Finish::Fail(fail_of(call, &get("error")?, &get("retry_in")?, &get("error_type")?, &get("traceback")?)?)));
+                let detail = (&get("error_type")?, &get("traceback")?);
+                return Ok((job, Finish::Fail(fail_of(call, &get("error")?, &get("retry_in")?, detail, &get("retry")?)?)));
             }
             match item.cast::<PyTuple>() {
                 Ok(t) if t.len() == 2 || t.len() == 3 => {
                     let retry = if t.len() == 3 { t.get_item(2)? } else { none.clone() };
-                    Ok((held(call, &t.get_item(0)?)?, Finish::Fail(fail_of(call, &t.get_item(1)?, &retry, &none, &none)?)))
+                    Ok((held(call, &t.get_item(0)?)?, Finish::Fail(fail_of(call, &t.get_item(1)?, &retry, (&none, &none), &none)?)))
                 }
                 Ok(_) => Err(refused(call, "an item to fail is (job, error) or (job, error, retry_in)")),
                 Err(_) => Ok((held(call, item)?, Finish::Complete(None))),

@@ -9,6 +9,7 @@
 use crate::batch::extend_many::{ending_of, ending_row_reads, held_rows, lease_marks_of, Held, EXTEND_MAX};
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
+use crate::jobs::counters::Tally;
 use crate::jobs::ending::{cancelled_writes, Ending, Extras, ExtrasRead, Notices};
 use crate::jobs::retention::{self, DoneRow, Retention};
 use crate::jobs::settle::{check_outcome, COMPLETE};
@@ -246,6 +247,7 @@ impl CompleteMany {
             }
             offers.writes(&mut w);
         }
+        Tally { completed: done.len() as i64, cancelled: cancelled.len() as i64, ..Tally::default() }.writes(now, &mut w);
         if !relied.is_empty() {
             self.held = Some((w, relied.len()));
             return Ok(confirm_empty(&k, &relied));

@@ -14,6 +14,7 @@ use crate::batch::complete_many::{done_reads, lane_reads, lane_states, lane_writ
 use crate::batch::extend_many::{lease_marks_of, Held, EXTEND_MAX};
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
+use crate::jobs::counters::Tally;
 use crate::jobs::ending::{cancelled_writes, Ending, Extras, ExtrasRead, Notices, ENDING_FIELDS};
 use crate::jobs::retention::{self, DoneRow, Retention};
 use crate::jobs::settle::{check_outcome, fail_writes, Fail, Failed, Settled, COMPLETE, FAIL};
@@ -24,7 +25,7 @@ use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::guard::{confirm_empty, lease_bucket, still_empty};
 use crate::protocol::reply::Reply;
-use crate::protocol::write::{ErrorDetail, Members, Write};
+use crate::protocol::write::{Counted, ErrorDetail, Members, Write};
 
 /// What a job's handler came to.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,8 +33,9 @@ pub enum Fate {
     /// As `settle::Action::Complete`, with its result.
     Complete { result: Option<Vec<u8>> },
     /// As `settle::Action::Fail`, with the job's own draw for the backoff's
-    /// jitter (in [0, 1)), used when `retry_in_ms` is `None`.
-    Fail { error: Vec<u8>, retry_in_ms: Option<u64>, jitter: f64, detail: Option<Box<ErrorDetail>> },
+    /// jitter (in [0, 1)), used when `retry_in_ms` is `None`; `retry: false`:
+    /// dead now.
+    Fail { error: Vec<u8>, retry_in_ms: Option<u64>, jitter: f64, detail: Option<Box<ErrorDetail>>, retry: bool },
 }
 
 impl Fate {
@@ -42,7 +44,7 @@ impl Fate {
 
     /// A fail with no error type or traceback.
     pub fn fail(error: &[u8], retry_in_ms: Option<u64>, jitter: f64) -> Fate {
-        Fate::Fail { error: error.to_vec(), retry_in_ms, jitter, detail: None }
+        Fate::Fail { error: error.to_vec(), retry_in_ms, jitter, detail: None, retry: true }
     }
 
     fn verb(&self) -> &'static str {
@@ -266,8 +268,8 @@ impl SettleMany {
                     notices.add(&j.id, ending);
                     self.answers.push(Settled::Completed);
                 }
-                Fate::Fail { error, retry_in_ms, jitter, detail } => {
-                    let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: *jitter, detail: detail.as_deref() };
+                Fate::Fail { error, retry_in_ms, jitter, detail, retry } => {
+                    let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: *jitter, detail: detail.as_deref(), retry: *retry };
                     let tries = (field(3).and_then(field_int).unwrap_or(0), field(4).and_then(field_int).unwrap_or(0));
                     match fail_writes(&j.id, (j.lane.as_deref(), level(field(9))), &fail, tries, now, &mut w) {
                         Failed::Ready => {
@@ -341,6 +343,17 @@ impl SettleMany {
         if offers.offered_any() || wakes {
             offers.writes(&mut plan);
         }
+        let mut tally = Tally::default();
+        for a in &self.answers {
+            match a {
+                Settled::Completed => tally.add(Counted::Completed),
+                Settled::Retrying => tally.add(Counted::Retried),
+                Settled::Dead => tally.add(Counted::Dead),
+                Settled::Cancelled => tally.add(Counted::Cancelled),
+                Settled::Refused | Settled::Extended => {}
+            }
+        }
+        tally.writes(now, &mut plan);
         if !dying.is_empty() {
             let d = dying.len();
             self.held = Some(Waiting::Dead { writes: plan, now, dying, relied });

@@ -352,8 +352,12 @@ impl Add {
         let given = 2 * self.given_ids().count();
         let uniques = taken.len();
         let now = parse_time(&replies[0]).ok_or_else(|| Error::server(ADD, "TIME gave no clock"))?;
-        // Each given id: new, already landed (a row with this request's digest:
-        // skipped, its id returned), or taken by another job (the call is refused).
+        // For each job, the id of the job its uniqueness key names (whose row exists).
+        let mut taken = taken.into_iter();
+        let named: Vec<Option<Vec<u8>>> = self.jobs.iter().map(|j| j.unique.as_ref().and_then(|_| taken.next().flatten())).collect();
+        // Each given id: new, already landed (a row with this request's digest,
+        // or the job its own uniqueness key names: skipped, its id returned), or
+        // taken by another job (the call is refused).
         let mut landed = vec![false; self.jobs.len()];
         let mut pairs = replies[1..=given].chunks_exact(2);
         for (i, j) in self.jobs.iter().enumerate() {
@@ -370,7 +374,7 @@ impl Add {
                             return Err(Error::server(ADD, message));
                         }
                     }
-                    if stored.as_bytes() != Some(digest(j).as_bytes()) {
+                    if stored.as_bytes() != Some(digest(j).as_bytes()) && named[i].as_ref() != Some(id) {
                         // Refused once `EXEC` of nothing confirms the watched rows held
                         // still since they were read (else a new call reads them again).
                         self.refused = Some(Error::duplicate(
@@ -385,16 +389,7 @@ impl Add {
             }
         }
         // Jobs whose uniqueness key names a job that exists: answered with that id, not written.
-        let mut answer: Vec<Option<Vec<u8>>> = vec![None; self.jobs.len()];
-        let mut taken = taken.into_iter();
-        for (i, j) in self.jobs.iter().enumerate() {
-            if j.unique.is_some() {
-                let named = taken.next().flatten();
-                if !landed[i] {
-                    answer[i] = named;
-                }
-            }
-        }
+        let answer: Vec<Option<Vec<u8>>> = named.into_iter().zip(&landed).map(|(n, &landed)| n.filter(|_| !landed)).collect();
         let k = &self.keys;
         let mut ctls = Vec::with_capacity(self.lanes.len());
         for (l, pair) in self.lanes.iter().zip(replies[1 + given + uniques..].chunks_exact(2)) {

@@ -23,6 +23,7 @@
 
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
+use crate::jobs::counters::Tally;
 use crate::jobs::ending::{cancelled_writes, Ending, Extras, Notices, CANCELS_KEEP_MS};
 use crate::jobs::retention::{self, Retention};
 use crate::names::{id_problem, Keys};
@@ -199,6 +200,7 @@ impl Cancel {
         let mut notices = Notices::default();
         notices.add(&self.id, &ending);
         notices.writes(&mut w);
+        Tally { cancelled: 1, ..Tally::default() }.writes(now, &mut w);
         self.out = Some(CancelOutcome::Cancelled);
         Ok(Step::Exec(w))
     }
@@ -242,6 +244,12 @@ mod tests {
         ]
     }
 
+    /// The counters of one cancel that took effect at `NOW` (`jobs::counters`).
+    fn one_cancel_counted() -> Vec<Write> {
+        let minute = crate::jobs::counters::minute_of(NOW);
+        vec![Write::Count { minute, kind: crate::protocol::write::Counted::Cancelled, by: 1 }, Write::KeepCounts { minute }]
+    }
+
     /// A scheduled job leaves `schedule` and counts as a promote (promoters
     /// watch the count): a broken cancel that did not would let a promote
     /// planned before it push the cancelled job to `pending`.
@@ -253,7 +261,8 @@ mod tests {
         let Step::Exec(w) = c.feed(&replies([Some("scheduled"), None, None, None, None, None, None])).unwrap() else { panic!() };
         let mut want = vec![Write::Unschedule(ids(&["a"])), Write::CountPromotion];
         want.extend(cancelled(NOW));
-        assert_eq!(w, want);
+        want.extend(one_cancel_counted());
+        assert_eq!(w, want, "one cancel counted, in the cancel's transaction");
         assert_eq!(c.finish(&[]).unwrap(), CancelOutcome::Cancelled);
     }
 
@@ -278,6 +287,8 @@ mod tests {
                 Write::ListCancelled { at: NOW, ids: ids(&["a"]) },
                 Write::Notify { inbox: b"w1".to_vec(), ids: ids(&["a"]) },
                 Write::KeepInbox { inbox: b"w1".to_vec() },
+                one_cancel_counted()[0].clone(),
+                one_cancel_counted()[1].clone(),
             ],
             "kept forever (its own keep): no expiry"
         );

@@ -7,6 +7,7 @@
 pub mod add;
 pub mod cancel;
 pub mod claim;
+pub mod counters;
 pub mod ending;
 pub mod progress;
 pub mod retention;

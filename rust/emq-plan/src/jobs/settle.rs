@@ -8,6 +8,7 @@
 use crate::backoff::backoff;
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
+use crate::jobs::counters::Tally;
 use crate::jobs::ending::{
     cancelled_writes, check_size, Ending, Extras, ExtrasRead, Notices, ENDING_FIELDS, ERROR_TYPE_MAX, RESULT_MAX, TRACEBACK_MAX,
 };
@@ -19,7 +20,7 @@ use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::guard::{confirm_empty, lease_bucket, relies_on_empty, still_empty};
 use crate::protocol::reply::Reply;
-use crate::protocol::write::{ErrorDetail, LaneField, Members, RowFields, Scored, Write};
+use crate::protocol::write::{Counted, ErrorDetail, LaneField, Members, RowFields, Scored, Write};
 
 pub const EXTEND: &str = "EMQ.EXTEND";
 pub const COMPLETE: &str = "EMQ.COMPLETE";
@@ -35,11 +36,13 @@ pub enum Action {
         result: Option<Vec<u8>>,
     },
     /// `retry_in_ms: None`: the backoff for this attempt (`retry_delay_ms`);
-    /// `detail`: the error's type and traceback, written beside it.
+    /// `detail`: the error's type and traceback, written beside it; `retry:
+    /// false`: dead now, attempts left or not (an error no retry mends).
     Fail {
         error: Vec<u8>,
         retry_in_ms: Option<u64>,
         detail: Option<Box<ErrorDetail>>,
+        retry: bool,
     },
 }
 
@@ -49,7 +52,7 @@ impl Action {
 
     /// A fail with no error type or traceback.
     pub fn fail(error: &[u8], retry_in_ms: Option<u64>) -> Action {
-        Action::Fail { error: error.to_vec(), retry_in_ms, detail: None }
+        Action::Fail { error: error.to_vec(), retry_in_ms, detail: None, retry: true }
     }
 }
 
@@ -88,12 +91,14 @@ pub fn retry_delay_ms(attempts: i64, unit: f64) -> u64 {
 }
 
 /// A FAIL's own arguments: the error, the retry delay (`None`: the backoff),
-/// the draw for the backoff's jitter (in [0, 1)), and the error's detail.
+/// the draw for the backoff's jitter (in [0, 1)), the error's detail, and
+/// whether it may be retried (`false`: dead now, whatever attempts are left).
 pub struct Fail<'a> {
     pub error: &'a [u8],
     pub retry_in_ms: Option<u64>,
     pub jitter: f64,
     pub detail: Option<&'a ErrorDetail>,
+    pub retry: bool,
 }
 
 /// Where a failed job went.
@@ -109,7 +114,7 @@ pub enum Failed {
 
 /// FAIL's writes for a held job (SPEC §7) once it has left `active`: the
 /// lease's fields go, then a retry (ready at once with no delay, else due in
-/// `schedule`) while attempts are left, else `dead`. Where it went decides
+/// `schedule`) while attempts are left and the fail allows one, else `dead`. Where it went decides
 /// which types the caller checks and whom it wakes. Shared by the single
 /// call (`Settle`) and the batch (`settle_many`).
 pub fn fail_writes(
@@ -123,7 +128,11 @@ pub fn fail_writes(
     w.push(Write::DropLease { id: id.to_vec() });
     let error = fail.error.to_vec();
     let detail = fail.detail.filter(|d| d.error_type.is_some() || d.traceback.is_some()).map(|d| Box::new(d.clone()));
-    if attempts >= max_attempts {
+    // The row's error type and traceback are this fail's, or none: never an earlier attempt's.
+    if detail.as_ref().is_none_or(|d| d.error_type.is_none() || d.traceback.is_none()) {
+        w.push(Write::DropErrorDetail { id: id.to_vec() });
+    }
+    if !fail.retry || attempts >= max_attempts {
         w.push(Write::Bury { at: now, ids: Members::one(id) });
         w.push(Write::SetRow { id: id.to_vec(), fields: RowFields::Dead { error, finished: now, detail } });
         return Failed::Dead;
@@ -144,6 +153,19 @@ pub fn fail_writes(
         w.push(Write::Schedule(Scored::from_iter([(due, id)])));
         Failed::Later(due)
     }
+}
+
+/// The counters' tally of one settled job (`jobs::counters`).
+fn counted(out: Settled) -> Tally {
+    let mut t = Tally::default();
+    match out {
+        Settled::Completed => t.add(Counted::Completed),
+        Settled::Retrying => t.add(Counted::Retried),
+        Settled::Dead => t.add(Counted::Dead),
+        Settled::Cancelled => t.add(Counted::Cancelled),
+        Settled::Refused | Settled::Extended => {}
+    }
+    t
 }
 
 pub struct Settle {
@@ -404,9 +426,9 @@ impl Settle {
                 notices.add(&self.id, &ending);
                 out = Settled::Completed;
             }
-            Action::Fail { error, retry_in_ms, detail } => {
+            Action::Fail { error, retry_in_ms, detail, retry } => {
                 w.push(Write::LeaveActive(Members::one(&self.id)));
-                let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: self.jitter, detail: detail.as_deref() };
+                let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: self.jitter, detail: detail.as_deref(), retry: *retry };
                 let at = (self.lane.as_deref(), level(field(9)));
                 match fail_writes(&self.id, at, &fail, (attempts, max_attempts), now, &mut w) {
                     Failed::Ready => {
@@ -459,6 +481,7 @@ impl Settle {
             }
             offers.writes(&mut w);
         }
+        counted(out).writes(now, &mut w);
         self.result = Some(out);
         let confirm = relies_on_empty_lane.then(|| self.lane.clone().expect("a lane job"));
         if dies {

@@ -37,8 +37,8 @@ pub const ACT_BATCH: usize = 500;
 pub enum Action {
     /// A dead job back to ready: attempts and stalls reset to 0, its error kept.
     Retry,
-    /// A job deleted from wherever it waits (scheduled, ready, dead, done), its
-    /// row with it; an active job is refused.
+    /// A job deleted from wherever it waits (scheduled, ready, dead, done,
+    /// cancelled), its row with it; an active job is refused.
     Delete,
     /// A scheduled job ready now.
     PromoteNow,
@@ -110,6 +110,7 @@ fn type_reads(k: &Keys) -> Vec<Cmd> {
         Cmd::new("LLEN").arg(k.pending()),
         Cmd::new("ZCARD").arg(k.dead()),
         Cmd::new("ZCARD").arg(k.done()),
+        Cmd::new("ZCARD").arg(k.cancelled()),
         Cmd::new("LLEN").arg(k.ring()),
         Cmd::new("LLEN").arg(k.wake()),
     ]
@@ -176,7 +177,7 @@ impl Act {
             return Err(Error::server(verb, "wrong number of replies"));
         }
         let now = parse_time(&replies[0]).ok_or_else(|| Error::server(verb, "TIME gave no clock"))?;
-        let keys = [k.schedule(), k.pending(), k.dead(), k.done(), k.ring(), k.wake()];
+        let keys = [k.schedule(), k.pending(), k.dead(), k.done(), k.cancelled(), k.ring(), k.wake()];
         for (key, r) in keys.iter().zip(&replies[1..=places]) {
             check_error(verb, key, r)?;
         }
@@ -193,7 +194,7 @@ impl Act {
             let takes = match self.action {
                 Action::Retry => state == b"dead",
                 Action::PromoteNow => state == b"scheduled",
-                Action::Delete => matches!(state, b"scheduled" | b"pending" | b"dead" | b"done"),
+                Action::Delete => matches!(state, b"scheduled" | b"pending" | b"dead" | b"done" | b"cancelled"),
             };
             if !takes {
                 self.answers.push(Answer::Refused);
@@ -249,6 +250,10 @@ impl Act {
                 let done = ids(&|s, _| s == b"done");
                 if !done.is_empty() {
                     w.push(Write::LeaveDone(done));
+                }
+                let cancelled = ids(&|s, _| s == b"cancelled");
+                if !cancelled.is_empty() {
+                    w.push(Write::LeaveCancelled(cancelled));
                 }
                 w.push(Write::DeleteRows(ids(&|_, _| true)));
             }
@@ -397,14 +402,14 @@ mod tests {
     /// TIME (ms 1700000000123) and the six places' sizes, before the rows.
     fn head() -> Vec<Reply> {
         let mut r = vec![Reply::Array(vec![bulk("1700000000"), bulk("123456")])];
-        r.extend([0, 0, 0, 0, 0, 0].map(Reply::Int));
+        r.extend([0, 0, 0, 0, 0, 0, 0].map(Reply::Int));
         r
     }
 
     fn rows_step(a: &mut Act, rows: Vec<Reply>) -> Step<Vec<Answer>> {
         let Step::Read { watch, cmds } = a.start() else { panic!() };
         assert_eq!(watch.len(), a.ids().len(), "the rows are watched");
-        assert_eq!(cmds.len(), 7 + a.ids().len());
+        assert_eq!(cmds.len(), 8 + a.ids().len());
         let mut replies = head();
         replies.extend(rows);
         a.feed(&replies).unwrap()
@@ -474,7 +479,7 @@ mod tests {
     /// ghost; one that kept the id in its place would leave a ghost there.
     #[test]
     fn delete_takes_each_job_from_its_place_and_refuses_an_active_one() {
-        let ids = v(&["s", "p", "l", "d", "f", "a"]);
+        let ids = v(&["s", "p", "l", "d", "f", "c", "a"]);
         let mut a = Act::new(Keys::new(b"q"), Action::Delete, ids).unwrap();
         let rows = vec![
             row(Some("scheduled"), None),
@@ -482,6 +487,7 @@ mod tests {
             row(Some("pending"), Some("L")),
             row(Some("dead"), None),
             row(Some("done"), None),
+            row(Some("cancelled"), None),
             row(Some("active"), None),
         ];
         let cmds = exec_cmds(rows_step(&mut a, rows));
@@ -494,11 +500,20 @@ mod tests {
                 Cmd::from_args(["LREM", "emq:{q}:lane:L", "1", "l"]),
                 Cmd::from_args(["ZREM", "emq:{q}:dead", "d"]),
                 Cmd::from_args(["ZREM", "emq:{q}:done", "f"]),
-                Cmd::from_args(["DEL", "emq:{q}:job:s", "emq:{q}:job:p", "emq:{q}:job:l", "emq:{q}:job:d", "emq:{q}:job:f"]),
+                Cmd::from_args(["ZREM", "emq:{q}:cancelled", "c"]),
+                Cmd::from_args([
+                    "DEL",
+                    "emq:{q}:job:s",
+                    "emq:{q}:job:p",
+                    "emq:{q}:job:l",
+                    "emq:{q}:job:d",
+                    "emq:{q}:job:f",
+                    "emq:{q}:job:c",
+                ]),
             ]
         );
         let answers = a.finish(&[]).unwrap();
-        assert_eq!(answers, [Answer::Done; 5].into_iter().chain([Answer::Refused]).collect::<Vec<_>>());
+        assert_eq!(answers, [Answer::Done; 6].into_iter().chain([Answer::Refused]).collect::<Vec<_>>());
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! length, never on how many jobs the queue holds. Unwatched: a read.
 //!
 //! Orders, as an operator looks: `scheduled` soonest due first, `pending` (and
-//! a lane) next to be claimed first, `active` soonest lease end first, `dead`
-//! and `done` newest first.
+//! a lane) next to be claimed first, `active` soonest lease end first, `dead`,
+//! `done` and `cancelled` newest first.
 
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
@@ -32,10 +32,12 @@ pub enum Place {
     Active,
     Dead,
     Done,
+    /// The cancelled rows still kept (SPEC §13: kept as done rows are).
+    Cancelled,
 }
 
 /// The states a page can list, in the order the facade names them.
-pub const STATES: [&str; 5] = ["scheduled", "pending", "active", "dead", "done"];
+pub const STATES: [&str; 6] = ["scheduled", "pending", "active", "dead", "done", "cancelled"];
 
 impl Place {
     /// The place of `state` (and `lane`, for `pending` only).
@@ -46,6 +48,7 @@ impl Place {
             b"active" => Place::Active,
             b"dead" => Place::Dead,
             b"done" => Place::Done,
+            b"cancelled" => Place::Cancelled,
             _ => return Err(Error::argument(verb, "state", format_args!("must be one of {}", STATES.join(", ")))),
         };
         match (&place, lane) {
@@ -66,7 +69,14 @@ impl Place {
             Place::Active => k.active(),
             Place::Dead => k.dead(),
             Place::Done => k.done(),
+            Place::Cancelled => k.cancelled(),
         }
+    }
+
+    /// Whether the place lists ended rows that expire (`done`, `cancelled`):
+    /// a page counts only those finished within the queue's `done_ms`.
+    fn expires(&self) -> bool {
+        matches!(self, Place::Done | Place::Cancelled)
     }
 }
 
@@ -79,7 +89,7 @@ pub struct JobPage {
 }
 
 enum Stage {
-    /// `TIME` and the done rows' retention (only `done` needs them).
+    /// `TIME` and the done rows' retention (only `done` and `cancelled` need them).
     Clock,
     /// The size and the window.
     Window,
@@ -119,7 +129,7 @@ impl Page {
             Place::Pending { .. } => vec![Cmd::new("LLEN").arg(&key), Cmd::new("LRANGE").arg(&key).arg(start).arg(stop)],
             Place::Scheduled | Place::Active => vec![Cmd::new("ZCARD").arg(&key), Cmd::new("ZRANGE").arg(&key).arg(start).arg(stop)],
             Place::Dead => vec![Cmd::new("ZCARD").arg(&key), Cmd::new("ZRANGE").arg(&key).arg(start).arg(stop).arg("REV")],
-            Place::Done => {
+            Place::Done | Place::Cancelled => {
                 let count = match self.kept_after {
                     Some(after) => Cmd::new("ZCOUNT").arg(&key).arg(format!("({after}")).arg("+inf"),
                     None => Cmd::new("ZCARD").arg(&key),
@@ -144,7 +154,7 @@ impl Conversation for Page {
 
     fn start(&mut self) -> Step<JobPage> {
         self.ids.clear();
-        if self.place == Place::Done {
+        if self.place.expires() {
             self.stage = Stage::Clock;
             return Step::Read { watch: vec![], cmds: vec![Cmd::new("TIME"), retention::read(&self.keys, &["done_ms"])] };
         }
@@ -252,17 +262,21 @@ mod tests {
         assert_eq!(first(Place::Pending { lane: Some(b"L".to_vec()) })[1], Cmd::from_args(["LRANGE", "emq:{q}:lane:L", "0", "1"]));
     }
 
-    /// Done rows past the retention are expired: counted out, and not shown.
+    /// Done and cancelled rows past the retention are expired: counted out,
+    /// and not shown; both newest first, each from its own index.
     #[test]
-    fn done_counts_and_shows_the_kept_rows_only() {
-        let mut p = page(Place::Done, 1, 5);
-        let Step::Read { cmds, .. } = p.start() else { panic!() };
-        assert_eq!(cmds[0], Cmd::new("TIME"));
-        let time = Reply::Array(vec![bulk("1700000000"), bulk("0")]);
-        let Step::Read { cmds, .. } = p.feed(&[time, Reply::Array(vec![bulk("1000")])]).unwrap() else { panic!() };
-        assert_eq!(cmds[0], Cmd::from_args(["ZCOUNT", "emq:{q}:done", "(1699999999000", "+inf"]));
-        let Step::Read { cmds, .. } = p.feed(&[Reply::Int(3), ids(&["b", "c", "old"])]).unwrap() else { panic!() };
-        assert_eq!(cmds.len(), 2, "ranks 1 and 2 of 3 kept rows; the third id has expired");
+    fn done_and_cancelled_count_and_show_the_kept_rows_only() {
+        for (place, index) in [(Place::Done, "emq:{q}:done"), (Place::Cancelled, "emq:{q}:cancelled")] {
+            let mut p = page(place, 1, 5);
+            let Step::Read { cmds, .. } = p.start() else { panic!() };
+            assert_eq!(cmds[0], Cmd::new("TIME"));
+            let time = Reply::Array(vec![bulk("1700000000"), bulk("0")]);
+            let Step::Read { cmds, .. } = p.feed(&[time, Reply::Array(vec![bulk("1000")])]).unwrap() else { panic!() };
+            assert_eq!(cmds[0], Cmd::from_args(["ZCOUNT", index, "(1699999999000", "+inf"]));
+            assert_eq!(cmds[1], Cmd::from_args(["ZRANGE", index, "1", "5", "REV"]));
+            let Step::Read { cmds, .. } = p.feed(&[Reply::Int(3), ids(&["b", "c", "old"])]).unwrap() else { panic!() };
+            assert_eq!(cmds.len(), 2, "ranks 1 and 2 of 3 kept rows; the third id has expired");
+        }
     }
 
     #[test]
@@ -275,7 +289,7 @@ mod tests {
     #[test]
     fn bad_arguments_name_themselves() {
         let e = Place::parse(JOBS, b"running", None).unwrap_err();
-        assert_eq!((e.kind, e.detail()), (ErrorKind::Argument, "state must be one of scheduled, pending, active, dead, done"));
+        assert_eq!((e.kind, e.detail()), (ErrorKind::Argument, "state must be one of scheduled, pending, active, dead, done, cancelled"));
         assert!(Place::parse(JOBS, b"dead", Some(b"L".to_vec())).unwrap_err().detail().starts_with("lane "));
         assert!(Place::parse(JOBS, b"pending", Some(vec![])).unwrap_err().detail().starts_with("lane "));
         assert_eq!(Place::parse(JOBS, b"pending", Some(b"L".to_vec())).unwrap(), Place::Pending { lane: Some(b"L".to_vec()) });

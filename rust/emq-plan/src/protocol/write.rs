@@ -41,6 +41,9 @@ pub enum Write {
     SetRow { id: Vec<u8>, fields: RowFields },
     /// `HDEL P job:ID token lease`: the row leaves its lease.
     DropLease { id: Vec<u8> },
+    /// `HDEL P job:ID error_type traceback`: a fail that gives not both drops
+    /// the earlier attempt's, so the row never pairs this error with another's.
+    DropErrorDetail { id: Vec<u8> },
     /// `PEXPIREAT P job:ID at`: a done row kept until `at` (ms).
     ExpireRow { id: Vec<u8>, at: i64 },
     /// `DEL P job:ID…`: rows deleted (a done row not kept, dead rows trimmed).
@@ -148,8 +151,16 @@ pub enum Write {
     LeaveDead(Members),
     /// `ZREM P done id…`: done rows deleted.
     LeaveDone(Members),
+    /// `ZREM P cancelled ids`: cancelled rows deleted by an operator.
+    LeaveCancelled(Members),
     /// `LREM P pending 1 id` (`lane: None`) or `LREM P lane:L 1 id`: a ready job deleted.
     Unready { lane: Option<Vec<u8>>, id: Vec<u8> },
+
+    // -- the per-minute counters, `P stats:<minute>` (`jobs::counters`)
+    /// `HINCRBY P stats:<minute> <kind> <by>`: `by` jobs of one kind settled in the minute.
+    Count { minute: i64, kind: Counted, by: i64 },
+    /// `PEXPIRE P stats:<minute> 90000000`: the minute's counters are kept 25 hours.
+    KeepCounts { minute: i64 },
 
     // -- the registry (`crate::registry`: rendered with the registry's keys, `R`)
     /// `SADD R queues name`: a queue that has been used.
@@ -309,6 +320,38 @@ impl Arg<'_> {
         }
     }
 }
+
+/// A kind of settled job the per-minute counters count (`P stats:<minute>`'s fields).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counted {
+    Completed,
+    Retried,
+    Dead,
+    Cancelled,
+    /// Put back by the stalled check, its lease run out.
+    Recovered,
+}
+
+impl Counted {
+    /// Every kind, in the order a call writes them (so a minute's hash lists its
+    /// fields in one order whichever backend wrote it first).
+    pub const ALL: [Counted; 5] = [Counted::Completed, Counted::Retried, Counted::Dead, Counted::Cancelled, Counted::Recovered];
+
+    /// The hash field.
+    pub fn field(self) -> &'static Word {
+        match self {
+            Counted::Completed => &word::COMPLETED,
+            Counted::Retried => &word::RETRIED,
+            Counted::Dead => &word::DEAD,
+            Counted::Cancelled => &word::CANCELLED,
+            Counted::Recovered => &word::RECOVERED,
+        }
+    }
+}
+
+/// How long a minute's counters are kept after its last write (ms): 25 hours,
+/// so a day's chart always has its first minute.
+pub const COUNTS_KEEP_MS: u64 = 25 * 3_600_000;
 
 /// A word the writes repeat (a command's name, a field's, a state), with its
 /// RESP encoding made when the crate is built: rendering it is one copy.
@@ -507,6 +550,9 @@ mod word {
     pub const UNIQUE: Word = Word::new("unique");
     pub const PRIORITY: Word = Word::new("priority");
     pub const CANCELLED: Word = Word::new("cancelled");
+    pub const COMPLETED: Word = Word::new("completed");
+    pub const RETRIED: Word = Word::new("retried");
+    pub const RECOVERED: Word = Word::new("recovered");
 }
 
 impl RowFields {
@@ -633,10 +679,12 @@ impl Write {
             Write::SetRow { .. } | Write::SetLane { .. } | Write::SetRetention(_) | Write::SetWorker { .. } | Write::SetSchedule { .. } => {
                 &word::HSET
             }
-            Write::DropLease { .. } | Write::DropFinished { .. } | Write::DropSchedule { .. } => &word::HDEL,
+            Write::DropLease { .. } | Write::DropErrorDetail { .. } | Write::DropFinished { .. } | Write::DropSchedule { .. } => {
+                &word::HDEL
+            }
             Write::ExpireRow { .. } | Write::ExpireWorker { .. } => &word::PEXPIREAT,
             Write::DeleteRows(_) | Write::DeleteWorker(_) => &word::DEL,
-            Write::TakeSlots { .. } => &word::HINCRBY,
+            Write::TakeSlots { .. } | Write::Count { .. } => &word::HINCRBY,
             Write::ReadyAt { .. } => &word::RPUSH,
             Write::TakeAt { .. } => &word::LPOP,
             Write::MarkLevel { .. } => &word::HSET,
@@ -656,13 +704,14 @@ impl Write {
             | Write::DropTimers(_)
             | Write::LeaveDead(_)
             | Write::LeaveDone(_)
+            | Write::LeaveCancelled(_)
             | Write::UnlistWorker(_) => &word::ZREM,
             Write::TrimDone { .. } | Write::TrimCancelled { .. } | Write::TrimCancels { .. } | Write::TrimWorkers { .. } => {
                 &word::ZREMRANGEBYSCORE
             }
             Write::MakeReady { .. } | Write::JoinRing(_) | Write::Wake(_) | Write::Notify { .. } => &word::RPUSH,
             Write::Dequeue { .. } | Write::Unready { .. } => &word::LREM,
-            Write::KeepInbox { .. } => &word::PEXPIRE,
+            Write::KeepInbox { .. } | Write::KeepCounts { .. } => &word::PEXPIRE,
             Write::ClaimUnique { .. } => &word::SET,
             Write::RegisterQueue(_) => &word::SADD,
             Write::TakePending { .. } | Write::TakeLaneHead { .. } | Write::DropRingHead => &word::LPOP,
@@ -678,11 +727,14 @@ impl Write {
     pub fn key<R>(&self, keys: &Keys, f: impl FnOnce([&[u8]; 3]) -> R) -> R {
         let own = |k: &'static [u8]| keys.parts(k, b"");
         match self {
-            Write::SetRow { id, .. } | Write::DropLease { id } | Write::ExpireRow { id, .. } | Write::DropFinished { id } => {
-                f(keys.parts(kind::JOB, id))
-            }
+            Write::SetRow { id, .. }
+            | Write::DropLease { id }
+            | Write::DropErrorDetail { id }
+            | Write::ExpireRow { id, .. }
+            | Write::DropFinished { id } => f(keys.parts(kind::JOB, id)),
             Write::LeaveDead(_) => f(own(kind::DEAD)),
             Write::LeaveDone(_) => f(own(kind::DONE)),
+            Write::LeaveCancelled(_) => f(own(kind::CANCELLED)),
             Write::Unready { lane: None, .. } => f(own(kind::PENDING)),
             Write::Unready { lane: Some(lane), .. } => f(keys.parts(kind::LANE, lane)),
             Write::RegisterQueue(_) => f(own(kind::QUEUES)),
@@ -714,6 +766,7 @@ impl Write {
             Write::Wake(_) | Write::TrimWake => f(own(kind::WAKE)),
             Write::MarkLease { second } => f(keys.parts(kind::LEASES, Decimal::int(*second).as_bytes())),
             Write::CountPromotion => f(own(kind::PROMOTIONS)),
+            Write::Count { minute, .. } | Write::KeepCounts { minute } => f(keys.parts(kind::STATS, Decimal::int(*minute).as_bytes())),
             Write::SetRetention(_) => f(own(kind::RETENTION)),
             Write::SetTimers(_) | Write::DropTimers(_) => f(own(kind::TIMERS)),
             Write::SetSchedule { .. } | Write::DropSchedule { .. } => f(own(kind::SCHEDULES)),
@@ -738,9 +791,13 @@ impl Write {
                 f(Arg::Word(&word::TOKEN));
                 f(Arg::Word(&word::LEASE));
             }
+            Write::DropErrorDetail { .. } => {
+                f(Arg::Word(&word::ERROR_TYPE));
+                f(Arg::Word(&word::TRACEBACK));
+            }
             Write::ExpireRow { at, .. } | Write::ExpireWorker { at, .. } => f(Arg::Int(*at)),
             Write::DropFinished { .. } => f(Arg::Word(&word::FINISHED)),
-            Write::LeaveDead(ids) | Write::LeaveDone(ids) => ids.iter().for_each(|id| f(Arg::Bytes(id))),
+            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) => ids.iter().for_each(|id| f(Arg::Bytes(id))),
             Write::Unready { id, .. } => {
                 f(Arg::Word(&word::ONE));
                 f(Arg::Bytes(id));
@@ -808,6 +865,11 @@ impl Write {
                 f(Arg::Bytes(id));
             }
             Write::KeepInbox { .. } => f(Arg::Uint(INBOX_KEEP_MS)),
+            Write::Count { kind, by, .. } => {
+                f(Arg::Word(kind.field()));
+                f(Arg::Int(*by));
+            }
+            Write::KeepCounts { .. } => f(Arg::Uint(COUNTS_KEEP_MS)),
             Write::ClaimUnique { id, ttl_ms, .. } => {
                 f(Arg::Bytes(id));
                 f(Arg::Word(&word::PX));
@@ -851,6 +913,7 @@ impl Write {
         match self {
             Write::SetRow { fields, .. } => 2 + 2 * fields.count(),
             Write::DropLease { .. }
+            | Write::DropErrorDetail { .. }
             | Write::SetLane { .. }
             | Write::TakeSlots { .. }
             | Write::TrimDone { .. }
@@ -862,7 +925,8 @@ impl Write {
             | Write::ListWorker { .. }
             | Write::TrimWorkers { .. }
             | Write::SetSchedule { .. }
-            | Write::MarkLevel { .. } => 4,
+            | Write::MarkLevel { .. }
+            | Write::Count { .. } => 4,
             Write::TakeAt { .. } | Write::ClearLevel { .. } => 3,
             Write::ReadyAt { ids, .. } => 2 + ids.len(),
             Write::ExpireRow { .. }
@@ -872,10 +936,11 @@ impl Write {
             | Write::ExpireWorker { .. }
             | Write::RegisterQueue(_)
             | Write::UnlistWorker(_)
-            | Write::DropSchedule { .. } => 3,
+            | Write::DropSchedule { .. }
+            | Write::KeepCounts { .. } => 3,
             Write::ClaimUnique { .. } | Write::RotateRing | Write::MarkLease { .. } => 5,
             Write::DeleteWorker(_) => 2,
-            Write::LeaveDead(ids) | Write::LeaveDone(ids) => 2 + ids.len(),
+            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) => 2 + ids.len(),
             Write::SetWorker { fields, .. } => 2 + 2 * fields.len(),
             Write::DeleteRows(ids) => 1 + ids.len(),
             Write::Schedule(due) | Write::SetTimers(due) => 2 + 2 * due.len(),
@@ -1297,6 +1362,7 @@ mod tests {
             (row(RowFields::Waiters(b"w1 w2".to_vec())), cmd(&["HSET", "emq:{q}:job:a", "wait", "w1 w2"])),
             (row(RowFields::AskStop), cmd(&["HSET", "emq:{q}:job:a", "cancel", "1"])),
             (Write::DropLease { id: b"a".to_vec() }, cmd(&["HDEL", "emq:{q}:job:a", "token", "lease"])),
+            (Write::DropErrorDetail { id: b"a".to_vec() }, cmd(&["HDEL", "emq:{q}:job:a", "error_type", "traceback"])),
             (Write::ExpireRow { id: b"a".to_vec(), at: 1050 }, cmd(&["PEXPIREAT", "emq:{q}:job:a", "1050"])),
             (Write::DeleteRows(ids(&["a", "b"])), cmd(&["DEL", "emq:{q}:job:a", "emq:{q}:job:b"])),
             (lane(LaneField::Active(3)), cmd(&["HSET", "emq:{q}:lanectl:L", "active", "3"])),
@@ -1346,12 +1412,19 @@ mod tests {
             (Write::MarkLease { second: 1_700_000 }, cmd(&["SET", "emq:{q}:leases:1700000", "1", "PX", "60000"])),
             (Write::CountPromotion, cmd(&["INCR", "emq:{q}:promotions"])),
             (
+                Write::Count { minute: 28_333_333, kind: Counted::Recovered, by: 100 },
+                cmd(&["HINCRBY", "emq:{q}:stats:28333333", "recovered", "100"]),
+            ),
+            (Write::Count { minute: 1, kind: Counted::Completed, by: 1 }, cmd(&["HINCRBY", "emq:{q}:stats:1", "completed", "1"])),
+            (Write::KeepCounts { minute: 7 }, cmd(&["PEXPIRE", "emq:{q}:stats:7", "90000000"])),
+            (
                 row(RowFields::Revived { due: 12 }),
                 cmd(&["HSET", "emq:{q}:job:a", "state", "pending", "attempts", "0", "stalls", "0", "due", "12"]),
             ),
             (Write::DropFinished { id: b"a".to_vec() }, cmd(&["HDEL", "emq:{q}:job:a", "finished"])),
             (Write::LeaveDead(ids(&["a", "b"])), cmd(&["ZREM", "emq:{q}:dead", "a", "b"])),
             (Write::LeaveDone(ids(&["a"])), cmd(&["ZREM", "emq:{q}:done", "a"])),
+            (Write::LeaveCancelled(ids(&["a"])), cmd(&["ZREM", "emq:{q}:cancelled", "a"])),
             (Write::Unready { lane: None, id: b"a".to_vec() }, cmd(&["LREM", "emq:{q}:pending", "1", "a"])),
             (Write::Unready { lane: Some(b"L".to_vec()), id: b"a".to_vec() }, cmd(&["LREM", "emq:{q}:lane:L", "1", "a"])),
             (Write::RegisterQueue(b"orders".to_vec()), cmd(&["SADD", "emq:{q}:queues", "orders"])),

@@ -3,6 +3,7 @@
 //! row that dies or is cancelled is told to its waiters (`jobs::ending`).
 
 use crate::error::{Error, Result};
+use crate::jobs::counters::Tally;
 use crate::jobs::ending::{cancelled_writes, Notices};
 use crate::jobs::retention::DONE_MS;
 use crate::lanes::offer::{Levels, Offers};
@@ -112,6 +113,8 @@ pub fn plan(read: &Read, max_stalled: Option<u64>) -> Result<Plan> {
     levels.writes(&mut w);
     offers.writes(&mut w);
     notices.writes(&mut w);
+    let tally = Tally { dead: dead.len() as i64, cancelled: cancelled.len() as i64, recovered: recovered.len() as i64, ..Tally::default() };
+    tally.writes(read.now, &mut w);
     Ok(Plan { writes: w, outcome: Outcome::Stalled { recovered, dead } })
 }
 

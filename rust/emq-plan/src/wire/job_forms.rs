@@ -204,24 +204,31 @@ fn parse_settle(queue: Vec<u8>, argv: &[&[u8]], shape: &str) -> Result<JobReques
     let jobs = argv
         .chunks_exact(7)
         .map(|j| {
-            let fail = |retry_in_ms, jitter| -> Result<Fate> {
+            let fail = |retry_in_ms, jitter, retry| -> Result<Fate> {
                 let detail = ErrorDetail {
                     error_type: optional_value(FAIL, "error_type", j[5])?,
                     traceback: optional_value(FAIL, "traceback", j[6])?,
                 };
                 let detail = (detail.error_type.is_some() || detail.traceback.is_some()).then(|| Box::new(detail));
-                Ok(Fate::Fail { error: j[4].to_vec(), retry_in_ms, jitter, detail })
+                Ok(Fate::Fail { error: j[4].to_vec(), retry_in_ms, jitter, detail, retry })
             };
             let fate = match j[3].split_first() {
                 Some((b'c', [])) if j[5].is_empty() && j[6].is_empty() => {
                     Some(Fate::Complete { result: optional_value(COMPLETE, "result", j[4])? })
                 }
-                Some((b'r', ms)) => decimal::<u64>(ms).map(|ms| fail(Some(ms), 0.0)).transpose()?,
-                Some((b'b', unit)) => decimal::<u64>(unit).filter(|&u| u < 1_000_000).map(|u| fail(None, u as f64 / 1e6)).transpose()?,
+                Some((b'r', ms)) => decimal::<u64>(ms).map(|ms| fail(Some(ms), 0.0, true)).transpose()?,
+                Some((b'b', unit)) => {
+                    decimal::<u64>(unit).filter(|&u| u < 1_000_000).map(|u| fail(None, u as f64 / 1e6, true)).transpose()?
+                }
+                Some((b'd', [])) => Some(fail(None, 0.0, false)?),
                 _ => None,
             };
             let fate = fate.ok_or_else(|| {
-                Error::argument(SETTLE, "fate", "must be c (with a result and two empty values), r<retry ms> or b<jitter in millionths>")
+                Error::argument(
+                    SETTLE,
+                    "fate",
+                    "must be c (with a result and two empty values), r<retry ms>, b<jitter in millionths> or d (dead now)",
+                )
             })?;
             let verb = if matches!(fate, Fate::Complete { .. }) { COMPLETE } else { FAIL };
             if j[1].is_empty() {
@@ -357,8 +364,9 @@ pub fn settle_cmd(keys: &Keys, jobs: &[(Held, Fate)]) -> Cmd {
         c = c.arg(&j.id).arg(&j.token).arg(j.lane.as_deref().unwrap_or_default());
         c = match fate {
             Fate::Complete { result } => value_arg(c.arg("c"), result.as_deref()).arg("").arg(""),
-            Fate::Fail { error, retry_in_ms, jitter, detail } => {
+            Fate::Fail { error, retry_in_ms, jitter, detail, retry } => {
                 let fate = match retry_in_ms {
+                    _ if !retry => "d".to_owned(),
                     Some(ms) => format!("r{ms}"),
                     None => format!("b{}", micros(*jitter)),
                 };
@@ -504,7 +512,7 @@ mod tests {
     #[test]
     fn a_settle_parses_as_the_host_builds_it_and_refuses_bad_fates() {
         let keys = Keys::new(b"orders");
-        let fail = |retry_in_ms, jitter| Fate::Fail { error: b"e\xff".to_vec(), retry_in_ms, jitter, detail: None };
+        let fail = |retry_in_ms, jitter| Fate::Fail { error: b"e\xff".to_vec(), retry_in_ms, jitter, detail: None, retry: true };
         let detail = |error_type: Option<&[u8]>, traceback: Option<&[u8]>| {
             Some(Box::new(ErrorDetail { error_type: error_type.map(<[u8]>::to_vec), traceback: traceback.map(<[u8]>::to_vec) }))
         };
@@ -514,8 +522,15 @@ mod tests {
             (Held { id: b"\xff".to_vec(), token: b"u".to_vec(), lane: Some(b"l".to_vec()) }, fail(Some(0), 0.0)),
             (Held { id: b"c".to_vec(), token: b"v".to_vec(), lane: None }, fail(None, 0.25)),
             (held(b"d"), Fate::Complete { result: Some(b"n".to_vec()) }),
-            (held(b"e"), Fate::Fail { error: b"e".to_vec(), retry_in_ms: Some(5), jitter: 0.0, detail: detail(Some(b"m.E"), None) }),
-            (held(b"f"), Fate::Fail { error: vec![], retry_in_ms: None, jitter: 0.5, detail: detail(None, Some(b"")) }),
+            (
+                held(b"e"),
+                Fate::Fail { error: b"e".to_vec(), retry_in_ms: Some(5), jitter: 0.0, detail: detail(Some(b"m.E"), None), retry: true },
+            ),
+            (held(b"f"), Fate::Fail { error: vec![], retry_in_ms: None, jitter: 0.5, detail: detail(None, Some(b"")), retry: true }),
+            (
+                held(b"g"),
+                Fate::Fail { error: b"p".to_vec(), retry_in_ms: None, jitter: 0.0, detail: detail(Some(b"m.P"), None), retry: false },
+            ),
         ];
         let c = settle_cmd(&keys, &jobs);
         assert_eq!(parse_job(&c.to_args()).unwrap(), JobRequest::Settle { queue: b"orders".to_vec(), jobs });
@@ -531,6 +546,7 @@ mod tests {
             ("a t l r-1 e n n", ErrorKind::Argument, "fate"),
             ("a t l b1000000 e n n", ErrorKind::Argument, "fate"),
             ("a t l c n n n", ErrorKind::Argument, "fate"),
+            ("a t l d1 e n n", ErrorKind::Argument, "fate"),
             ("a t l c x  ", ErrorKind::Argument, "result"),
             ("a t l r0 e x n", ErrorKind::Argument, "error_type"),
             ("a t l r0 e n ", ErrorKind::Argument, "traceback"),

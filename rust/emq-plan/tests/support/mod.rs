@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use emq_plan::protocol::conversation::Step;
-use emq_plan::protocol::write::{LaneField, Members, RowFields, Write};
+use emq_plan::protocol::write::{Counted, LaneField, Members, RowFields, Write};
 use emq_plan::{Cmd, Reply};
 
 /// The clock every test's `TIME` gives: 1700000000 s and 123456 µs.
@@ -81,4 +81,13 @@ pub fn exec<T: std::fmt::Debug>(step: Step<T>) -> Vec<Write> {
 pub fn lanectl_read(lane: &str) -> Cmd {
     let key = format!("emq:{{q}}:lanectl:{lane}");
     Cmd::new("HMGET").arg(key).args(emq_plan::lanes::offer::CTL_FIELDS)
+}
+
+/// The per-minute counters' writes of a call at `NOW` (`jobs::counters`): one
+/// increment per kind present, then the expiry.
+pub fn counted(kinds: &[(Counted, i64)]) -> Vec<Write> {
+    let minute = emq_plan::jobs::counters::minute_of(NOW);
+    let mut w: Vec<Write> = kinds.iter().map(|&(kind, by)| Write::Count { minute, kind, by }).collect();
+    w.push(Write::KeepCounts { minute });
+    w
 }
