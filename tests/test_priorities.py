@@ -235,6 +235,10 @@ def _random_state(rng: random.Random, now_ms: int) -> dict:
             row[b"lane"] = lane.encode()
         d[PB + b"job:" + id_] = ("hash", row)
         active[id_] = float(1 + i)
+    if rng.random() < 0.9:
+        # What an add of a job with a priority leaves (SPEC §15): the promotes then
+        # read rows' `priority`; without it they read `lane` only, as before.
+        d[PB + b"promotions"] = ("string", str((1 << 40) + rng.randrange(5)).encode())
     if sched:
         d[PB + b"schedule"] = ("zset", sched)
     if active:
@@ -410,3 +414,72 @@ def test_rows_and_task_status_show_the_priority(client, r, server):
     assert high.status().priority == 0
     assert [j.id for j in q.claim(3)] == [high.id, "g", low.id]
     app.close()
+
+
+def _calls(r: redis.Redis, *names: str) -> dict[str, int]:
+    stats = r.info("commandstats")
+    return {n: stats.get(f"cmdstat_{n}", {}).get("calls", 0) for n in names}
+
+
+@pytest.mark.parametrize("backend", ["plan", "lua"])
+def test_a_promote_reads_priority_only_once_the_queue_uses_it(client, r, backend):
+    """A queue that uses no priority is promoted as before: one `HGET lane` a row
+    and no `HMGET`, so its per-row reads do not grow (the promoters' race of
+    test_sweeps_concurrency is as tight as before). The first add of a job with a
+    priority marks `P promotions` (`+ 2**40`, once: a later one writes it no more,
+    so producers never abort a promote again), and from then on a promote reads
+    `priority` and puts the job at its level. A promote that ignored the mark
+    would push the level-3 job to `pending`."""
+    q = emq.Queue(client, Q)
+    ids = [f"n{i}" for i in range(5)]
+    for id_ in ids:
+        q.add(b"x", id=id_, delay=LATER)
+    make_due(r, P, ids)
+    r.config_resetstat()
+    assert emq.promote(client, Q, backend=backend) == 5
+    assert _calls(r, "hget", "hmget") == {"hget": 5, "hmget": 0}
+    assert r.get(P + "promotions") == b"1"
+
+    q.add(b"x", id="p3", priority=3, delay=LATER)
+    marked = int(r.get(P + "promotions"))
+    assert marked == 1 + 2**40
+    q.add(b"x", id="p4", priority=4, delay=LATER)
+    q.add_many([{"data": b"y", "priority": 2, "delay": LATER}])
+    assert int(r.get(P + "promotions")) == marked, "a second add of a priority wrote the mark again"
+    make_due(r, P, ["p3", "p4"])
+    assert emq.promote(client, Q, backend=backend) == 2
+    assert r.lrange(P + "pending:3", 0, -1) == [b"p3"]
+    assert r.lrange(P + "pending:4", 0, -1) == [b"p4"]
+    assert int(r.get(P + "promotions")) == marked + 1
+
+
+def test_a_backlog_promote_of_a_queue_with_priorities_keeps_the_levels(client, r):
+    """A backlog's promote reads its rows by `SORT_RO`. Its first one after the
+    queue took up priorities does not yet ask for `priority`, finds the queue's
+    mark in `P promotions`, and reads the rows again as a bare selection; the next
+    asks for it. Every job lands at its own level either way: a sorted read that
+    dropped `priority` would put them all in `pending`."""
+    q = emq.Queue(client, Q)
+
+    def backlog(ids, priority):
+        q.add_many([{"data": b"x", "id": i, "priority": priority(n), "delay": LATER} for n, i in enumerate(ids)])
+        pipe = r.pipeline(transaction=False)
+        for n, id_ in enumerate(ids):
+            pipe.zadd(P + "schedule", {id_: 1 + n}, xx=True)
+        pipe.execute()
+
+    plain = [f"a{i:04d}" for i in range(300)]
+    backlog(plain, lambda n: 0)
+    assert emq.promote(client, Q, batch=300) == 300  # a whole batch: the next is a backlog's
+    ids = [f"b{i:04d}" for i in range(600)]
+    backlog(ids, lambda n: n % 10)
+    r.config_resetstat()
+    for _ in range(2):
+        assert emq.promote(client, Q, batch=300) == 300
+    # At least one each (a first call whose guessed plan was wrong starts again).
+    assert _calls(r, "sort_ro")["sort_ro"] >= 2, "both promotes read a backlog's rows by SORT_RO"
+    for p in range(10):
+        want = [i.encode() for n, i in enumerate(ids) if n % 10 == p]
+        if p == 0:
+            want = [i.encode() for i in plain] + want
+        assert r.lrange(level_key(None, p), 0, -1) == want, p

@@ -44,6 +44,8 @@ local function now_ms()
   local t = redis.call('TIME')
   return t[1] * 1000 + math.floor(t[2] / 1000)
 end
+-- P promotions at or above this says the queue uses priorities (SPEC §15).
+local LEVELS_IN_USE = 1099511627776
 -- A row's priority level (SPEC §15): its `priority` field, one digit; else 0.
 local function level_of(v)
   if v and string.match(v, '^%d$') then return tonumber(v) end

@@ -12,14 +12,22 @@ local now = now_ms()
 local due = redis.call('ZRANGEBYSCORE', schedule, '-inf', now, 'LIMIT', 0, batch)
 if #due == 0 then return 0 end
 
+-- Rows' priority is read only where P promotions says the queue uses them (SPEC §15).
+local promotions = p .. 'promotions'
+local uses_levels = typ(promotions) == 'string' and (tonumber(redis.call('GET', promotions)) or 0) >= LEVELS_IN_USE
 local live, flat, lanes, by_lane, levels, flat_levels = {}, {}, {}, {}, {}, false
 for _, id in ipairs(due) do
   local jk = p .. 'job:' .. id
   local ty = typ(jk)
   if ty == 'hash' then
     live[#live + 1] = jk
-    local f = redis.call('HMGET', jk, 'lane', 'priority')
-    local lane, lvl = f[1], level_of(f[2])
+    local lane, lvl
+    if uses_levels then
+      local f = redis.call('HMGET', jk, 'lane', 'priority')
+      lane, lvl = f[1], level_of(f[2])
+    else
+      lane, lvl = redis.call('HGET', jk, 'lane'), 0
+    end
     if lane and not by_lane[lane] then by_lane[lane] = {}; lanes[#lanes + 1] = lane end
     if lvl > 0 then
       level_push(levels, p, lane, lvl, id)

@@ -217,7 +217,9 @@ impl Host {
                     Some(r) => r,
                     None => self.call_write(keys, w),
                 },
-                Write::DeleteRows(_) | Write::CountPromotion | Write::ExtendLeases { .. } => self.call_write(keys, w),
+                Write::DeleteRows(_) | Write::CountPromotion | Write::MarkLevelsInUse | Write::ExtendLeases { .. } => {
+                    self.call_write(keys, w)
+                }
                 // A schedule's writes, a few a tick: the command itself.
                 Write::SetTimers(_) | Write::DropTimers(_) | Write::SetSchedule { .. } | Write::DropSchedule { .. } => {
                     self.call_write(keys, w)

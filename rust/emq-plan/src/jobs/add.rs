@@ -10,7 +10,7 @@
 //! find its job.
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
-use crate::lanes::offer::{new_head, schedule_head, LaneCtl, Levels, Offers, CTL_FIELDS};
+use crate::lanes::offer::{levels_in_use, new_head, schedule_head, LaneCtl, Levels, Offers, CTL_FIELDS};
 use crate::names::{id_problem, Keys, LEVELS};
 use crate::numbers::{later, Decimal, HEX, MAX_MS};
 use crate::protocol::cmd::Cmd;
@@ -146,7 +146,13 @@ impl Add {
 
     /// How many replies the reads of the priority levels give.
     fn level_reads(&self) -> usize {
-        self.levels.len() + usize::from(self.levels.iter().any(|(l, _)| l.is_none()))
+        self.levels.len() + usize::from(self.levels.iter().any(|(l, _)| l.is_none())) + usize::from(self.any_priority())
+    }
+
+    /// Whether a job has a priority: the add then reads `P promotions`, and
+    /// marks the queue as using priorities there if it does not say so yet.
+    fn any_priority(&self) -> bool {
+        self.jobs.iter().any(|j| j.priority > 0)
     }
 
     fn given_ids(&self) -> impl Iterator<Item = &Vec<u8>> {
@@ -287,6 +293,10 @@ impl Conversation for Add {
         if self.levels.iter().any(|(l, _)| l.is_none()) {
             cmds.push(Cmd::new("HLEN").arg(k.flatctl()));
         }
+        // Unwatched: two adds that both find no mark both add it, which still says so.
+        if self.any_priority() {
+            cmds.push(Cmd::new("GET").arg(k.promotions()));
+        }
         Step::Read { watch, cmds }
     }
 
@@ -402,8 +412,9 @@ impl Add {
         let (pending_ok, schedule_ok, ring_ok, wake_ok) =
             (!t[0].is_wrongtype(), !t[1].is_wrongtype(), !t[2].is_wrongtype(), !t[3].is_wrongtype());
         if t[4..].iter().any(Reply::is_wrongtype) {
-            return Err(Error::layout(ADD, "a priority level's list, or flatctl, has the wrong type"));
+            return Err(Error::layout(ADD, "a priority level's list, flatctl or promotions has the wrong type"));
         }
+        let mark_levels = self.any_priority() && !t.last().is_some_and(levels_in_use);
 
         let (tag, seq) = self.gen;
         self.ids = self
@@ -502,6 +513,9 @@ impl Add {
             }
         }
         by_level.writes(&mut w);
+        if mark_levels && self.jobs.iter().zip(&self.created).any(|(j, &c)| c && j.priority > 0) {
+            w.push(Write::MarkLevelsInUse);
+        }
         if !flat.is_empty() || flat_levels || woke {
             offers.wake_flat();
         }

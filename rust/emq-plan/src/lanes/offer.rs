@@ -109,6 +109,18 @@ impl Offers {
     }
 }
 
+/// What an add of a job with a priority adds to `P promotions` once (SPEC §15):
+/// a value of at least this says the queue's rows may hold `priority`, so its
+/// promotes read that field. A promote reads `P promotions` anyway, so a queue
+/// that uses no priority reads, per row, only `lane`, as it always did; counts
+/// of promotes (`INCR`) never reach it.
+pub const LEVELS_IN_USE: i64 = 1 << 40;
+
+/// Whether `P promotions`, as read (`GET`), says the queue uses priorities.
+pub fn levels_in_use(promotions: &Reply) -> bool {
+    promotions.as_bytes().and_then(field_int).is_some_and(|n| n >= LEVELS_IN_USE)
+}
+
 /// A row's priority level from its `priority` field (SPEC §15): absent, or
 /// anything but one digit, is 0.
 pub fn level(v: Option<&[u8]>) -> u8 {

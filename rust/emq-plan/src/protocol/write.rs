@@ -129,6 +129,9 @@ pub enum Write {
     MarkLease { second: i64 },
     /// `INCR P promotions`: a promote that took members.
     CountPromotion,
+    /// `INCRBY P promotions LEVELS_IN_USE`: an add of a job with a priority
+    /// where `P promotions` did not yet say the queue uses them (SPEC §15).
+    MarkLevelsInUse,
 
     // -- the timers and schedules, `P timers` and `P schedules` (SPEC §14)
     /// `ZADD P timers at member…`: timers set (or moved) to their times.
@@ -490,6 +493,7 @@ mod word {
     pub const LTRIM: Word = Word::new("LTRIM");
     pub const SET: Word = Word::new("SET");
     pub const INCR: Word = Word::new("INCR");
+    pub const INCRBY: Word = Word::new("INCRBY");
 
     pub const STATE: Word = Word::new("state");
     pub const DATA: Word = Word::new("data");
@@ -719,6 +723,7 @@ impl Write {
             Write::TrimWake => &word::LTRIM,
             Write::MarkLease { .. } => &word::SET,
             Write::CountPromotion => &word::INCR,
+            Write::MarkLevelsInUse => &word::INCRBY,
         }
     }
 
@@ -765,7 +770,7 @@ impl Write {
             Write::JoinRing(_) | Write::RotateRing | Write::DropRingHead => f(own(kind::RING)),
             Write::Wake(_) | Write::TrimWake => f(own(kind::WAKE)),
             Write::MarkLease { second } => f(keys.parts(kind::LEASES, Decimal::int(*second).as_bytes())),
-            Write::CountPromotion => f(own(kind::PROMOTIONS)),
+            Write::CountPromotion | Write::MarkLevelsInUse => f(own(kind::PROMOTIONS)),
             Write::Count { minute, .. } | Write::KeepCounts { minute } => f(keys.parts(kind::STATS, Decimal::int(*minute).as_bytes())),
             Write::SetRetention(_) => f(own(kind::RETENTION)),
             Write::SetTimers(_) | Write::DropTimers(_) => f(own(kind::TIMERS)),
@@ -883,6 +888,7 @@ impl Write {
             }
             Write::ClearLevel { level, .. } => f(Arg::Word(level_field(*level))),
             Write::TakeLaneHead { .. } | Write::DropRingHead | Write::CountPromotion => {}
+            Write::MarkLevelsInUse => f(Arg::Int(crate::lanes::offer::LEVELS_IN_USE)),
             Write::RotateRing => {
                 self.key(keys, |parts| f(Arg::Key(parts)));
                 f(Arg::Word(&word::LEFT));
@@ -959,6 +965,7 @@ impl Write {
             | Write::DropTimers(ids)
             | Write::Notify { ids, .. } => 2 + ids.len(),
             Write::TakeLaneHead { .. } | Write::DropRingHead | Write::CountPromotion => 2,
+            Write::MarkLevelsInUse => 3,
             Write::SetRetention(fields) => 2 + 2 * fields.len(),
         }
     }
@@ -1411,6 +1418,7 @@ mod tests {
             (Write::TrimWake, cmd(&["LTRIM", "emq:{q}:wake", "-64", "-1"])),
             (Write::MarkLease { second: 1_700_000 }, cmd(&["SET", "emq:{q}:leases:1700000", "1", "PX", "60000"])),
             (Write::CountPromotion, cmd(&["INCR", "emq:{q}:promotions"])),
+            (Write::MarkLevelsInUse, cmd(&["INCRBY", "emq:{q}:promotions", "1099511627776"])),
             (
                 Write::Count { minute: 28_333_333, kind: Counted::Recovered, by: 100 },
                 cmd(&["HINCRBY", "emq:{q}:stats:28333333", "recovered", "100"]),

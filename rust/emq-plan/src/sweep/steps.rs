@@ -59,7 +59,7 @@ use crate::clock::parse_clock;
 use crate::error::{Error, Result};
 use crate::jobs::ending::{Ending, Extras, ExtrasRead};
 use crate::jobs::retention;
-use crate::lanes::offer::{level, LaneCtl, CTL_FIELDS};
+use crate::lanes::offer::{level, levels_in_use, LaneCtl, CTL_FIELDS};
 use crate::names::Keys;
 use crate::numbers::field_int;
 use crate::protocol::cmd::Cmd;
@@ -159,6 +159,12 @@ pub struct Sweep {
     /// and what it read.
     timers_head: bool,
     timers_next: Option<i64>,
+    /// Whether the rows' `priority` is read: a stalled check always; a promote
+    /// once `P promotions`, read beside its selection, says the queue uses
+    /// priorities (`offer::levels_in_use`), so one that uses none reads `lane` only.
+    levels: bool,
+    /// A sorted selection's `SORT_RO` gets `priority` too (`levels_hint`).
+    levels_hint: bool,
 }
 
 impl Sweep {
@@ -193,6 +199,8 @@ impl Sweep {
             sort_refused: false,
             timers_head: false,
             timers_next: None,
+            levels: !matches!(kind, Kind::Promote),
+            levels_hint: false,
         }
     }
 
@@ -228,7 +236,8 @@ impl Sweep {
     /// A bare selection (`bare_selection`, called first) that reads every
     /// member's row with it, in one command the server loops over itself:
     /// `WATCH P promotions`, then `TIME`, `SORT_RO P schedule BY nosort LIMIT 0
-    /// batch GET # GET P job:*->state GET P job:*->lane GET P job:*->priority`, the three probes, `P
+    /// batch GET # GET P job:*->state GET P job:*->lane` (and `GET P
+    /// job:*->priority` with `levels_hint`), the three probes, `P
     /// promotions` and the lists' types. Everything is read under the watch, so
     /// no second read is needed: a call of two round trips where the bare one
     /// takes three, and one command for a thousand rows where it sends a
@@ -249,6 +258,21 @@ impl Sweep {
     pub fn sorted_selection(mut self, on: bool) -> Self {
         self.sorted = on && self.bare && !self.keys.prefix.contains(&b'*');
         self
+    }
+
+    /// A sorted selection's `SORT_RO` also gets every row's `priority`: the
+    /// host's guess that the queue uses priorities (the last promote on its
+    /// connection found it so). Without it, a selection of a queue that does is
+    /// read again as a bare one (`P promotions` tells, in the same pipeline).
+    #[must_use]
+    pub fn levels_hint(mut self, on: bool) -> Self {
+        self.levels_hint = on;
+        self
+    }
+
+    /// Whether this promote found the queue using priorities (`levels_hint`).
+    pub fn levels_in_use(&self) -> bool {
+        self.levels
     }
 
     /// A worker's promote (its beat form) reads the head of `P timers` in its
@@ -319,7 +343,8 @@ impl Sweep {
     /// are told from ghosts by the `EXISTS` count (see `rows`).
     fn fields(&self) -> &'static [&'static str] {
         match self.kind {
-            Kind::Promote => &["lane", "priority"],
+            Kind::Promote if self.levels => &["lane", "priority"],
+            Kind::Promote => &["lane"],
             Kind::Stalled { .. } => &["lane", "stalls", "wait", "cancel", "keep", "priority"],
         }
     }
@@ -377,6 +402,7 @@ impl Sweep {
     /// `P promotions` as read beside the selection.
     fn promoted_so_far(&mut self, promotions: &Reply) -> Result<()> {
         self.check(promotions, &self.keys.promotions())?;
+        self.levels = levels_in_use(promotions);
         self.promotions = Some(promotions.clone());
         Ok(())
     }
@@ -458,15 +484,22 @@ impl Sweep {
             return Ok(self.start());
         }
         self.promoted_so_far(promotions)?;
+        if self.levels && !self.levels_hint {
+            // The queue uses priorities and the rows came without them: read as a
+            // bare selection (the watch stays); the host asks for them next time.
+            self.sorted = false;
+            return Ok(self.start());
+        }
         for r in [sorted, first, last, tail] {
             self.check(r, &self.zset())?;
         }
         self.clock(time)?;
-        let items = sorted.as_array().filter(|a| a.len() % 4 == 0).ok_or_else(|| self.host_error("SORT_RO gave no rows"))?;
-        let mut ids = Vec::with_capacity(items.len() / 4);
-        let mut rows = Vec::with_capacity(items.len() / 4);
+        let width = 3 + usize::from(self.levels_hint);
+        let items = sorted.as_array().filter(|a| a.len() % width == 0).ok_or_else(|| self.host_error("SORT_RO gave no rows"))?;
+        let mut ids = Vec::with_capacity(items.len() / width);
+        let mut rows = Vec::with_capacity(items.len() / width);
         let mut unsure = vec![];
-        for (i, t) in items.chunks_exact(4).enumerate() {
+        for (i, t) in items.chunks_exact(width).enumerate() {
             let id = t[0].as_bytes().ok_or_else(|| self.host_error("SORT_RO gave no member"))?;
             ids.push(id.to_vec());
             let (state, lane) = (t[1].as_bytes(), t[2].as_bytes());
@@ -474,7 +507,8 @@ impl Sweep {
                 // A ghost, a key of another type, or a hash without either: TYPE tells.
                 unsure.push(i);
             }
-            rows.push(Row::Live { lane: lane.map(<[u8]>::to_vec), stalls: 0, ending: Ending::default(), priority: level(t[3].as_bytes()) });
+            let priority = if self.levels { level(t.get(3).and_then(Reply::as_bytes)) } else { 0 };
+            rows.push(Row::Live { lane: lane.map(<[u8]>::to_vec), stalls: 0, ending: Ending::default(), priority });
         }
         match self.probed(ids, [first, last, tail]) {
             Some(true) => {}
@@ -1050,16 +1084,18 @@ impl Sweep {
         if self.sorted {
             self.stage = Stage::SelectSorted;
             let field = |f: &[u8]| [&self.keys.prefix[..], b"job:*->", f].concat();
-            cmds.extend([Cmd::new("SORT_RO")
+            let mut sort = Cmd::new("SORT_RO")
                 .arg(self.zset())
                 .args(["BY", "nosort", "LIMIT", "0"])
                 .arg(self.batch.to_string())
                 .args(["GET", "#", "GET"])
                 .arg(field(b"state"))
                 .arg("GET")
-                .arg(field(b"lane"))
-                .arg("GET")
-                .arg(field(b"priority"))]);
+                .arg(field(b"lane"));
+            if self.levels_hint {
+                sort = sort.arg("GET").arg(field(b"priority"));
+            }
+            cmds.push(sort);
             cmds.extend(self.probes(&last));
             cmds.extend([
                 Cmd::new("GET").arg(self.keys.promotions()),
