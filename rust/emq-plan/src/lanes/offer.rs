@@ -8,8 +8,8 @@ use crate::names::Keys;
 use crate::numbers::field_int;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::reply::Reply;
-pub use crate::protocol::write::WAKE_MAX;
 use crate::protocol::write::{LaneField, Members, Write};
+pub use crate::protocol::write::{LEVELS_IN_USE, WAKE_MAX};
 
 /// The fields of `P lanectl:L` that decide whether a lane can be served.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -108,13 +108,6 @@ impl Offers {
         out.push(Write::TrimWake);
     }
 }
-
-/// What an add of a job with a priority adds to `P promotions` once (SPEC §15):
-/// a value of at least this says the queue's rows may hold `priority`, so its
-/// promotes read that field. A promote reads `P promotions` anyway, so a queue
-/// that uses no priority reads, per row, only `lane`, as it always did; counts
-/// of promotes (`INCR`) never reach it.
-pub const LEVELS_IN_USE: i64 = 1 << 40;
 
 /// Whether `P promotions`, as read (`GET`), says the queue uses priorities.
 pub fn levels_in_use(promotions: &Reply) -> bool {

@@ -33,6 +33,13 @@ pub const LEASE_MARK_VALUE: &[u8] = b"1";
 /// an inbox nobody pops any more goes by itself an hour later.
 pub const INBOX_KEEP_MS: u64 = 3_600_000;
 
+/// What an add of a job with a priority adds to `P promotions` once (SPEC §15):
+/// a value of at least this says the queue's rows may hold `priority`, so its
+/// promotes read that field. A promote reads `P promotions` anyway, so a queue
+/// that uses no priority reads, per row, only `lane`, as it always did; counts
+/// of promotes (`INCR`) never reach it.
+pub const LEVELS_IN_USE: i64 = 1 << 40;
+
 /// One write of a plan. Each variant's doc gives the command it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Write {
@@ -888,7 +895,7 @@ impl Write {
             }
             Write::ClearLevel { level, .. } => f(Arg::Word(level_field(*level))),
             Write::TakeLaneHead { .. } | Write::DropRingHead | Write::CountPromotion => {}
-            Write::MarkLevelsInUse => f(Arg::Int(crate::lanes::offer::LEVELS_IN_USE)),
+            Write::MarkLevelsInUse => f(Arg::Int(LEVELS_IN_USE)),
             Write::RotateRing => {
                 self.key(keys, |parts| f(Arg::Key(parts)));
                 f(Arg::Word(&word::LEFT));
