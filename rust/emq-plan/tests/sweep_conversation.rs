@@ -30,9 +30,9 @@ fn opt(value: Option<&str>) -> Reply {
     value.map(bulk).unwrap_or(Reply::Nil)
 }
 
-/// A promote's row as it reads it (`HMGET lane priority`): its `lane`, no priority.
+/// A promote's row as it reads it where the queue uses no priority (`HGET lane`).
 fn field(lane: Option<&str>) -> Reply {
-    fields(&[lane, None])
+    opt(lane)
 }
 
 /// An `HMGET` reply of optional values.
@@ -125,7 +125,7 @@ fn promote_to_plan(lanectl: Reply, lane_len: i64) -> Vec<Cmd> {
     s.start();
     let sel = members(&[("a", NOW - 5), ("g", NOW - 4), ("b", NOW - 3), ("c", NOW), ("later", NOW + 1)]);
     let cmds = select_promote(&mut s, &[time(), sel]);
-    assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:job:a", "lane", "priority"]));
+    assert_eq!(cmds[0], cmd(&["HGET", "emq:{q}:job:a", "lane"]));
     assert_eq!(cmds[4], cmd(&["EXISTS", "emq:{q}:job:a", "emq:{q}:job:g", "emq:{q}:job:b", "emq:{q}:job:c"]));
     let rows = [field(None), field(None), field(Some("L")), field(Some("L"))];
     let mut replies = vec![promotions()];
@@ -674,7 +674,7 @@ fn sorted(batch: u64) -> Sweep {
 
 /// `SORT_RO … GET # GET …->state GET …->lane` of `(member, state, lane)`.
 fn sorted_rows(items: &[(&str, Option<&str>, Option<&str>)]) -> Reply {
-    Reply::Array(items.iter().flat_map(|(m, st, l)| [bulk(m), opt(*st), opt(*l), Reply::Nil]).collect())
+    Reply::Array(items.iter().flat_map(|(m, st, l)| [bulk(m), opt(*st), opt(*l)]).collect())
 }
 
 /// Feeds a sorted selection; the lists' types all right. Gives the next step.
@@ -706,9 +706,7 @@ fn a_sorted_selection_reads_members_and_rows_under_the_watch_in_one_step() {
                 "GET",
                 "emq:{q}:job:*->state",
                 "GET",
-                "emq:{q}:job:*->lane",
-                "GET",
-                "emq:{q}:job:*->priority"
+                "emq:{q}:job:*->lane"
             ]),
             cmd(&["ZRANGE", z, "0", "0", "WITHSCORES"]),
             cmd(&["ZRANGE", z, "2", "2", "WITHSCORES"]),
