@@ -45,7 +45,6 @@ WORKER_COMMANDS = [
     "type",
     "llen",
     "lrange",
-    "scan",
     "watch",
     "unwatch",
     "multi",

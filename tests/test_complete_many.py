@@ -54,6 +54,8 @@ def normalised(r: redis.Redis, name: str) -> dict:
             out[key] = sorted(name_of(m) for m in r.zrange(k, 0, -1))
         elif t == "hash":
             out[key] = r.hgetall(k)
+        elif t == "set":
+            out[key] = sorted(r.smembers(k))
         else:
             out[key] = r.get(k)
     return out

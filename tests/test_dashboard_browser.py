@@ -13,6 +13,7 @@ One browser and one set of dashboard processes serve the whole module (one xdist
 from __future__ import annotations
 
 import base64
+import math
 import os
 import subprocess
 import sys
@@ -417,6 +418,80 @@ def test_promote_clicked_moves_due_jobs_as_the_api_does(page, dashboard, state):
     assert clicked == keyspace(state.r)
 
 
+def add_schedules(q: emq.Queue) -> None:
+    """Two schedules: one daily (running), one hourly (paused); neither ticks during a test."""
+    q.schedule("nightly-report", cron="0 3 * * *", data=b'{"report": "daily"}')
+    q.schedule("heartbeat", every=3600, data=b"beat")
+    q.pause_schedule("heartbeat")
+
+
+def schedule_row(driver, name: str):
+    for row in by_css(driver, "table.schedules tbody tr"):
+        if row.find_element("css selector", "th").text == name:
+            return row
+    raise AssertionError(f"no row for schedule {name!r}")
+
+
+def test_schedules_shown_and_paused_resumed_and_run_now_clicked_as_the_api_does(page, dashboard, state):
+    """The queue page lists its schedules with their next and last tick and whether paused, as
+    `Queue.schedules` answers; Pause, Resume and Run now, clicked, change the keyspace as
+    `Queue.pause_schedule`, `resume_schedule` and `run_schedule_now` (what `App.pause_schedule`
+    and its kin call) do; the same POST without the CSRF token is refused and writes nothing.
+    An action that acted on another schedule, or wrote other than the API writes, would differ."""
+    from emq.dashboard.present import epoch_ms, utc_time
+
+    q = state.queue()
+    add_schedules(q)
+    infos = {s.name: s for s in q.schedules()}
+    open_page(page, queue_url(dashboard.base))
+    assert [r.find_element("css selector", "th").text for r in by_css(page, "table.schedules tbody tr")] == ["heartbeat", "nightly-report"]
+    nightly = schedule_row(page, "nightly-report")
+    assert nightly.find_element("css selector", ".badge").text == "running"
+    assert nightly.find_element("css selector", ".next-tick").text.startswith(utc_time(epoch_ms(infos["nightly-report"].next_tick)))
+    assert nightly.find_element("css selector", ".last-tick").text == "none yet"
+    assert schedule_row(page, "heartbeat").find_element("css selector", ".badge").text == "paused"
+    assert schedule_row(page, "heartbeat").find_element("css selector", ".next-tick").text == "none"
+
+    before = snapshot(state.r)
+    field, _ = _token_and_cookie(dashboard.base)
+    unchanged = keyspace(state.r)
+    for action in ("pause-schedule", "resume-schedule", "run-schedule-now"):
+        form = {"queue": QUEUE, "schedule": "nightly-report"}
+        assert http(dashboard.base + "/actions/" + action, data=form).status == 403, action
+        assert http(dashboard.base + "/actions/" + action, data={**form, "csrf_token": field}).status == 403, action
+    assert keyspace(state.r) == unchanged
+
+    schedule_row(page, "nightly-report").find_element("css selector", "button[data-action=pause-schedule]").click()
+    wait_for_notice(page, "Schedule nightly-report paused.")
+    assert_clean(page)
+    clicked = keyspace(state.r)
+    restore(state.r, before)
+    assert q.pause_schedule("nightly-report") is True
+    assert clicked == keyspace(state.r) != unchanged
+    assert schedule_row(page, "nightly-report").find_element("css selector", ".badge").text == "paused"
+
+    before = snapshot(state.r)
+    schedule_row(page, "heartbeat").find_element("css selector", "button[data-action=resume-schedule]").click()
+    wait_for_notice(page, "Schedule heartbeat resumed.")
+    clicked = keyspace(state.r)
+    restore(state.r, before)
+    assert q.resume_schedule("heartbeat") is True
+    assert clicked == keyspace(state.r)
+
+    before_run = keyspace(state.r)
+    schedule_row(page, "nightly-report").find_element("css selector", "button[data-action=run-schedule-now]").click()
+    wait_for_notice(page, "Schedule nightly-report: job schedule:nightly-report:")
+    assert_clean(page)
+    after_run = keyspace(state.r)
+    (new_row,) = [k for k in after_run if k not in before_run]
+    id = new_row.decode().removeprefix(f"emq:{{{QUEUE}}}:job:")
+    assert id.startswith("schedule:nightly-report:")  # the id `run_schedule_now` gives its job
+    job = q.get(id)
+    assert job.data == b'{"report": "daily"}' and job.state == "pending"
+    assert after_run[f"emq:{{{QUEUE}}}:pending".encode()][1][-1] == id.encode()
+    assert [(s.name, s.paused) for s in q.schedules()] == [("heartbeat", False), ("nightly-report", True)]  # run now left both as they were
+
+
 @pytest.mark.parametrize(
     ("listed", "action", "which", "api"),
     [
@@ -716,8 +791,10 @@ def test_a_host_that_is_not_loopback_is_refused_without_auth(dashboard, state):
 def test_read_only_offers_no_action_and_refuses_every_post(page, read_only, state):
     """Read-only: the queue page has no form that POSTs and no action button, and a POST
     with a valid CSRF pair is refused with 403, the keyspace unchanged."""
+    add_schedules(state.queue())
     open_page(page, queue_url(read_only.base))
     assert lane_row(page, "eu")
+    assert schedule_row(page, "nightly-report") and schedule_row(page, "heartbeat")
     assert by_css(page, "form[method=post]") == []
     assert by_css(page, "button[data-action], #promote") == []
     assert by_css(page, ".badge-read-only")[0].text == "read-only"
@@ -731,12 +808,26 @@ def test_read_only_offers_no_action_and_refuses_every_post(page, read_only, stat
 
     field, cookie = _token_and_cookie(read_only.base)
     before = keyspace(state.r)
-    for action in ("pause-lane", "resume-lane", "set-lane-limit", "promote", "retry", "cancel", "delete", "promote-now", "retry-dead"):
+    for action in (
+        "pause-lane",
+        "resume-lane",
+        "set-lane-limit",
+        "promote",
+        "retry",
+        "cancel",
+        "delete",
+        "promote-now",
+        "retry-dead",
+        "pause-schedule",
+        "resume-schedule",
+        "run-schedule-now",
+    ):
         r = http(
             read_only.base + "/actions/" + action,
             data={
                 "queue": QUEUE,
                 "lane": "eu",
+                "schedule": "nightly-report",
                 "limit": "1",
                 "id": state.ids["json" if action == "cancel" else "dead"],
                 "csrf_token": field,
@@ -885,14 +976,15 @@ def test_mounted_in_a_host_app_it_serves_and_acts_under_its_path(page, mounted, 
 def test_metrics_are_the_counts_by_state(dashboard, state):
     """`/metrics` is the Prometheus text format, and `emq_jobs{queue,state}` equals
     `counts()` of each queue listed (a markup queue name, quoted, included); no series is
-    invented for what emq does not count (no `emq_lateness_seconds`). The settled jobs'
+    invented beyond the documented ones (`emq_lateness_seconds` is tested apart, in
+    tests/test_dashboard_metrics.py). The settled jobs'
     counters are the per-minute counters summed: the seeded queue completed one job and
     lost one, the markup-named queue settled none."""
     r = http(dashboard.base + "/metrics")
     assert r.status == 200 and r.headers["content-type"].startswith("text/plain; version=")
     families = {f.name: f for f in text_string_to_metric_families(r.body)}
     settled = {f"emq_jobs_{k}" for k in ("completed", "retried", "dead", "cancelled", "recovered")}
-    assert set(families) == {"emq_jobs", "emq_workers", "emq_oldest_waiting_seconds"} | settled
+    assert set(families) == {"emq_jobs", "emq_workers", "emq_oldest_waiting_seconds", "emq_lateness_seconds"} | settled
     for name in settled:
         assert families[name].type == "counter", name
         got_settled = {(s.name, s.labels["queue"]): s.value for s in families[name].samples}
@@ -920,6 +1012,16 @@ def test_screenshots(page, seeded, state, tmp_path):
     docs/screenshots/ with EMQ_SCREENSHOTS=1. A dashboard of its own shows the default refresh."""
     out = SCREENSHOTS if os.environ.get("EMQ_SCREENSHOTS") == "1" else tmp_path
     out.mkdir(parents=True, exist_ok=True)
+    add_schedules(state.queue())
+    # A day of settled jobs in the per-minute counters, so the charts show a working day
+    # (the seeded queue settled two jobs); the test's own keyspace, restored after it.
+    now_minute = state.client.time_ms() // 60_000
+    pipe = state.r.pipeline(transaction=False)
+    for ago in range(1, 1440):
+        m = now_minute - ago
+        busy = 40 + int(35 * math.sin(m / 90)) + (m * 7919) % 17
+        pipe.hset(f"emq:{{{QUEUE}}}:stats:{m}", mapping={"completed": busy, "retried": (m % 9 == 0) * 3, "dead": int(m % 37 == 0)})
+    pipe.execute()
     shown = Dashboard(["--url", seeded.url, "--queue", QUEUE, "--queue", XSS_QUEUE]).start()
     shots = {
         "overview": shown.base + "/",

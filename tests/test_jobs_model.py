@@ -654,6 +654,9 @@ class Model:
             if max_stalled is not None and row["stalls"] > max_stalled:
                 row["state"] = "dead"
                 row["error"] = b"stalled"
+                # The ending is the stall's: an earlier attempt's error type and traceback go.
+                row.pop("error_type", None)
+                row.pop("traceback", None)
                 self.tell(id_)
                 dead.append(id_)
             else:

@@ -168,7 +168,8 @@ def test_delete_removes_each_job_from_its_place_and_refuses_an_active_one(client
 def test_cancelled_rows_are_listed_newest_first_while_kept_and_deleted_from_their_index(client, r):
     """`jobs("cancelled")` lists `P cancelled` newest first with the rows, counting only the
     rows still kept (the queue's `keep_done`); `delete` of a cancelled row takes it out of
-    `P cancelled` with its row; a retry of one is refused (`NOT_DEAD`) and writes nothing. A
+    `P cancelled` with its row; a retry of one takes it out of `P cancelled` too (it is
+    ready again: `test_retry_of_a_cancelled_job_runs_it_again_as_a_new_job`). A
     page that read another index, counted expired rows, or a delete that left the index entry
     (a ghost in the dashboard's list) fails here."""
     q, P = fresh(client)
@@ -181,16 +182,14 @@ def test_cancelled_rows_are_listed_newest_first_while_kept_and_deleted_from_thei
     assert all(j.state == "cancelled" and j.error == "cancelled" for j in page.jobs)
     assert [j.id for j in q.jobs("cancelled", offset=1, limit=1).jobs] == [ids[1]]
 
-    before = snapshot(r)
-    assert q.retry([ids[0]]) == {ids[0]: emq.ActionOutcome.NOT_DEAD}
-    assert snapshot(r) == before
+    assert q.retry([ids[0]]) == {ids[0]: emq.ActionOutcome.RETRIED}
     assert q.delete([ids[1]]) == {ids[1]: emq.ActionOutcome.DELETED}
     assert not r.exists(P + f"job:{ids[1]}")
-    assert [m.decode() for m in r.zrange(P + "cancelled", 0, -1)] == [ids[0], ids[2]]
+    assert [m.decode() for m in r.zrange(P + "cancelled", 0, -1)] == [ids[2]]
     assert_invariants(r, P)
 
     q.set_retention(keep_done=0.05)
-    time.sleep(0.1)  # the two left are past keep_done now: listed no more, though their rows are kept
+    time.sleep(0.1)  # the one left is past keep_done now: listed no more, though their rows are kept
     late = q.add("late", delay=LATER)
     q.cancel(late)
     assert [j.id for j in q.jobs("cancelled").jobs] == [late]
@@ -357,3 +356,66 @@ def test_a_module_backend_queue_runs_the_same_operations_by_the_plan(client, r):
     assert [j.id for j in m.jobs("pending").jobs] == [d, s]
     assert m.delete([d, s]) == {d: emq.ActionOutcome.DELETED, s: emq.ActionOutcome.DELETED}
     assert_invariants(r, P)
+
+
+def test_retry_of_a_cancelled_job_runs_it_again_as_a_new_job(client, r):
+    """An operator may retry a cancelled job as a dead one (Sidekiq and Oban
+    let them): a job cancelled before it ran, and one asked to stop while
+    running and cancelled when its worker settled it, are ready again with 0
+    attempts; each row is kept for good again (no expiry, out of `P
+    cancelled`), the running one's `cancel` mark and its request in `P
+    cancels` are gone, and its next run completes as done, not cancelled. A
+    retry that left the mark would cancel the new run at its settle; one that
+    left the expiry would lose a ready row (I1); `retry_dead` still takes dead
+    jobs only."""
+    q, P = fresh(client)
+    q.set_retention(keep_done=600)
+    waiting = q.add("w", delay=LATER)
+    assert q.cancel(waiting) is emq.CancelOutcome.CANCELLED
+    running = q.add("r")
+    (job,) = q.claim(1)
+    assert job.id == running and q.cancel(running) is emq.CancelOutcome.STOPPING
+    assert q.complete(job) is True
+    for id in (waiting, running):
+        assert r.hget(P + f"job:{id}", "state") == b"cancelled" and r.pttl(P + f"job:{id}") > 0
+    assert r.hget(P + f"job:{running}", "cancel") == b"1" and r.zscore(P + "cancels", running) is not None
+
+    assert q.retry_dead() == 0, "retry_dead takes dead jobs only"
+    assert q.retry([waiting, running]) == {waiting: emq.ActionOutcome.RETRIED, running: emq.ActionOutcome.RETRIED}
+    for id in (waiting, running):
+        row = r.hgetall(P + f"job:{id}")
+        assert (row[b"state"], row[b"attempts"]) == (b"pending", b"0"), row
+        assert b"cancel" not in row and b"finished" not in row
+        assert r.pttl(P + f"job:{id}") == -1, "kept for good again"
+    assert r.zcard(P + "cancelled") == 0 and r.zscore(P + "cancels", running) is None
+    assert sorted(m.decode() for m in r.lrange(P + "pending", 0, -1)) == sorted([waiting, running])
+    assert_invariants(r, P)
+
+    jobs = q.claim(2)
+    assert sorted(j.id for j in jobs) == sorted([waiting, running])
+    assert all(q.complete(j) for j in jobs)
+    assert {r.hget(P + f"job:{id}", "state") for id in (waiting, running)} == {b"done"}
+    assert q.retry([waiting]) == {waiting: emq.ActionOutcome.NOT_DEAD}, "a done job is still refused"
+
+
+@pytest.mark.parametrize("backend", ["plan", "lua"])
+def test_a_job_the_stalled_check_kills_says_it_stalled(client, r, backend):
+    """A job that failed once (its error type and traceback written) and then
+    lost its lease past `max_stalled` ends dead with the error `stalled` and
+    no error type or traceback: those were an earlier attempt's, and a reader
+    (`TaskError.type`) would blame the stall on them. Both backends write the
+    same."""
+    q, P = fresh(client)
+    id = q.add("x", max_attempts=5)
+    (job,) = q.claim(1)
+    q.fail(job, "ValueError: boom", retry_in=0, error_type="app.ValueError", traceback="Traceback ...")
+    assert r.hget(P + f"job:{id}", "error_type") == b"app.ValueError"
+    (job,) = q.claim(1, lease=0.05)
+    time.sleep(0.15)
+    recovered, dead = emq.stalled_check(client, q.name, max_stalled=0, backend=backend)
+    assert (recovered, dead) == ([], [id])
+    row = r.hgetall(P + f"job:{id}")
+    assert (row[b"state"], row[b"error"]) == (b"dead", b"stalled")
+    assert b"error_type" not in row and b"traceback" not in row
+    (status,) = q.status([id])
+    assert status is not None and status.error == "stalled" and status.error_type is None

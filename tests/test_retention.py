@@ -282,9 +282,16 @@ def test_get_counts_and_lanes_raise_error_replies(q, r):
     assert str(e.value).startswith("Queue.counts: ") and "pending" in str(e.value)
     r.delete(P + "pending")
     r.set(P + "lane:L", "x")
+    r.sadd(P + "lanes", "L")  # a lane the counts know of (`P lanes`), its list of the wrong type
     with pytest.raises(emq.LayoutError) as e:
         q.counts()
     assert "lane:L" in str(e.value)
+    r.delete(P + "lane:L", P + "lanes")
+    r.set(P + "lanes", "x")  # the lanes' set itself of the wrong type: counts and lanes() say so
+    for read in (q.counts, q.lanes):
+        with pytest.raises(emq.LayoutError) as e:
+            read()
+        assert "lanes" in str(e.value)
 
 
 def test_lanes_of_a_queue_whose_name_is_a_glob(client, r):

@@ -15,7 +15,8 @@ import signal
 import sys
 import threading
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
+from zoneinfo import ZoneInfo
 
 import pytest
 import redis
@@ -145,6 +146,53 @@ def test_missed_ticks_after_a_stop_of_ten_ticks(client, r, missed, extra, jobs):
     assert emq.tools.timers(client, "s").enqueued == [], "nothing is due until the next tick"
 
 
+def wait_until_server_ms(r: redis.Redis, at: int) -> None:
+    while (left := at - server_ms(r)) > 0:
+        time.sleep(min(left, 200) / 1000)
+
+
+@pytest.mark.timeout(120)
+def test_a_real_stop_of_ten_one_second_ticks_under_each_policy(client, r):
+    """Schedules ticking every second, made and then left with nothing sweeping
+    them for ten ticks (the server's clock runs; no timer is moved by hand),
+    then one sweep half a tick after the tenth: latest enqueues the tenth
+    tick, all the ten (or the four most recent with max_missed=4), skip none
+    with a grace shorter than half a tick and the tenth with a longer one. A
+    sweep that read the clock of another process, or counted the ticks from
+    its own start, gets another set."""
+    policies = {
+        "latest": {"missed": "latest"},
+        "all": {"missed": "all", "max_missed": 100},
+        "all4": {"missed": "all", "max_missed": 4},
+        "skip": {"missed": "skip", "grace": 0.2},
+        "skip2": {"missed": "skip", "grace": 2},
+    }
+    for attempt in range(3):  # a sweep that the machine's load delays past its window: again
+        q = emq.Queue(client, f"stop{attempt}")
+        for name, policy in policies.items():
+            q.schedule(name, every=1, data="x", **policy)
+        firsts = {int(i.next_tick.timestamp() * 1000) for i in q.schedules()}
+        if len(firsts) != 1:  # made across a tick
+            continue
+        [first] = firsts
+        wait_until_server_ms(r, first + 9_500)
+        before = server_ms(r)
+        ticked = emq.tools.timers(client, q.name)
+        after = server_ms(r)
+        if first + 9_200 < before and after < first + 10_000:
+            break
+    else:
+        pytest.fail("three times, the schedules were made across a tick or the sweep ran outside its window")
+    due = [first + k * 1000 for k in range(10)]
+    want = {"latest": due[-1:], "all": due, "all4": due[-4:], "skip": [], "skip2": due[-1:]}
+    for name, ticks in want.items():
+        assert ticks_of(r, q.name, name) == ticks, name
+    assert len(ticked.enqueued) == sum(map(len, want.values()))
+    assert ticked.dropped == 4, "every policy but all with 100 dropped some"
+    for info in q.schedules():
+        assert int(info.next_tick.timestamp() * 1000) == due[-1] + 1000, f"{info.name}: the next tick is the first after the sweep"
+
+
 def test_a_tick_whose_job_exists_is_skipped_and_a_removed_schedule_loses_its_timer(client, r):
     """A second host that finds the tick's job made must not add it again (nor
     fail): its timer still moves. A timer whose schedule is gone is dropped."""
@@ -158,6 +206,86 @@ def test_a_tick_whose_job_exists_is_skipped_and_a_removed_schedule_loses_its_tim
     assert (ticked.enqueued, ticked.skipped, ticked.removed) == ([], 1, 1)
     assert q.get(f"schedule:h:{latest}").data == b"other's"
     assert r.zrange("emq:{s}:timers", 0, -1, withscores=True) == [(b"tick:h", latest + HOUR)]
+
+
+# -------------------------------------------------------- daylight saving, server clock
+
+
+def next_change(zone: ZoneInfo, after: datetime) -> datetime:
+    """The next instant (UTC) after `after` at which the zone's offset changes."""
+    t = after.astimezone(timezone.utc).replace(second=0, microsecond=0)
+    step = timedelta(hours=1)
+    for _ in range(24 * 400):
+        if (t + step).astimezone(zone).utcoffset() != t.astimezone(zone).utcoffset():
+            while step > timedelta(minutes=1):  # the change is within this step: halve it
+                step /= 2
+                if (t + step).astimezone(zone).utcoffset() == t.astimezone(zone).utcoffset():
+                    t += step
+            return (t + timedelta(minutes=1)).replace(second=0, microsecond=0)
+        t += step
+    raise AssertionError(f"{zone}: no change within 400 days")
+
+
+def tick_of_wall(zone: ZoneInfo, wall: datetime) -> datetime:
+    """SPEC §14's rule, with Python's zoneinfo for the oracle: the first instant
+    at which the zone's clock shows `wall` or later."""
+    shown = []
+    for fold in (0, 1):
+        at = wall.replace(tzinfo=zone, fold=fold).astimezone(timezone.utc)
+        if at.astimezone(zone).replace(tzinfo=None) == wall:
+            shown.append(at)
+    if shown:
+        return min(shown)
+    # In a gap: the instant the new offset starts.
+    return next_change(zone, wall.replace(tzinfo=zone, fold=0).astimezone(timezone.utc) - timedelta(hours=3))
+
+
+@pytest.mark.timeout(120)
+def test_the_next_tick_the_server_clock_gives_is_the_zones_rule(server, client, r):
+    """SCHEDULE reads the server's clock and stores the first tick after it
+    (plan and module alike). For the next daylight saving change of Berlin
+    and New York after the server's now: a daily time in the skipped hour
+    must be stored at the jump, one in the repeated hour at its first pass
+    (a broken rule stores an instant an hour off, or next year's); a daily
+    03:00 and an every-2-seconds cron are checked too, the latter swept for
+    four seconds of the server's clock, one job an even second."""
+    backends = ["plan", *(["module"] if module_loaded(r) else [])]
+    now = datetime.fromtimestamp(server_ms(r) / 1000, timezone.utc)
+    for backend in backends:
+        q = emq.Queue(client, f"dst-{backend}", backend=backend)  # type: ignore[arg-type]
+        for zone_name in ("Europe/Berlin", "America/New_York"):
+            zone = ZoneInfo(zone_name)
+            change = next_change(zone, now + timedelta(days=1))
+            old, new = (change - timedelta(minutes=1)).astimezone(zone).utcoffset(), change.astimezone(zone).utcoffset()
+            assert old is not None and new is not None
+            spring = new > old
+            # Half past the changed hour's start: skipped (spring) or repeated (fall).
+            wall = (change + (old if spring else new) + timedelta(minutes=30)).replace(tzinfo=None)
+            want = change if spring else change - timedelta(minutes=30)
+            assert tick_of_wall(zone, wall) == want, "the oracle itself"
+            name = f"{zone_name}-{'spring' if spring else 'fall'}"
+            q.schedule(name, cron=f"{wall.minute} {wall.hour} {wall.day} {wall.month} *", tz=zone_name, data="x")
+            q.schedule(f"{zone_name}-3am", cron="0 3 * * *", tz=zone_name, data="x")
+            told = server_ms(r)
+            stored = {i.name: i.next_tick for i in q.schedules()}
+            assert stored[name] == want, f"{backend} {name}: {stored[name]} for {wall} local"
+            local_now = datetime.fromtimestamp(told / 1000, zone).replace(tzinfo=None)
+            days = [datetime.combine(local_now.date() + timedelta(days=d), datetime.min.time()) for d in range(3)]
+            three = [tick_of_wall(zone, day.replace(hour=3)) for day in days]
+            assert stored[f"{zone_name}-3am"] == min(t for t in three if t.timestamp() * 1000 > told - 2_000), backend
+
+        made = server_ms(r)
+        q.schedule("even", cron="*/2 * * * * *", tz="America/New_York", data="x", missed="all", max_missed=10)
+        while server_ms(r) < made + 4_000:
+            emq.tools.timers(client, q.name, backend=backend)  # type: ignore[arg-type]
+            time.sleep(0.05)
+        emq.tools.timers(client, q.name, backend=backend)  # type: ignore[arg-type]
+        end = server_ms(r)
+        ticks = ticks_of(r, q.name, "even")
+        assert len(ticks) >= 2 and ticks == list(range(ticks[0], ticks[-1] + 1, 2000)) and ticks[0] % 2000 == 0, ticks
+        assert made < ticks[0] <= made + 2_000 + 500 and ticks[-1] >= end - 2_500, (made, ticks, end)
+        [even] = [i for i in q.schedules() if i.name == "even"]
+        assert even.next_tick is not None and int(even.next_tick.timestamp() * 1000) == ticks[-1] + 2000
 
 
 # ------------------------------------------------------------------ workers and wakes

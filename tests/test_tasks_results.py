@@ -558,3 +558,87 @@ def test_unique_enqueues_and_a_tasks_own_retention(server):
     r.close()
     assert 0 < kept_short <= 30_000 < kept_default, (kept_short, kept_default)
     app.close()
+
+
+def test_once_an_app_waits_its_adds_register_the_waiter_themselves(server):
+    """After an app's first wait on a queue, each task enqueue there writes the
+    collector's inbox into the new row's `wait` in the add's own transaction,
+    and a wait for that job registers nothing (no `watch`), yet hears the
+    outcome: when the wait began before the job ran, and when the job was done
+    before the wait began (its push popped while nobody waited). An app that
+    never waited writes no `wait`; a given id that had landed already (a
+    second add of the same call) is not registered by the add, so its wait
+    registers as before. A broken version would wait forever for a job whose
+    push came first, send a `watch` for every wait, or make every job of a
+    fire-and-forget app push to an inbox nobody pops."""
+    r = redis.Redis.from_url(server.url)
+    app = emq.App(server.url, queue="reg-" + uuid.uuid4().hex[:8])
+    P = f"emq:{{{app.default_queue}}}:"
+
+    @app.task
+    def double(x: int) -> int:
+        return 2 * x
+
+    quiet = emq.App(server.url, queue=app.default_queue)
+    h_quiet = quiet.enqueue(double.name, 1)
+    assert not r.hexists(P + f"job:{h_quiet.id}", "wait"), "an app that never waited registers nothing"
+
+    with working(app):
+        assert double.enqueue(1).result(timeout=20) == 2  # the collector starts
+    collector = app._collector(app.default_queue)
+    watched: list[list[str]] = []
+    real_watch = collector.queue.watch
+
+    def counting_watch(ids, inbox):
+        watched.append(list(ids))
+        return real_watch(ids, inbox)
+
+    collector.queue.watch = counting_watch  # type: ignore[method-assign]
+
+    early = double.enqueue(21)  # no worker: the wait begins before the job runs
+    assert r.hget(P + f"job:{early.id}", "wait") == collector.inbox.encode()
+    with pytest.raises(emq.ResultTimeoutError):
+        early.result(timeout=0.2)
+    assert watched == [], "a job its add registered needs no watch"
+
+    with working(app):
+        assert early.result(timeout=20) == 42
+        late = double.enqueue(5)
+        wait_for(lambda: r.hget(P + f"job:{late.id}", "state") == b"done", 20, "the job done before anyone waits")
+        wait_for(lambda: late.id not in collector._expected, 20, "its push popped while nobody waited")
+        assert late.result(timeout=5) == 10, "a push that came before the wait is not lost"
+        assert asyncio.run(double.enqueue(7).result_async(timeout=20)) == 14
+        first = double.options(id="given-" + uuid.uuid4().hex[:8]).enqueue(3)
+        again = double.options(id=first.id).enqueue(3)  # landed already: not registered by this add
+        assert again._registered is False
+        assert again.result(timeout=20) == 6
+    assert [ids for ids in watched if early.id in ids] == []
+    # The landed add's wait registers with `watch`, unless the outcome's push reaches it first.
+    assert [ids for ids in watched if first.id in ids] in ([], [[first.id]])
+    assert [ids for ids in watched if late.id in ids] in ([], [[late.id]])
+    app.close()
+    quiet.close()
+
+
+def test_a_failed_pop_forgets_the_waiters_its_adds_registered(server):
+    """An outcome popped on a connection that broke may be lost with the reply:
+    the collector then forgets every id its adds registered (their waits
+    register with `watch`, which answers what came meanwhile), so a wait
+    begun after the break does not wait for a push that was lost. A broken
+    version would hang here."""
+    app = emq.App(server.url, queue="reg-" + uuid.uuid4().hex[:8])
+
+    @app.task
+    def one() -> int:
+        return 1
+
+    with working(app):
+        assert one.enqueue().result(timeout=20) == 1
+        collector = app._collector(app.default_queue)
+        h = one.enqueue()
+        assert h._registered
+        with collector._lock:
+            collector._drop_expected()  # what a failed pop does
+        assert h.id not in collector._expected
+        assert h.result(timeout=20) == 1
+    app.close()

@@ -1,4 +1,4 @@
-//! The queue's lanes (`reads::Lanes`, a `SCAN` of two patterns) fed any replies:
+//! The queue's lanes (`reads::Lanes`, one `SMEMBERS` of `P lanes`) fed any replies:
 //! see `emq_fuzz` for the properties.
 
 #![no_main]

@@ -203,7 +203,8 @@ class QueueCore:
         max_attempts: int,
         keep: _Keep | None,
         priority: int | None,
-    ) -> str: ...
+        inbox: str | None,
+    ) -> tuple[str, bool]: ...
     def add_unique(
         self,
         data: bytes | str,
@@ -216,6 +217,7 @@ class QueueCore:
         max_attempts: int,
         keep: _Keep | None,
         priority: int | None,
+        inbox: str | None,
     ) -> UniqueAdd: ...
     def add_many(self, jobs: Iterable[Mapping[str, Any] | bytes | str], max_attempts: int) -> list[str]: ...
     def claim(self, n: int, lease: _Duration) -> list[Job]: ...

@@ -176,7 +176,7 @@ class ActionOutcome(str, enum.Enum):
     NOT_FOUND = "not_found"
     """No such job (never added, or no longer kept): nothing changed."""
     NOT_DEAD = "not_dead"
-    """Retry refused: the job is not dead. Nothing changed."""
+    """Retry refused: the job is neither dead nor cancelled. Nothing changed."""
     ACTIVE = "active"
     """Delete refused: a worker holds the job (cancel it instead). Nothing changed."""
     NOT_SCHEDULED = "not_scheduled"

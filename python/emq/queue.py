@@ -139,6 +139,7 @@ class Queue:
         max_attempts: int = 3,
         keep: Keep | None = None,
         priority: int = 0,
+        inbox: str | None = None,
     ) -> str:
         """Adds a job; returns its id (generated ids are unique and sort by
         creation). Due after `delay`, or at `at` (one of the two): ready at once
@@ -146,8 +147,30 @@ class Queue:
         `emq.DuplicateJobError`. `keep`: how long the job's row is kept once it
         is done or cancelled, in place of the queue's `keep_done` (0: deleted
         at once; `"forever"`). `priority`: 0 (first, the default) to 9; a claim
-        takes the lowest level first, and the oldest ready within a level."""
-        return self._core.add(data, id, delay, at, lane, max_attempts, keep, priority)
+        takes the lowest level first, and the oldest ready within a level.
+        `inbox`: a waiter's inbox (as `watch` takes it) registered with the job
+        in the add's own transaction, so its outcome is pushed there with no
+        `watch` (a given id that had landed already is not registered:
+        `add_waited` says so)."""
+        return self._core.add(data, id, delay, at, lane, max_attempts, keep, priority, inbox)[0]
+
+    def add_waited(
+        self,
+        data: bytes | str,
+        inbox: str,
+        *,
+        id: str | None = None,
+        delay: Duration = 0,
+        at: Time | None = None,
+        lane: str | None = None,
+        max_attempts: int = 3,
+        keep: Keep | None = None,
+        priority: int = 0,
+    ) -> tuple[str, bool]:
+        """`add(..., inbox=inbox)`, and whether the call wrote the job (and so
+        registered `inbox` with it): False for a given id that had landed
+        already (a retry), whose waiter must `watch` it."""
+        return self._core.add(data, id, delay, at, lane, max_attempts, keep, priority, inbox)
 
     def add_unique(
         self,
@@ -162,14 +185,18 @@ class Queue:
         max_attempts: int = 3,
         keep: Keep | None = None,
         priority: int = 0,
+        inbox: str | None = None,
     ) -> UniqueAdd:
         """Adds a job once per `unique_key` and window: while the job a key
         names (added under it within the last `unique_for`) has a row, an add
         under the key writes nothing and answers that job's id
         (`UniqueAdd(id, created=False)`); else it adds the job as `add` does
         and holds the key for it for `unique_for` (`created=True`). Atomic
-        across processes: producers racing on a key make exactly one job."""
-        return self._core.add_unique(data, unique_key, unique_for, id, delay, at, lane, max_attempts, keep, priority)
+        across processes: producers racing on a key make exactly one job.
+        `inbox`, as `add` takes it: registered only when `created`."""
+        return self._core.add_unique(
+            data, unique_key, unique_for, id, delay, at, lane, max_attempts, keep, priority, inbox
+        )
 
     def add_many(self, jobs: Iterable[Mapping[str, Any] | bytes | str], *, max_attempts: int = 3) -> list[str]:
         """Adds many jobs in one guarded transaction (all or none). Each item is
@@ -340,7 +367,8 @@ class Queue:
         return self._core.get(id)
 
     def lanes(self) -> list[str]:
-        """The lanes that have a list or a control hash, sorted."""
+        """The lanes used (named by an add or a lane control: the set `P lanes`, one
+        read, whatever the queue holds), sorted."""
         return self._core.lanes()
 
     def counts(self) -> QueueCounts:
@@ -361,9 +389,11 @@ class Queue:
         return JobPage(jobs=jobs, total=total, offset=offset, limit=limit)
 
     def retry(self, ids: Iterable[str]) -> dict[str, ActionOutcome]:
-        """Dead jobs back to ready (attempts and stalls back to 0, the error
-        kept; lane jobs to their lane): for each id, `RETRIED`, `NOT_DEAD` or
-        `NOT_FOUND`. One guarded transaction per 500 ids."""
+        """Dead or cancelled jobs back to ready (attempts and stalls back to
+        0, the error kept; lane jobs to their lane; a cancelled row kept for
+        good again and no longer asked to stop): for each id, `RETRIED`,
+        `NOT_DEAD` (neither dead nor cancelled) or `NOT_FOUND`. One guarded
+        transaction per 500 ids."""
         return _outcomes(self._core.retry(ids), ActionOutcome.RETRIED, ActionOutcome.NOT_DEAD)
 
     def retry_dead(self, limit: int | None = None) -> int:

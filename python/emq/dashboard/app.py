@@ -62,6 +62,8 @@ MAX_FORM_FIELDS = 16 + PAGE
 """A form's fields at most: its own few, and an `id` for each job of a page."""
 JOB_ACTIONS = {"retry": "Retried", "cancel": "Cancelled", "delete": "Deleted", "promote-now": "Promoted"}
 """The actions on chosen jobs, and the word the notice says of each."""
+SCHEDULE_ACTIONS = ("pause-schedule", "resume-schedule", "run-schedule-now")
+"""The actions on one of the queue's schedules (`Queue.pause_schedule`, `resume_schedule`, `run_schedule_now`)."""
 FLASH_COOKIE = "emq_flash"
 NAV = {"overview.html": "overview", "queue.html": "overview", "job.html": "job", "workers.html": "workers", "_workers_live.html": "workers"}
 """The header's link each page lights up."""
@@ -90,6 +92,8 @@ class Dashboard:
             count=present.count,
             duration=present.duration,
             utc=present.utc_time,
+            ms=present.epoch_ms,
+            relative=present.relative,
         )
         from .. import __version__
 
@@ -336,6 +340,21 @@ class Dashboard:
             }[name]
             result = await self.call(request, act, queue, ids)
             notice = "" if isinstance(result, EmqError) else present.outcomes(JOB_ACTIONS[name], result)
+        elif name in SCHEDULE_ACTIONS:
+            schedule = form.get("schedule", "")
+            if not schedule:
+                return self.render(request, "error.html", status=400, kind="ArgumentError", message="the form names no schedule")
+            on_schedule: Callable[[str, str], object] = {
+                "pause-schedule": self.source.pause_schedule,
+                "resume-schedule": self.source.resume_schedule,
+                "run-schedule-now": self.source.run_schedule_now,
+            }[name]
+            result = await self.call(request, on_schedule, queue, schedule)
+            if name == "run-schedule-now":
+                notice = f"Schedule {schedule}: job {result} enqueued."
+            else:
+                changed = "paused" if name == "pause-schedule" else "resumed"
+                notice = f"Schedule {schedule} {changed}." if result is True else f"Schedule {schedule} was {changed} already."
         elif name not in ("pause-lane", "resume-lane", "set-lane-limit"):
             return self.render(request, "error.html", status=404, kind="ArgumentError", message=f"no action {name!r}")
         else:

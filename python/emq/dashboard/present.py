@@ -86,6 +86,11 @@ def utc_time(ms: int | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S.") + f"{moment.microsecond // 1000:03d} UTC"
 
 
+def epoch_ms(moment: datetime | None) -> int | None:
+    """An aware datetime (a schedule's ticks) as milliseconds since the epoch, for `utc_time` and `relative`."""
+    return None if moment is None else round(moment.timestamp() * 1000)
+
+
 def duration(seconds: float | None, *, none: str = "forever") -> str:
     """A duration in the largest units that keep it short: `950 ms`, `42 s`, `5 min 3 s`, `2 h 5 min`, `30 d`."""
     if seconds is None:

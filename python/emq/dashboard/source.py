@@ -1,10 +1,14 @@
 """What the dashboard shows, read through emq's own API: one `Source` answers each page.
 
-The pages ask a `Source`; it asks `emq.Queue` (`counts`, `lanes`, `get`,
-`retention`, `jobs`, `lane_controls`) and the registry (`emq.queues`,
+The pages ask a `Source`; it asks `emq.Queue` (`counts`, `get`, `retention`,
+`jobs`, `lane_controls`, `schedules`) and the registry (`emq.queues`,
 `emq.workers`), and acts through `emq.Queue` (`pause_lane`, `resume_lane`,
 `set_lane_limit`, `promote`, `retry`, `retry_dead`, `cancel`, `delete`,
-`promote_now`), so the dashboard checks and refuses exactly as the API does.
+`promote_now`, `pause_schedule`, `resume_schedule`, `run_schedule_now`, the
+operations `App.pause_schedule` and its kin call), so the dashboard checks and
+refuses exactly as the API does. What a page reads does not grow with the
+queue: counts, the page's rows, one row a ready list for the oldest wait
+(`tests/test_dashboard_bounded.py` counts the commands of every page).
 Its calls block on the server: the app runs them in a thread.
 
 Throughput is `Queue.throughput` over the last day (1,440 `HMGET`s of a
@@ -18,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .._core import Client, Job
-from ..answers import ActionOutcome, CancelOutcome, LaneControl, MinuteCounts, QueueCounts, Retention, WorkerInfo
+from ..answers import ActionOutcome, CancelOutcome, LaneControl, MinuteCounts, QueueCounts, Retention, ScheduleInfo, WorkerInfo
 from ..queue import JobPage, Queue
 from ..registry import queues as registered_queues
 from ..registry import workers as live_workers
@@ -71,6 +75,7 @@ class QueueView:
     counts: QueueCounts
     lanes: list[LaneView]
     retention: Retention
+    schedules: list[ScheduleInfo]
     now_ms: int
 
     @property
@@ -175,6 +180,19 @@ class Source:
         dues = [j.due_ms for j in heads if j.due_ms is not None]
         return max(0, now_ms - min(dues)) if dues else None
 
+    def lateness_ms(self, queue: str, counts: QueueCounts, now_ms: int, oldest_waiting_ms: int | None) -> int:
+        """How late the queue's work is (ms, server clock): the longest any job has
+        been due without being claimed. The larger of `oldest_waiting_ms` (a ready
+        job) and how long ago the soonest-due job in `scheduled` fell due, when it
+        has (due, not yet promoted); 0 when nothing is due. One row more than the
+        oldest wait reads: the head of `scheduled`."""
+        late = oldest_waiting_ms or 0
+        if counts.schedule:
+            head = self.queue(queue).jobs("scheduled", limit=1).jobs
+            if head and head[0].due_ms is not None and head[0].due_ms <= now_ms:
+                late = max(late, now_ms - head[0].due_ms)
+        return late
+
     # -- reads -------------------------------------------------------------------
 
     def now_ms(self) -> int:
@@ -185,11 +203,11 @@ class Source:
 
     def queue_view(self, name: str) -> QueueView:
         q = self.queue(name)
-        counts = q.counts()
-        names = sorted(set(q.lanes()) | set(counts.lanes))
+        counts = q.counts()  # every lane of `P lanes`, with its ready count
+        names = sorted(counts.lanes)
         controls = self.lane_controls(q.name, names)
         lanes = [LaneView(lane, counts.lanes.get(lane, 0), controls.get(lane)) for lane in names]
-        return QueueView(name=q.name, counts=counts, lanes=lanes, retention=q.retention(), now_ms=self.now_ms())
+        return QueueView(name=q.name, counts=counts, lanes=lanes, retention=q.retention(), schedules=q.schedules(), now_ms=self.now_ms())
 
     def job(self, queue: str, id: str) -> JobView | None:
         job = self.queue(queue).get(id)
@@ -205,6 +223,18 @@ class Source:
 
     def set_lane_limit(self, queue: str, lane: str, limit: int) -> None:
         self.queue(queue).set_lane_limit(lane, limit)
+
+    def pause_schedule(self, queue: str, name: str) -> bool:
+        """`Queue.pause_schedule`: False when it was paused already."""
+        return self.queue(queue).pause_schedule(name)
+
+    def resume_schedule(self, queue: str, name: str) -> bool:
+        """`Queue.resume_schedule`: False when it was not paused."""
+        return self.queue(queue).resume_schedule(name)
+
+    def run_schedule_now(self, queue: str, name: str) -> str:
+        """`Queue.run_schedule_now`: the id of the job it enqueued."""
+        return self.queue(queue).run_schedule_now(name)
 
     def promote(self, queue: str) -> int:
         """PROMOTE once (`emq.promote`): the jobs due now become ready; how many moved."""

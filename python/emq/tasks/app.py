@@ -19,24 +19,26 @@ import threading
 import types
 import typing
 from collections.abc import Callable, Mapping
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Protocol, TypeVar, overload
 
 from .._core import Client
 from ..answers import ScheduleInfo
 from ..errors import ArgumentError
-from ..queue import Duration, JobBackend, Queue, Time
+from ..queue import Duration, JobBackend, Queue
 from .codec import encode_call
 from .context import Context, takes_context
 from .handle import Handle
-from .options import Options, queue_name_problem
+from .options import EnqueueOptions, Options, TaskDefaults, options_of, queue_name_problem
 from .schedules import AppSchedules, Missed, Synced
 from .task import ContextTask, Task, add_job, check_task_name, default_name
 from .waiting import Collector
 
+if TYPE_CHECKING:
+    # Only the type checker reads it (the annotations are strings): emq needs no typing_extensions at run time.
+    from typing_extensions import Unpack
+
 P = ParamSpec("P")
 R = TypeVar("R")
-
-_UNSET: Any = None  # an option left out
 
 
 class TaskDecorator(Protocol):
@@ -128,6 +130,11 @@ class App:
                 q = self._queues.setdefault(name, q)
         return q
 
+    def _running_collector(self, queue: str) -> Collector | None:
+        """The collector of `queue` if the app has one (it has waited for a result there)."""
+        with self._lock:
+            return self._collectors.get(queue)
+
     def _collector(self, queue: str) -> Collector:
         """The collector of the app's waits on `queue` (`emq.tasks.waiting`), started on first use."""
         with self._lock:
@@ -176,32 +183,9 @@ class App:
     @overload
     def task(self, fn: Callable[P, R], /) -> Task[P, R]: ...
     @overload
-    def task(
-        self,
-        *,
-        name: str | None = None,
-        queue: str | None = None,
-        max_attempts: int | None = None,
-        retry_in: Duration | None = None,
-        timeout: Duration | None = None,
-        keep_result: Duration | None = None,
-        priority: int | None = None,
-        lane: str | None = None,
-    ) -> TaskDecorator: ...
+    def task(self, *, name: str | None = None, **options: Unpack[TaskDefaults]) -> TaskDecorator: ...
 
-    def task(
-        self,
-        fn: Callable[..., Any] | None = None,
-        *,
-        name: str | None = None,
-        queue: str | None = None,
-        max_attempts: int | None = None,
-        retry_in: Duration | None = None,
-        timeout: Duration | None = None,
-        keep_result: Duration | None = None,
-        priority: int | None = None,
-        lane: str | None = None,
-    ) -> Any:
+    def task(self, fn: Callable[..., Any] | None = None, *, name: str | None = None, **options: Unpack[TaskDefaults]) -> Any:
         """Registers a function as a task: `@app.task`, or `@app.task(...)` with
         options (each left out: the app's or the queue's default).
 
@@ -217,21 +201,12 @@ class App:
 
         A function whose first parameter is annotated `emq.Context` gets its job's
         context there (the task is a `ContextTask`)."""
-        options = Options.checked(
-            "emq.App.task",
-            queue=queue,
-            max_attempts=max_attempts,
-            retry_in=retry_in,
-            timeout=timeout,
-            keep_result=keep_result,
-            priority=priority,
-            lane=lane,
-        )
+        defaults = options_of("emq.App.task", TaskDefaults, options)
         if name is not None:
             check_task_name("emq.App.task", name)
 
         def register(f: Callable[..., Any]) -> Task[Any, Any]:
-            return self._register(f, name, options)
+            return self._register(f, name, defaults)
 
         return register if fn is None else register(fn)
 
@@ -263,35 +238,11 @@ class App:
         given."""
         return self._enqueue("emq.App.enqueue", Options(), name, args, kwargs)
 
-    def options(
-        self,
-        *,
-        queue: str | None = _UNSET,
-        delay: Duration | None = _UNSET,
-        at: Time | None = _UNSET,
-        id: str | None = _UNSET,
-        unique_for: Duration | None = _UNSET,
-        priority: int | None = _UNSET,
-        lane: str | None = _UNSET,
-        max_attempts: int | None = _UNSET,
-        keep_result: Duration | None = _UNSET,
-    ) -> AppOptions:
+    def options(self, **options: Unpack[EnqueueOptions]) -> AppOptions:
         """Options for one enqueue by name: `app.options(queue="mail",
         delay=5).enqueue("mail.send", "a@b.c")`; the options are `Task.options`'s,
         and override the task's where the app has it."""
-        given = Options.checked(
-            "emq.App.options",
-            queue=queue,
-            delay=delay,
-            at=at,
-            id=id,
-            unique_for=unique_for,
-            priority=priority,
-            lane=lane,
-            max_attempts=max_attempts,
-            keep_result=keep_result,
-        )
-        return AppOptions(self, given)
+        return AppOptions(self, options_of("emq.App.options", EnqueueOptions, options))
 
     def _enqueue(self, verb: str, given: Options, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Handle:
         check_task_name(verb, name)

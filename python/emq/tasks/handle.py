@@ -44,9 +44,9 @@ class Handle:
     Handles compare equal when they name the same job (queue and id); a handle
     holds no connection, and may be made again from its id at any time."""
 
-    __slots__ = ("id", "queue", "task", "_app", "_returns")
+    __slots__ = ("id", "queue", "task", "_app", "_returns", "_registered")
 
-    def __init__(self, id: str, queue: str, *, app: HandleOwner, task: str | None = None, returns: Any = Any):
+    def __init__(self, id: str, queue: str, *, app: HandleOwner, task: str | None = None, returns: Any = Any, registered: bool = False):
         self.id = id
         """The job's id."""
         self.queue = queue
@@ -56,6 +56,9 @@ class Handle:
         is read by the task's return annotation), else None (the plain JSON value)."""
         self._app = app
         self._returns = returns
+        # Whether the add registered the app's collector's inbox with the job: its
+        # waits then send nothing while the outcome is still expected.
+        self._registered = registered
 
     def __repr__(self) -> str:
         task = f" {self.task}" if self.task else ""
@@ -88,7 +91,7 @@ class Handle:
             got.set()
 
         collector = self._app._collector(self.queue)
-        w = collector.wait(self.id, tell)
+        w = collector.wait(self.id, tell, registered=self._registered)
         if not got.wait(timeout_s):
             collector.forget(w)
             if not w.resolve(None, None):  # resolved just now: take that answer
@@ -105,7 +108,7 @@ class Handle:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Job | None] = loop.create_future()
         collector = self._app._collector(self.queue)
-        w = collector.wait(self.id, future_teller(loop, future))
+        w = collector.wait(self.id, future_teller(loop, future), registered=self._registered)
         try:
             row = await asyncio.wait_for(future, timeout_s)
         except asyncio.TimeoutError:

@@ -8,9 +8,10 @@ A task's options are its defaults; a call's options override them, one by one.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from .._core import MAX_ATTEMPTS, check_duration, check_integer
 from ..errors import ArgumentError
@@ -18,6 +19,48 @@ from ..queue import Duration, Time
 
 PRIORITIES = (0, 9)
 """The lowest and the highest priority (SPEC §15: 0 first, the default)."""
+
+
+class JobOptions(TypedDict, total=False):
+    """The options both a task and one enqueue may give: where its jobs go, how
+    often they are tried and how long they are kept (None: not given)."""
+
+    queue: str | None
+    max_attempts: int | None
+    keep_result: Duration | None
+    priority: int | None
+    lane: str | None
+
+
+class EnqueueOptions(JobOptions, total=False):
+    """The keyword arguments of `task.options(...)` and `app.options(...)`: one
+    enqueue's (`Task.options` says what each does)."""
+
+    delay: Duration | None
+    at: Time | None
+    id: str | None
+    unique_for: Duration | None
+
+
+class TaskDefaults(JobOptions, total=False):
+    """The options of `@app.task(...)`, its jobs' defaults (`App.task` says what
+    each does)."""
+
+    retry_in: Duration | None
+    timeout: Duration | None
+
+
+def options_of(verb: str, accepted: Any, given: Mapping[str, Any]) -> Options:
+    """The options a call `verb` was given as keywords (`**options` of the
+    TypedDict `accepted`: `EnqueueOptions`, `TaskDefaults`), checked: a keyword
+    `accepted` does not name is a `TypeError` naming `verb` and it, as Python
+    raises for a keyword a signature lacks; a bad value, `Options.checked`'s
+    `ArgumentError`."""
+    names = accepted.__required_keys__ | accepted.__optional_keys__
+    for name in given:
+        if name not in names:
+            raise TypeError(f"{verb}() got an unexpected keyword argument {name!r} (it takes {', '.join(sorted(names))})")
+    return Options.checked(verb, **given)
 
 
 @dataclass(frozen=True)
@@ -138,4 +181,4 @@ _CHECKS = {
     "timeout": _duration(positive=True),
 }
 
-__all__ = ["PRIORITIES", "Options", "queue_name_problem"]
+__all__ = ["PRIORITIES", "EnqueueOptions", "JobOptions", "Options", "TaskDefaults", "options_of", "queue_name_problem"]

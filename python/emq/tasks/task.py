@@ -14,20 +14,22 @@ import hashlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Generic, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
 from ..errors import ArgumentError
-from ..queue import Duration, Queue, Time
+from ..queue import Queue
 from .codec import Parameters, encode_call, task_name_problem
 from .context import Context
 from .handle import Handle
-from .options import Options
+from .options import EnqueueOptions, Options, options_of
 from .waiting import Collector
+
+if TYPE_CHECKING:
+    # Only the type checker reads it (the annotations are strings): emq needs no typing_extensions at run time.
+    from typing_extensions import Unpack
 
 P = ParamSpec("P")
 R = TypeVar("R")
-
-_UNSET: Any = None  # an option left out: the task's own, else the queue's default
 
 
 class TaskOwner(Protocol):
@@ -40,6 +42,8 @@ class TaskOwner(Protocol):
     def queue(self, name: str | None = None) -> Queue: ...
 
     def _collector(self, queue: str) -> Collector: ...
+
+    def _running_collector(self, queue: str) -> Collector | None: ...
 
 
 def default_name(fn: Callable[..., Any]) -> str:
@@ -118,19 +122,7 @@ class Task(Generic[P, R]):
         written."""
         return self._add(f"{self.name}.enqueue", self._options, args, kwargs)
 
-    def options(
-        self,
-        *,
-        delay: Duration | None = _UNSET,
-        at: Time | None = _UNSET,
-        id: str | None = _UNSET,
-        unique_for: Duration | None = _UNSET,
-        priority: int | None = _UNSET,
-        lane: str | None = _UNSET,
-        queue: str | None = _UNSET,
-        max_attempts: int | None = _UNSET,
-        keep_result: Duration | None = _UNSET,
-    ) -> TaskOptions[P]:
+    def options(self, **options: Unpack[EnqueueOptions]) -> TaskOptions[P]:
         """This task with options for one enqueue (each left out: the task's):
         `add.options(delay=5, id="order-7").enqueue(1, 2)`. Checked here
         (`emq.ArgumentError` naming the option).
@@ -147,18 +139,7 @@ class Task(Generic[P, R]):
         queue's retention). `priority` (0 first, the default, to 9): a
         claim takes the lowest level first (SPEC §15)."""
         verb = f"{self.name}.options"
-        given = Options.checked(
-            verb,
-            delay=delay,
-            at=at,
-            id=id,
-            unique_for=unique_for,
-            priority=priority,
-            lane=lane,
-            queue=queue,
-            max_attempts=max_attempts,
-            keep_result=keep_result,
-        )
+        given = options_of(verb, EnqueueOptions, options)
         return TaskOptions(self, self._options.merged(verb, given))
 
     def _add(self, verb: str, options: Options, args: Any, kwargs: Any) -> Handle:
@@ -196,33 +177,10 @@ class TaskOptions(Generic[P]):
         """`task.enqueue` with these options."""
         return self.task._add(f"{self.task.name}.enqueue", self.given, args, kwargs)
 
-    def options(
-        self,
-        *,
-        delay: Duration | None = _UNSET,
-        at: Time | None = _UNSET,
-        id: str | None = _UNSET,
-        unique_for: Duration | None = _UNSET,
-        priority: int | None = _UNSET,
-        lane: str | None = _UNSET,
-        queue: str | None = _UNSET,
-        max_attempts: int | None = _UNSET,
-        keep_result: Duration | None = _UNSET,
-    ) -> TaskOptions[P]:
+    def options(self, **options: Unpack[EnqueueOptions]) -> TaskOptions[P]:
         """These options with more over them (`Task.options`'s)."""
         verb = f"{self.task.name}.options"
-        more = Options.checked(
-            verb,
-            delay=delay,
-            at=at,
-            id=id,
-            unique_for=unique_for,
-            priority=priority,
-            lane=lane,
-            queue=queue,
-            max_attempts=max_attempts,
-            keep_result=keep_result,
-        )
+        more = options_of(verb, EnqueueOptions, options)
         return TaskOptions(self.task, self.given.merged(verb, more))
 
 
@@ -231,21 +189,36 @@ def add_job(app: TaskOwner, verb: str, options: Options, data: bytes, *, task: s
     the core refuses (an id, a lane) is raised naming `verb`, not `Queue.add`.
     With `unique_for`, the add is unique (`Queue.add_unique`) by the job's id
     when one is given, else by the call itself (its task and arguments): a
-    second enqueue within the window is answered with the first job's handle."""
+    second enqueue within the window is answered with the first job's handle.
+
+    Once the app has waited for a result on the queue (its collector runs),
+    the add registers the collector's inbox with the job in its own
+    transaction: the handle's wait then sends nothing (`emq.tasks.waiting`)."""
     queue = app.queue(options.queue or app.default_queue)
     arguments = options.add_arguments()
+    collector = app._running_collector(queue.name)
+    token = collector.adding() if collector is not None else 0
+    job_id: str | None = None
+    created = False
     try:
+        inbox = collector.inbox if collector is not None else None
         if options.unique_for is not None:
             key = options.id if options.id is not None else "call:" + hashlib.sha256(data).hexdigest()
-            job_id = queue.add_unique(data, unique_key=key, unique_for=options.unique_for, **arguments).id
+            unique = queue.add_unique(data, unique_key=key, unique_for=options.unique_for, inbox=inbox, **arguments)
+            job_id, created = unique.id, unique.created
+        elif inbox is not None:
+            job_id, created = queue.add_waited(data, inbox, **arguments)
         else:
             job_id = queue.add(data, **arguments)
     except ArgumentError as e:
         text = str(e)
-        for prefix in ("Queue.add: ", "Queue.add_unique: "):
+        for prefix in ("Queue.add: ", "Queue.add_unique: ", "Queue.add_waited: "):
             text = text.removeprefix(prefix)
         raise ArgumentError(f"{verb}: {text}") from None
-    return Handle(job_id, queue.name, app=app, task=task, returns=returns)
+    finally:
+        registered = collector.added(token, job_id if created else None) if collector is not None else False
+    assert job_id is not None
+    return Handle(job_id, queue.name, app=app, task=task, returns=returns, registered=registered)
 
 
 __all__ = ["ContextTask", "Task", "TaskOptions", "TaskOwner", "add_job", "check_task_name", "default_name"]

@@ -13,6 +13,15 @@ collector has two threads:
   its id there, in the same transaction), reads the rows of the ids it pops
   (one pipelined status read, on that connection), and resolves their waits.
 
+Once the collector runs, the app's enqueues on its queue register the
+collector's inbox with each job in the add's own transaction (`add_waited`):
+a wait for such a job then needs no registration at all, so enqueue-and-wait
+is one round trip and the wait is a dictionary insert. The collector keeps
+those ids (`expect`) until their outcomes arrive; an outcome that arrives
+while the add that made the job is still returning is held for it
+(`_arrived`), so none is missed. A job nobody waits for whose enqueuer has a
+collector costs its settle the push to the inbox (the popper drops its id).
+
 Nothing polls. A pop that failed (the connection broke: an id popped may be
 lost with the reply) registers every open wait again, which answers what
 ended meanwhile. `close()` ends the pop at once (`CLIENT UNBLOCK`; where this
@@ -45,6 +54,10 @@ POP_CHUNK_NO_UNBLOCK_S = 1.0
 
 REGISTER_BATCH = 1000
 """The most waits one `watch` registers."""
+
+EXPECTED_MAX = 1_000_000
+"""The most ids registered at their add whose outcomes have not arrived: past
+it the collector forgets them all (their waits then register with `watch`)."""
 
 Outcome = Callable[[Job | None, BaseException | None], None]
 
@@ -90,16 +103,61 @@ class Collector:
         self._pop_id: int | None = None
         self._can_unblock = True
         self._popping = False
+        # Ids registered with the inbox by their add, outcome not yet arrived; the
+        # adds in flight; outcomes of unknown ids that arrived while adds were in
+        # flight (for the add that is still returning); and the epoch, bumped when
+        # `_expected` is dropped (a failed pop, or too many).
+        self._expected: set[str] = set()
+        self._adding = 0
+        self._arrived: set[str] = set()
+        self._epoch = 0
         self._popper = threading.Thread(target=self._pop_loop, name=f"emq-results-{queue.name}", daemon=True)
         self._registrar = threading.Thread(target=self._register_loop, name=f"emq-watch-{queue.name}", daemon=True)
         self._popper.start()
         self._registrar.start()
 
+    # -- adds that register --------------------------------------------------------
+
+    def adding(self) -> int:
+        """Says an add with this collector's inbox is about to be sent; the
+        token for `added`."""
+        with self._lock:
+            self._adding += 1
+            return self._epoch
+
+    def added(self, token: int, id: str | None) -> bool:
+        """The add of `adding()` returned, with the job it registered (`id`;
+        None: it failed, or wrote no row): whether a wait for it may skip its
+        registration (`wait(..., registered=True)`)."""
+        with self._lock:
+            self._adding -= 1
+            expected = False
+            if id is not None and token == self._epoch and not self._closing.is_set():
+                if id in self._arrived:
+                    self._arrived.discard(id)  # came already: a wait registers, and is answered at once
+                elif len(self._expected) >= EXPECTED_MAX:
+                    self._drop_expected()
+                else:
+                    self._expected.add(id)
+                    expected = True
+            if self._adding == 0:
+                self._arrived.clear()
+            return expected
+
+    def _drop_expected(self) -> None:
+        """Forgets every id registered at its add (under the lock): their waits
+        register with `watch`, which answers what came meanwhile."""
+        self._expected.clear()
+        self._arrived.clear()
+        self._epoch += 1
+
     # -- waits ------------------------------------------------------------------------
 
-    def wait(self, id: str, tell: Outcome) -> Wait:
+    def wait(self, id: str, tell: Outcome, *, registered: bool = False) -> Wait:
         """A new wait for job `id`: `tell(row, error)` is called once, from the
-        collector's threads (or this one, when the collector is closed)."""
+        collector's threads (or this one, when the collector is closed).
+        `registered`: its add registered this collector's inbox (`added`);
+        while the outcome is still expected the wait sends nothing."""
         w = Wait(id, tell)
         with self._lock:
             if self._closing.is_set():
@@ -107,8 +165,9 @@ class Collector:
             else:
                 closed = False
                 self._waits.setdefault(id, []).append(w)
-                self._new.append(w)
-                self._wake.notify()
+                if not (registered and id in self._expected):
+                    self._new.append(w)
+                    self._wake.notify()
         if closed:
             w.resolve(None, ConnectionError("Handle.result: the app was closed"))
         return w
@@ -195,6 +254,7 @@ class Collector:
                 log.warning("waiting for results on %s: %s; registering the open waits again", self.queue.name, e)
                 self._drop_pop_client()
                 with self._lock:
+                    self._drop_expected()  # an id popped may be lost with the reply
                     again = [w for ws in self._waits.values() for w in ws]
                     self._new.extend(again)
                     self._wake.notify()
@@ -203,6 +263,13 @@ class Collector:
     def _settled(self, ids: list[str]) -> None:
         """Reads the rows of the ids popped (one pipelined read) and resolves their waits."""
         with self._lock:
+            for id in ids:
+                if id in self._expected:
+                    self._expected.discard(id)
+                elif self._adding and id not in self._waits:
+                    self._arrived.add(id)  # perhaps the job of an add still returning
+            if len(self._arrived) > EXPECTED_MAX:
+                self._drop_expected()
             wanted = [id for id in ids if id in self._waits]
         if not wanted:
             return
@@ -270,4 +337,4 @@ def future_teller(loop: asyncio.AbstractEventLoop, future: asyncio.Future[Any]) 
     return tell
 
 
-__all__ = ["POP_CHUNK_S", "REGISTER_BATCH", "Collector", "Wait", "future_teller"]
+__all__ = ["EXPECTED_MAX", "POP_CHUNK_S", "REGISTER_BATCH", "Collector", "Wait", "future_teller"]

@@ -165,6 +165,8 @@ for _, id in ipairs(died) do redis.call('ZADD', dead, string.format('%d', now), 
 for _, r in ipairs(rows) do
   if r[2] then
     redis.call('HSET', r[1], 'state', 'dead', 'stalls', string.format('%d', r[3]), 'error', 'stalled')
+    -- An earlier attempt's error type and traceback are not this ending's.
+    redis.call('HDEL', r[1], 'error_type', 'traceback')
   else
     redis.call('HSET', r[1], 'state', 'pending', 'stalls', string.format('%d', r[3]))
   end

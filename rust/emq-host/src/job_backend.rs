@@ -42,8 +42,10 @@ pub trait JobBackend: Sync {
 
     /// ADD (SPEC §7): the jobs' ids, all added or none, and whether this call
     /// added each (`false`: it had landed, or its uniqueness key named another
-    /// job, whose id it is).
-    fn add(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[NewJob]) -> HostResult<(Vec<Vec<u8>>, Vec<bool>)>;
+    /// job, whose id it is). `inbox`: a waiter registered with each job the
+    /// call writes, in its own transaction (SPEC §13).
+    fn add(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[NewJob], inbox: Option<&[u8]>)
+        -> HostResult<(Vec<Vec<u8>>, Vec<bool>)>;
 
     /// CLAIM: up to `n` jobs (at most `MAX_CLAIM`), each leased for `lease_ms`.
     fn claim(&self, conn: &mut Conn, call: &str, keys: &Keys, n: u64, lease_ms: u64) -> HostResult<Vec<Claimed>>;

@@ -14,7 +14,7 @@ use crate::error::{ForCall, HostError, HostResult};
 use crate::jitter::Jitter;
 use crate::job_backend::{Completion, Failure, Finish, JobBackend};
 use crate::job_ids;
-use crate::plan_backend::fates;
+use crate::plan_backend::{fates, PlanBackend};
 
 pub struct ModuleBackend;
 
@@ -34,7 +34,19 @@ impl JobBackend for ModuleBackend {
 
     /// By `EMQ.ADD`: the ids the plan would make come from this process's tag
     /// and sequence, sent with the call.
-    fn add(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[NewJob]) -> HostResult<(Vec<Vec<u8>>, Vec<bool>)> {
+    /// `EMQ.ADD`; an add that registers a waiter runs as the plan (the
+    /// module's form carries no inbox), on the same connection.
+    fn add(
+        &self,
+        conn: &mut Conn,
+        call: &str,
+        keys: &Keys,
+        jobs: &[NewJob],
+        inbox: Option<&[u8]>,
+    ) -> HostResult<(Vec<Vec<u8>>, Vec<bool>)> {
+        if inbox.is_some() {
+            return PlanBackend.add(conn, call, keys, jobs, inbox);
+        }
         let reply = one(conn, call, wire::add_cmd(keys, job_ids::next(jobs.len()), jobs))?;
         wire::parse_added(&reply, jobs.len()).for_call(call)
     }

@@ -63,11 +63,25 @@ impl JobBackend for PlanBackend {
         "plan"
     }
 
-    fn add(&self, conn: &mut Conn, call: &str, keys: &Keys, jobs: &[NewJob]) -> HostResult<(Vec<Vec<u8>>, Vec<bool>)> {
+    fn add(
+        &self,
+        conn: &mut Conn,
+        call: &str,
+        keys: &Keys,
+        jobs: &[NewJob],
+        inbox: Option<&[u8]>,
+    ) -> HostResult<(Vec<Vec<u8>>, Vec<bool>)> {
         // One id sequence for the call: a retry keeps the ids it generates.
         let gen = job_ids::next(jobs.len());
         let mut created = vec![];
-        let ids = drive(conn, call, || Add::new(keys.clone(), jobs.to_vec(), gen).for_call(call), |a| created = a.created().to_vec())?;
+        let start = || {
+            let add = Add::new(keys.clone(), jobs.to_vec(), gen)?;
+            match inbox {
+                Some(i) => add.waited_by(i.to_vec()),
+                None => Ok(add),
+            }
+        };
+        let ids = drive(conn, call, || start().for_call(call), |a| created = a.created().to_vec())?;
         Ok((ids, created))
     }
 

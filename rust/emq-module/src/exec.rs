@@ -277,11 +277,14 @@ impl Host {
                 // The operator's actions and the registry run on the client host
                 // only (no module verb makes them); as commands, should one ever.
                 Write::DropFinished { .. }
+                | Write::PersistRow { .. }
+                | Write::ForgetStops(_)
                 | Write::LeaveDead(_)
                 | Write::LeaveDone(_)
                 | Write::LeaveCancelled(_)
                 | Write::Unready { .. }
                 | Write::RegisterQueue(_)
+                | Write::ListLanes(_)
                 | Write::ListWorker { .. }
                 | Write::SetWorker { .. }
                 | Write::ExpireWorker { .. }

@@ -54,6 +54,8 @@ pub mod kind {
     pub const JOB: &[u8] = b"job:";
     pub const LANE: &[u8] = b"lane:";
     pub const LANECTL: &[u8] = b"lanectl:";
+    /// `P lanes` (set): every lane that has been added to or controlled.
+    pub const LANES: &[u8] = b"lanes";
     pub const LEASES: &[u8] = b"leases:";
     /// The registry's own keys (`R queues`, `R workers`) and a worker's (`R worker:ID`).
     pub const QUEUES: &[u8] = b"queues";
@@ -216,6 +218,10 @@ impl Keys {
             None => self.key(kind::PENDING_AT[usize::from(level)]),
             Some(l) => self.key2(kind::LANE_AT[usize::from(level)], l),
         }
+    }
+    /// `P lanes` (set): the names of the lanes used, read instead of a `SCAN`.
+    pub fn lanes(&self) -> Vec<u8> {
+        self.key(kind::LANES)
     }
 
     /// The registry's keys (`R`, [`REGISTRY`]), rendered as a queue's are.

@@ -28,6 +28,7 @@ fn new_row(i: &[u8], job: &NewJob, due: i64) -> Write {
         lane: job.lane.clone(),
         keep: job.keep,
         unique: job.unique.as_ref().map(|u| u.key.clone()),
+        wait: None,
     }));
     Write::SetRow { id: i.to_vec(), fields }
 }
@@ -47,8 +48,8 @@ fn replies(lanes: &[(Reply, i64)], schedule_head: Reply) -> Vec<Reply> {
 /// ids: each row whole with its digest; the later one in `schedule` at its due
 /// time; the flat one pushed to `pending`, the lane one to its lane; the lane,
 /// servable and out of the ring, offered (`ring = 1`, pushed to the ring, its
-/// token), and a flat token (work in `pending`, and a new head of `schedule`).
-/// A broken add that pushed the later job to `pending`, offered a lane already
+/// token), and a flat token (work in `pending`, and a new head of `schedule`);
+/// the lane listed in `P lanes`. A broken add that pushed the later job to `pending`, offered a lane already
 /// in the ring, or woke no one would fail here.
 #[test]
 fn ready_jobs_go_to_pending_or_their_lane_and_later_ones_to_schedule() {
@@ -70,6 +71,7 @@ fn ready_jobs_go_to_pending_or_their_lane_and_later_ones_to_schedule() {
         Write::JoinRing(members(&["L"])),
         Write::Wake(members(&["L", ""])),
         Write::TrimWake,
+        Write::ListLanes(members(&["L"])),
     ];
     assert_eq!(w, want);
     assert_eq!(a.finish(&vec![Reply::Int(1); w.len()]).unwrap(), ids);
@@ -86,7 +88,12 @@ fn a_lane_that_cannot_be_served_or_is_in_the_ring_is_not_offered() {
         a.start();
         let w = exec(a.feed(&replies(&[(c.clone(), 4)], Reply::Array(vec![]))).unwrap());
         let i = generated_id(NOW, 1, 0);
-        let want = vec![new_row(&i, &job, NOW), Write::MakeReady { lane: Some(id("L")), ids: [&i].into_iter().collect() }, Write::TrimWake];
+        let want = vec![
+            new_row(&i, &job, NOW),
+            Write::MakeReady { lane: Some(id("L")), ids: [&i].into_iter().collect() },
+            Write::TrimWake,
+            Write::ListLanes(members(&["L"])),
+        ];
         assert_eq!(w, want, "{c:?}");
     }
 }
@@ -126,4 +133,44 @@ fn only_what_the_plan_writes_must_have_its_type() {
     let mut a = Add::new(Keys::new(b"q"), vec![flat], (1, 0)).unwrap();
     a.start();
     assert!(matches!(a.feed(&r).unwrap(), Step::Exec(_)));
+}
+
+/// An add that names its caller's inbox (`waited_by`) writes `wait <inbox>` in
+/// each new row, in the same transaction, so no registration of its own is
+/// needed; a landed job (its row there with this request's digest) gets no
+/// write at all, so the caller must register it. A bad inbox is refused
+/// before anything is read. A broken add would leave `wait` out (the waiter
+/// never hears), write it to a row it did not create, or take any inbox.
+#[test]
+fn an_add_waited_by_an_inbox_lists_it_in_each_new_row() {
+    let jobs = vec![new_job(None, When::Delay(0)), new_job(None, When::Delay(5000))];
+    let mut a = Add::new(Keys::new(b"q"), jobs.clone(), (1, 0)).unwrap().waited_by(id("in-1")).unwrap();
+    let _ = read(a.start());
+    let w = exec(a.feed(&replies(&[], Reply::Array(vec![]))).unwrap());
+    let rows: Vec<&NewRow> = w
+        .iter()
+        .filter_map(|x| match x {
+            Write::SetRow { fields: RowFields::New(r), .. } => Some(&**r),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r.wait.as_deref() == Some(&b"in-1"[..])), "{rows:?}");
+
+    let given = NewJob { id: Some(id("J")), ..new_job(None, When::Delay(0)) };
+    let mut a = Add::new(Keys::new(b"q"), vec![given.clone()], (1, 0)).unwrap().waited_by(id("in-1")).unwrap();
+    let _ = read(a.start());
+    let mut r = vec![time(), Reply::Int(1), Reply::Bulk(digest(&given).into_bytes())];
+    r.extend([Reply::Int(0), Reply::Array(vec![]), Reply::Int(0), Reply::Int(0)]);
+    match a.feed(&r).unwrap() {
+        Step::Done(ids) => assert_eq!(ids, vec![id("J")]),
+        other => panic!("a landed job is answered without a write: {other:?}"),
+    }
+    assert_eq!(a.created(), [false]);
+
+    for bad in ["", "a b", &"x".repeat(65)] {
+        let e = Add::new(Keys::new(b"q"), jobs.clone(), (1, 0)).unwrap().waited_by(id(bad)).err().unwrap();
+        assert_eq!(e.kind, ErrorKind::Argument, "{bad:?}");
+        assert!(e.to_string().contains("inbox"), "{e}");
+    }
 }

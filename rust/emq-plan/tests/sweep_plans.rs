@@ -68,7 +68,8 @@ fn promote_moves_due_rows_and_counts_the_call() {
 
 /// A row whose stalls (counting this one) pass `max_stalled` dies: listed in
 /// `dead` at the call's clock, its row `dead` with the error `stalled`; the
-/// others go back to `pending` (or their lane) with the stall counted. Every
+/// others go back to `pending` (or their lane) with the stall counted. A dead
+/// row loses an earlier attempt's error type and traceback. Every
 /// member leaves `active` and its lease; each second the leases ended in is
 /// marked once. Lane rows give back their lane's slot (L, with work, is then
 /// offered). A broken plan that let
@@ -96,8 +97,10 @@ fn stalled_recovers_rows_counts_stalls_and_kills_past_max_stalled() {
             Write::DropLease { id: id("x") },
             row("y", RowFields::Stalled { stalls: 2, dead: true }),
             Write::DropLease { id: id("y") },
+            Write::DropErrorDetail { id: id("y") },
             row("z", RowFields::Stalled { stalls: 2, dead: true }),
             Write::DropLease { id: id("z") },
+            Write::DropErrorDetail { id: id("z") },
             Write::MakeReady { lane: None, ids: members(&["x"]) },
             lane("L", LaneField::Active(2)),
             // L holds work, and has a slot again: offered, its token first.

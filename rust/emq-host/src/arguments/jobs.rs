@@ -6,12 +6,12 @@ use emq_plan::batch::extend_many::Held;
 use emq_plan::jobs::add::{NewJob, Unique, When};
 use emq_plan::names;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyMapping, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyMapping, PyTuple};
 
 use super::durations::{duration, instant, retry_in, Least, Span};
 use super::numbers::integer;
 use super::outcomes::{error_detail, result};
-use super::text::{data, failure, optional_name, refused, type_name};
+use super::text::{data, failure, optional_name, refused, sequence, type_name};
 use crate::job_backend::{Completion, Failure, Finish};
 use crate::job_class::Job;
 
@@ -27,17 +27,6 @@ pub fn held(call: &str, v: &Bound<'_, PyAny>) -> PyResult<Held> {
         return Err(refused(call, format_args!("job lane {why}")));
     }
     Ok(Held { id: job.id.as_bytes().to_vec(), token: token.as_bytes().to_vec(), lane: job.lane.as_ref().map(|l| l.as_bytes().to_vec()) })
-}
-
-/// The items of a list or a tuple.
-fn sequence<'py>(call: &str, name: &str, what: &str, v: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    if let Ok(l) = v.cast::<PyList>() {
-        return Ok(l.iter().collect());
-    }
-    if let Ok(t) = v.cast::<PyTuple>() {
-        return Ok(t.iter().collect());
-    }
-    Err(refused(call, format_args!("{name} must be a list of {what}, not {}", type_name(v))))
 }
 
 /// A list (or tuple) of held jobs.

@@ -6,9 +6,9 @@ use emq_plan::jobs::ending::{inbox_problem, ERROR_TYPE_MAX, PROGRESS_MAX, RESULT
 use emq_plan::protocol::write::ErrorDetail;
 use emq_plan::reads::STATUS_MAX;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyFloat, PyInt, PyString};
 
-use super::text::{data, name, refused, text, type_name};
+use super::text::{data, name, refused, sequence, text, type_name};
 
 /// Refuses a value of more than `max` bytes, naming the call and the argument.
 fn within(call: &str, what: &str, v: Vec<u8>, max: usize) -> PyResult<Vec<u8>> {
@@ -88,15 +88,7 @@ pub fn inbox(call: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
 
 /// Job ids: a list or a tuple of them (or one id alone), at most `STATUS_MAX`.
 pub fn ids(call: &str, v: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<u8>>> {
-    let items: Vec<Bound<'_, PyAny>> = if v.is_instance_of::<PyString>() {
-        vec![v.clone()]
-    } else if let Ok(l) = v.cast::<PyList>() {
-        l.iter().collect()
-    } else if let Ok(t) = v.cast::<PyTuple>() {
-        t.iter().collect()
-    } else {
-        return Err(refused(call, format_args!("ids must be a list of job ids, not {}", type_name(v))));
-    };
+    let items = if v.is_instance_of::<PyString>() { vec![v.clone()] } else { sequence(call, "ids", "job ids", v)? };
     if items.len() > STATUS_MAX {
         return Err(refused(call, format_args!("ids: at most {STATUS_MAX} a call")));
     }

@@ -4,7 +4,7 @@
 
 use emq_plan::{names, Cmd};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyMemoryView, PyString};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyFloat, PyInt, PyList, PyMemoryView, PyString, PyTuple};
 
 use crate::error::HostError;
 
@@ -113,6 +113,17 @@ pub fn command<'py>(args: impl Iterator<Item = Bound<'py, PyAny>>) -> PyResult<C
         return Err(refused("command", "no command given"));
     }
     Ok(Cmd::from_args(parts))
+}
+
+/// The items of a list or a tuple.
+pub(super) fn sequence<'py>(call: &str, name: &str, what: &str, v: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    if let Ok(l) = v.cast::<PyList>() {
+        return Ok(l.iter().collect());
+    }
+    if let Ok(t) = v.cast::<PyTuple>() {
+        return Ok(t.iter().collect());
+    }
+    Err(refused(call, format_args!("{name} must be a list of {what}, not {}", type_name(v))))
 }
 
 /// Job ids (`name` each) from a list, tuple or other iterable that is not

@@ -8,8 +8,16 @@
 //! also sets `P unique:K` to the new id for the window (`SET … PX`). Producers
 //! racing on one key all watch it: one `EXEC` wins, the others read again and
 //! find its job.
+//!
+//! A caller that will wait for the jobs' outcomes may name its inbox
+//! ([`Add::waited_by`]): each row the call writes lists it in `wait`, so the
+//! call that brings the job to its outcome pushes the id there, and the wait
+//! costs no registration of its own (no `AWAIT`, no round trip). Rows the
+//! call does not write (landed, or named by a uniqueness key) are not
+//! registered: the caller registers those itself.
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
+use crate::jobs::ending::inbox_problem;
 use crate::lanes::offer::{levels_in_use, new_head, schedule_head, LaneCtl, Levels, Offers, CTL_FIELDS};
 use crate::names::{id_problem, Keys, LEVELS};
 use crate::numbers::{later, Decimal, HEX, MAX_MS};
@@ -81,6 +89,8 @@ pub struct Add {
     /// The first read's replies, kept while the jobs that uniqueness keys
     /// name are read.
     first: Option<Named>,
+    /// The inbox each row written lists in `wait` (`waited_by`).
+    inbox: Option<Vec<u8>>,
 }
 
 /// The first read's replies, and for each job with a uniqueness key the id
@@ -141,7 +151,17 @@ impl Add {
                 levels.push(at);
             }
         }
-        Ok(Add { keys, jobs, gen, lanes, levels, ids: vec![], created: vec![], started: false, refused: None, first: None })
+        Ok(Add { keys, jobs, gen, lanes, levels, ids: vec![], created: vec![], started: false, refused: None, first: None, inbox: None })
+    }
+
+    /// Registers `inbox` (`ending::inbox_problem`) as the waiter of every job
+    /// the call writes, in the add's own transaction.
+    pub fn waited_by(mut self, inbox: Vec<u8>) -> Result<Self> {
+        if let Some(why) = inbox_problem(&inbox) {
+            return Err(Error::argument(ADD, "inbox", why));
+        }
+        self.inbox = Some(inbox);
+        Ok(self)
     }
 
     /// How many replies the reads of the priority levels give.
@@ -429,8 +449,12 @@ impl Add {
         let mut w = vec![];
         let (mut flat, mut scheduled): (Vec<&[u8]>, Scored) = (vec![], Scored::new());
         let mut by_lane: Vec<(&[u8], Vec<&[u8]>)> = vec![];
+        // Asked before the loop, whose lanes borrow the jobs to the end (`P lanes`).
+        let created_priority = self.jobs.iter().zip(&self.created).any(|(j, &c)| c && j.priority > 0);
         // Jobs of priority 1 to 9 ready at once, by (lane, level), in order of first job.
         let mut by_level = Levels::default();
+        // Every lane a new row names, due now or later, in `P lanes` (the counts' list).
+        let mut used_lanes: Vec<&[u8]> = vec![];
         for ((j, id), _) in self.jobs.iter_mut().zip(&self.ids).zip(&self.created).filter(|(_, &c)| c) {
             let due = match j.when {
                 When::Delay(d) => later(now, d),
@@ -456,9 +480,15 @@ impl Add {
                 lane: j.lane.clone(),
                 keep: j.keep,
                 unique,
+                wait: self.inbox.clone(),
             };
             let fields = RowFields::New(Box::new(new));
             w.push(Write::SetRow { id: id.clone(), fields });
+            if let Some(l) = &j.lane {
+                if !used_lanes.contains(&l.as_slice()) {
+                    used_lanes.push(l);
+                }
+            }
             if ready && j.priority > 0 {
                 by_level.push(j.lane.as_deref(), j.priority, id);
                 if j.lane.is_none() {
@@ -513,7 +543,7 @@ impl Add {
             }
         }
         by_level.writes(&mut w);
-        if mark_levels && self.jobs.iter().zip(&self.created).any(|(j, &c)| c && j.priority > 0) {
+        if mark_levels && created_priority {
             w.push(Write::MarkLevelsInUse);
         }
         if !flat.is_empty() || flat_levels || woke {
@@ -524,6 +554,9 @@ impl Add {
         }
         if ready || woke {
             offers.writes(&mut w);
+        }
+        if !used_lanes.is_empty() {
+            w.push(Write::ListLanes(Members::of(&used_lanes)));
         }
         w.extend(uniques_set);
         // Answered with the jobs the keys name.

@@ -10,7 +10,7 @@ use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::guard::{confirm_empty, relies_on_empty, still_empty};
 use crate::protocol::reply::Reply;
-use crate::protocol::write::{LaneField, Write};
+use crate::protocol::write::{LaneField, Members, Write};
 
 pub const LANE: &str = "EMQ.LANE";
 
@@ -79,7 +79,8 @@ impl Conversation for LaneControl {
         }
         let mut ctl = LaneCtl::from_reply(ctl);
         let set = |field| Write::SetLane { lane: l.clone(), field };
-        let mut w = vec![];
+        // A lane controlled before any job was added to it is listed all the same.
+        let mut w = vec![Write::ListLanes(Members::of(std::slice::from_ref(l)))];
         match self.op {
             LaneOp::Pause => {
                 w.push(set(LaneField::Paused(true)));

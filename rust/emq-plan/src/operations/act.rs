@@ -35,7 +35,9 @@ pub const ACT_BATCH: usize = 500;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
-    /// A dead job back to ready: attempts and stalls reset to 0, its error kept.
+    /// A dead or cancelled job back to ready: attempts and stalls reset to 0,
+    /// its error kept; a cancelled one is no longer asked to stop, and its row
+    /// is kept for good again (no expiry).
     Retry,
     /// A job deleted from wherever it waits (scheduled, ready, dead, done,
     /// cancelled), its row with it; an active job is refused.
@@ -113,6 +115,7 @@ fn type_reads(k: &Keys) -> Vec<Cmd> {
         Cmd::new("ZCARD").arg(k.cancelled()),
         Cmd::new("LLEN").arg(k.ring()),
         Cmd::new("LLEN").arg(k.wake()),
+        Cmd::new("ZCARD").arg(k.cancels()),
     ]
 }
 
@@ -177,7 +180,7 @@ impl Act {
             return Err(Error::server(verb, "wrong number of replies"));
         }
         let now = parse_time(&replies[0]).ok_or_else(|| Error::server(verb, "TIME gave no clock"))?;
-        let keys = [k.schedule(), k.pending(), k.dead(), k.done(), k.cancelled(), k.ring(), k.wake()];
+        let keys = [k.schedule(), k.pending(), k.dead(), k.done(), k.cancelled(), k.ring(), k.wake(), k.cancels()];
         for (key, r) in keys.iter().zip(&replies[1..=places]) {
             check_error(verb, key, r)?;
         }
@@ -192,7 +195,7 @@ impl Act {
                 continue;
             };
             let takes = match self.action {
-                Action::Retry => state == b"dead",
+                Action::Retry => matches!(state, b"dead" | b"cancelled"),
                 Action::PromoteNow => state == b"scheduled",
                 Action::Delete => matches!(state, b"scheduled" | b"pending" | b"dead" | b"done" | b"cancelled"),
             };
@@ -268,7 +271,18 @@ impl Act {
                     }
                 }
                 if self.action == Action::Retry {
-                    w.push(Write::LeaveDead(all));
+                    let dead = ids(&|s, _| s == b"dead");
+                    if !dead.is_empty() {
+                        w.push(Write::LeaveDead(dead));
+                    }
+                    let cancelled = ids(&|s, _| s == b"cancelled");
+                    if !cancelled.is_empty() {
+                        for id in cancelled.iter() {
+                            w.push(Write::PersistRow { id: id.to_vec() });
+                        }
+                        w.push(Write::LeaveCancelled(cancelled.clone()));
+                        w.push(Write::ForgetStops(cancelled));
+                    }
                 } else {
                     w.push(Write::Unschedule(all));
                     w.push(Write::CountPromotion);
@@ -402,14 +416,14 @@ mod tests {
     /// TIME (ms 1700000000123) and the six places' sizes, before the rows.
     fn head() -> Vec<Reply> {
         let mut r = vec![Reply::Array(vec![bulk("1700000000"), bulk("123456")])];
-        r.extend([0, 0, 0, 0, 0, 0, 0].map(Reply::Int));
+        r.extend([0, 0, 0, 0, 0, 0, 0, 0].map(Reply::Int));
         r
     }
 
     fn rows_step(a: &mut Act, rows: Vec<Reply>) -> Step<Vec<Answer>> {
         let Step::Read { watch, cmds } = a.start() else { panic!() };
         assert_eq!(watch.len(), a.ids().len(), "the rows are watched");
-        assert_eq!(cmds.len(), 8 + a.ids().len());
+        assert_eq!(cmds.len(), 9 + a.ids().len());
         let mut replies = head();
         replies.extend(rows);
         a.feed(&replies).unwrap()
@@ -431,7 +445,7 @@ mod tests {
             exec_cmds(step),
             vec![
                 Cmd::from_args(["HSET", "emq:{q}:job:d", "state", "pending", "attempts", "0", "stalls", "0", "due", "1700000000123"]),
-                Cmd::from_args(["HDEL", "emq:{q}:job:d", "finished"]),
+                Cmd::from_args(["HDEL", "emq:{q}:job:d", "finished", "cancel"]),
                 Cmd::from_args(["ZREM", "emq:{q}:dead", "d"]),
                 Cmd::from_args(["RPUSH", "emq:{q}:pending", "d"]),
                 Cmd::from_args(["RPUSH", "emq:{q}:wake", ""]),
@@ -439,6 +453,36 @@ mod tests {
             ]
         );
         assert_eq!(a.finish(&[]).unwrap(), vec![Answer::Done, Answer::Refused, Answer::Missing]);
+    }
+
+    /// A cancelled job retried is ready again as a dead one is, and more: its
+    /// row no longer expires (PERSIST: a kept cancelled row has an expiry,
+    /// and a row that expired while ready or running would break I1), its
+    /// `cancel` mark is dropped (else its next settle would cancel it again),
+    /// it leaves `cancelled` and its old request to stop leaves `cancels`
+    /// (else a worker reading the requests could stop the new run). A
+    /// broken retry would refuse it, or miss any of these.
+    #[test]
+    fn retry_of_a_cancelled_job_makes_it_ready_and_forgets_the_cancel() {
+        let mut a = Act::new(Keys::new(b"q"), Action::Retry, v(&["c", "d"])).unwrap();
+        let step = rows_step(&mut a, vec![row(Some("cancelled"), None), row(Some("dead"), None)]);
+        assert_eq!(
+            exec_cmds(step),
+            vec![
+                Cmd::from_args(["HSET", "emq:{q}:job:c", "state", "pending", "attempts", "0", "stalls", "0", "due", "1700000000123"]),
+                Cmd::from_args(["HDEL", "emq:{q}:job:c", "finished", "cancel"]),
+                Cmd::from_args(["HSET", "emq:{q}:job:d", "state", "pending", "attempts", "0", "stalls", "0", "due", "1700000000123"]),
+                Cmd::from_args(["HDEL", "emq:{q}:job:d", "finished", "cancel"]),
+                Cmd::from_args(["ZREM", "emq:{q}:dead", "d"]),
+                Cmd::from_args(["PERSIST", "emq:{q}:job:c"]),
+                Cmd::from_args(["ZREM", "emq:{q}:cancelled", "c"]),
+                Cmd::from_args(["ZREM", "emq:{q}:cancels", "c"]),
+                Cmd::from_args(["RPUSH", "emq:{q}:pending", "c", "d"]),
+                Cmd::from_args(["RPUSH", "emq:{q}:wake", ""]),
+                Cmd::from_args(["LTRIM", "emq:{q}:wake", "-64", "-1"]),
+            ]
+        );
+        assert_eq!(a.finish(&[]).unwrap(), vec![Answer::Done, Answer::Done]);
     }
 
     /// A lane job made ready without offer(L) would strand its lane out of

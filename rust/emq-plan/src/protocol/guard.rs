@@ -62,13 +62,13 @@
 //!
 //! What each conversation watches:
 //!
-//! - **PROMOTE** (`sweep::steps`): `P promotions` (in front of the
+//! - **PROMOTE** (`sweep::conversation`): `P promotions` (in front of the
 //!   reads) as soon as the selection is known; under it, `P promotions`
 //!   again (read beside the selection: unchanged, no promote ran in between, so
 //!   no selected member was taken or its row written: the selection stands
 //!   without reading `schedule` again) and every row; the control hash of each
 //!   lane its rows go to.
-//! - **STALLED CHECK** (`sweep::steps`): the lease marks of the seconds
+//! - **STALLED CHECK** (`sweep::conversation`): the lease marks of the seconds
 //!   its selection's leases ended in, and the rows of the members of the
 //!   current second ([`stalled_watch`]), in front of the reads as soon as
 //!   the selection is known; under it, the head of `active` again (a member

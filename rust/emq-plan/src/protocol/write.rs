@@ -155,8 +155,13 @@ pub enum Write {
     SetRetention(Vec<(&'static str, i64)>),
 
     // -- an operator's actions on jobs (`crate::operations`)
-    /// `HDEL P job:ID finished`: a dead job retried is no longer finished.
+    /// `HDEL P job:ID finished cancel`: a dead or cancelled job retried is no
+    /// longer finished, nor asked to stop.
     DropFinished { id: Vec<u8> },
+    /// `PERSIST P job:ID`: a cancelled row retried is no longer kept for a time.
+    PersistRow { id: Vec<u8> },
+    /// `ZREM P cancels id…`: the requests to stop of cancelled jobs retried.
+    ForgetStops(Members),
     /// `ZREM P dead id…`: dead jobs retried or deleted.
     LeaveDead(Members),
     /// `ZREM P done id…`: done rows deleted.
@@ -171,6 +176,10 @@ pub enum Write {
     Count { minute: i64, kind: Counted, by: i64 },
     /// `PEXPIRE P stats:<minute> 90000000`: the minute's counters are kept 25 hours.
     KeepCounts { minute: i64 },
+
+    /// `SADD P lanes L…`: lanes that have been used (added to or controlled), so
+    /// that the counts and `lanes()` list them without `SCAN`.
+    ListLanes(Members),
 
     // -- the registry (`crate::registry`: rendered with the registry's keys, `R`)
     /// `SADD R queues name`: a queue that has been used.
@@ -253,7 +262,7 @@ impl ErrorDetail {
 
 /// The whole row of a new job, `pending` when `ready`, else `scheduled`:
 /// `state data due attempts(0) max_attempts created digest [lane] [keep]
-/// [unique]`.
+/// [unique] [wait]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewRow {
     pub ready: bool,
@@ -270,6 +279,8 @@ pub struct NewRow {
     pub unique: Option<Vec<u8>>,
     /// Its priority level (SPEC §15): written only when not 0.
     pub priority: u8,
+    /// The inbox of a waiter registered by the add itself (SPEC §13).
+    pub wait: Option<Vec<u8>>,
 }
 
 /// The field a [`Write::SetLane`] sets in `P lanectl:L`.
@@ -489,6 +500,7 @@ mod word {
     pub const HSET: Word = Word::new("HSET");
     pub const HDEL: Word = Word::new("HDEL");
     pub const PEXPIREAT: Word = Word::new("PEXPIREAT");
+    pub const PERSIST: Word = Word::new("PERSIST");
     pub const DEL: Word = Word::new("DEL");
     pub const HINCRBY: Word = Word::new("HINCRBY");
     pub const ZADD: Word = Word::new("ZADD");
@@ -575,6 +587,7 @@ impl RowFields {
                     + usize::from(new.keep.is_some())
                     + usize::from(new.unique.is_some())
                     + usize::from(new.priority > 0)
+                    + usize::from(new.wait.is_some())
             }
             RowFields::Claimed { .. } => 5,
             RowFields::Ready | RowFields::Lease(_) | RowFields::Progress(_) | RowFields::Waiters(_) | RowFields::AskStop => 1,
@@ -591,7 +604,7 @@ impl RowFields {
         let state = |ready: bool| Arg::Word(if ready { &word::PENDING } else { &word::SCHEDULED });
         match self {
             RowFields::New(new) => {
-                let NewRow { ready, data, due, max_attempts, created, digest, lane, keep, unique, priority } = &**new;
+                let NewRow { ready, data, due, max_attempts, created, digest, lane, keep, unique, priority, wait } = &**new;
                 f(&word::STATE, state(*ready));
                 f(&word::DATA, Arg::Bytes(data));
                 f(&word::DUE, Arg::Int(*due));
@@ -610,6 +623,9 @@ impl RowFields {
                 }
                 if *priority > 0 {
                     f(&word::PRIORITY, Arg::Uint(u64::from(*priority)));
+                }
+                if let Some(w) = wait {
+                    f(&word::WAIT, Arg::Bytes(w));
                 }
             }
             RowFields::Claimed { attempts, lease, token, claimed } => {
@@ -694,6 +710,7 @@ impl Write {
                 &word::HDEL
             }
             Write::ExpireRow { .. } | Write::ExpireWorker { .. } => &word::PEXPIREAT,
+            Write::PersistRow { .. } => &word::PERSIST,
             Write::DeleteRows(_) | Write::DeleteWorker(_) => &word::DEL,
             Write::TakeSlots { .. } | Write::Count { .. } => &word::HINCRBY,
             Write::ReadyAt { .. } => &word::RPUSH,
@@ -716,6 +733,7 @@ impl Write {
             | Write::LeaveDead(_)
             | Write::LeaveDone(_)
             | Write::LeaveCancelled(_)
+            | Write::ForgetStops(_)
             | Write::UnlistWorker(_) => &word::ZREM,
             Write::TrimDone { .. } | Write::TrimCancelled { .. } | Write::TrimCancels { .. } | Write::TrimWorkers { .. } => {
                 &word::ZREMRANGEBYSCORE
@@ -724,7 +742,7 @@ impl Write {
             Write::Dequeue { .. } | Write::Unready { .. } => &word::LREM,
             Write::KeepInbox { .. } | Write::KeepCounts { .. } => &word::PEXPIRE,
             Write::ClaimUnique { .. } => &word::SET,
-            Write::RegisterQueue(_) => &word::SADD,
+            Write::RegisterQueue(_) | Write::ListLanes(_) => &word::SADD,
             Write::TakePending { .. } | Write::TakeLaneHead { .. } | Write::DropRingHead => &word::LPOP,
             Write::RotateRing => &word::LMOVE,
             Write::TrimWake => &word::LTRIM,
@@ -743,13 +761,16 @@ impl Write {
             | Write::DropLease { id }
             | Write::DropErrorDetail { id }
             | Write::ExpireRow { id, .. }
-            | Write::DropFinished { id } => f(keys.parts(kind::JOB, id)),
+            | Write::DropFinished { id }
+            | Write::PersistRow { id } => f(keys.parts(kind::JOB, id)),
+            Write::ForgetStops(_) => f(own(kind::CANCELS)),
             Write::LeaveDead(_) => f(own(kind::DEAD)),
             Write::LeaveDone(_) => f(own(kind::DONE)),
             Write::LeaveCancelled(_) => f(own(kind::CANCELLED)),
             Write::Unready { lane: None, .. } => f(own(kind::PENDING)),
             Write::Unready { lane: Some(lane), .. } => f(keys.parts(kind::LANE, lane)),
             Write::RegisterQueue(_) => f(own(kind::QUEUES)),
+            Write::ListLanes(_) => f(own(kind::LANES)),
             Write::ListWorker { .. } | Write::TrimWorkers { .. } | Write::UnlistWorker(_) => f(own(kind::WORKERS)),
             Write::SetWorker { id, .. } | Write::ExpireWorker { id, .. } | Write::DeleteWorker(id) => f(keys.parts(kind::WORKER, id)),
             Write::DeleteRows(ids) => f(keys.parts(kind::JOB, ids.first().unwrap_or_default())),
@@ -808,8 +829,18 @@ impl Write {
                 f(Arg::Word(&word::TRACEBACK));
             }
             Write::ExpireRow { at, .. } | Write::ExpireWorker { at, .. } => f(Arg::Int(*at)),
-            Write::DropFinished { .. } => f(Arg::Word(&word::FINISHED)),
-            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) => ids.iter().for_each(|id| f(Arg::Bytes(id))),
+            Write::DropFinished { .. } => {
+                f(Arg::Word(&word::FINISHED));
+                f(Arg::Word(&word::CANCEL));
+            }
+            Write::PersistRow { .. } => {}
+            Write::LeaveDead(ids)
+            | Write::LeaveDone(ids)
+            | Write::LeaveCancelled(ids)
+            | Write::ForgetStops(ids)
+            | Write::ListLanes(ids) => {
+                ids.iter().for_each(|id| f(Arg::Bytes(id)));
+            }
             Write::Unready { id, .. } => {
                 f(Arg::Word(&word::ONE));
                 f(Arg::Bytes(id));
@@ -939,21 +970,25 @@ impl Write {
             | Write::TrimWorkers { .. }
             | Write::SetSchedule { .. }
             | Write::MarkLevel { .. }
+            | Write::DropFinished { .. }
             | Write::Count { .. } => 4,
             Write::TakeAt { .. } | Write::ClearLevel { .. } => 3,
             Write::ReadyAt { ids, .. } => 2 + ids.len(),
             Write::ExpireRow { .. }
             | Write::TakePending { .. }
             | Write::KeepInbox { .. }
-            | Write::DropFinished { .. }
             | Write::ExpireWorker { .. }
             | Write::RegisterQueue(_)
             | Write::UnlistWorker(_)
             | Write::DropSchedule { .. }
             | Write::KeepCounts { .. } => 3,
             Write::ClaimUnique { .. } | Write::RotateRing | Write::MarkLease { .. } => 5,
-            Write::DeleteWorker(_) => 2,
-            Write::LeaveDead(ids) | Write::LeaveDone(ids) | Write::LeaveCancelled(ids) => 2 + ids.len(),
+            Write::DeleteWorker(_) | Write::PersistRow { .. } => 2,
+            Write::LeaveDead(ids)
+            | Write::LeaveDone(ids)
+            | Write::LeaveCancelled(ids)
+            | Write::ForgetStops(ids)
+            | Write::ListLanes(ids) => 2 + ids.len(),
             Write::SetWorker { fields, .. } => 2 + 2 * fields.len(),
             Write::DeleteRows(ids) => 1 + ids.len(),
             Write::Schedule(due) | Write::SetTimers(due) => 2 + 2 * due.len(),
@@ -1265,6 +1300,7 @@ mod tests {
                     lane: Some(b"L".to_vec()),
                     keep: Some(-1),
                     unique: Some(b"u 1".to_vec()),
+                    wait: Some(b"in-1".to_vec()),
                 }))),
                 Cmd::from_args([
                     &b"HSET"[..],
@@ -1289,6 +1325,8 @@ mod tests {
                     b"-1",
                     b"unique",
                     b"u 1",
+                    b"wait",
+                    b"in-1",
                 ]),
             ),
             (
@@ -1303,6 +1341,7 @@ mod tests {
                     lane: None,
                     keep: None,
                     unique: None,
+                    wait: None,
                 }))),
                 cmd(&[
                     "HSET",
@@ -1436,13 +1475,16 @@ mod tests {
                 row(RowFields::Revived { due: 12 }),
                 cmd(&["HSET", "emq:{q}:job:a", "state", "pending", "attempts", "0", "stalls", "0", "due", "12"]),
             ),
-            (Write::DropFinished { id: b"a".to_vec() }, cmd(&["HDEL", "emq:{q}:job:a", "finished"])),
+            (Write::DropFinished { id: b"a".to_vec() }, cmd(&["HDEL", "emq:{q}:job:a", "finished", "cancel"])),
+            (Write::PersistRow { id: b"a".to_vec() }, cmd(&["PERSIST", "emq:{q}:job:a"])),
+            (Write::ForgetStops(ids(&["a", "b"])), cmd(&["ZREM", "emq:{q}:cancels", "a", "b"])),
             (Write::LeaveDead(ids(&["a", "b"])), cmd(&["ZREM", "emq:{q}:dead", "a", "b"])),
             (Write::LeaveDone(ids(&["a"])), cmd(&["ZREM", "emq:{q}:done", "a"])),
             (Write::LeaveCancelled(ids(&["a"])), cmd(&["ZREM", "emq:{q}:cancelled", "a"])),
             (Write::Unready { lane: None, id: b"a".to_vec() }, cmd(&["LREM", "emq:{q}:pending", "1", "a"])),
             (Write::Unready { lane: Some(b"L".to_vec()), id: b"a".to_vec() }, cmd(&["LREM", "emq:{q}:lane:L", "1", "a"])),
             (Write::RegisterQueue(b"orders".to_vec()), cmd(&["SADD", "emq:{q}:queues", "orders"])),
+            (Write::ListLanes(Members::of(&["eu", "us"])), cmd(&["SADD", "emq:{q}:lanes", "eu", "us"])),
             (Write::ListWorker { id: b"w".to_vec(), expiry: 15 }, cmd(&["ZADD", "emq:{q}:workers", "15", "w"])),
             (
                 Write::SetWorker { id: b"w".to_vec(), fields: vec![(b"pid".to_vec(), b"7".to_vec())] },

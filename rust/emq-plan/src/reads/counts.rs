@@ -1,5 +1,5 @@
 //! COUNTS: how many jobs each place of a queue holds (`Counts`), read at one
-//! instant: the lanes found first (`LaneScan`), then every count in one
+//! instant: the lanes read first (`LaneList`, the set `P lanes`), then every count in one
 //! `MULTI`/`EXEC` (`Step::Snapshot`).
 
 use crate::clock::parse_time;
@@ -9,7 +9,7 @@ use crate::names::Keys;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
 use crate::protocol::reply::{check_error, Reply};
-use crate::reads::lane_names::LaneScan;
+use crate::reads::lane_names::LaneList;
 
 pub const COUNTS: &str = "EMQ.COUNTS";
 
@@ -31,10 +31,10 @@ pub struct Counts {
 }
 
 /// The counts of every place, read in one `MULTI`/`EXEC` (one instant) once
-/// the lanes are known: the clock and `done_ms` first, with the lane scans.
+/// the lanes are known: the clock and `done_ms` first, with the lanes' set.
 pub struct CountsRead {
     keys: Keys,
-    scan: LaneScan,
+    list: LaneList,
     /// The clock reading, once the first reads are in.
     now: Option<i64>,
     done_ms: i64,
@@ -43,12 +43,12 @@ pub struct CountsRead {
 
 impl CountsRead {
     pub fn new(keys: Keys) -> Self {
-        CountsRead { keys, scan: LaneScan::new(), now: None, done_ms: retention::DONE_MS, lanes: vec![] }
+        CountsRead { keys, list: LaneList::new(), now: None, done_ms: retention::DONE_MS, lanes: vec![] }
     }
 
     fn count_cmds(&mut self) -> Step<Counts> {
         let k = &self.keys;
-        self.lanes = self.scan.done();
+        self.lanes = self.list.done();
         let kept = |key: Vec<u8>| {
             if self.done_ms >= 0 {
                 let from = format!("({}", self.now.unwrap_or(0).saturating_sub(self.done_ms));
@@ -84,28 +84,21 @@ impl Conversation for CountsRead {
     }
 
     fn start(&mut self) -> Step<Counts> {
-        self.scan = LaneScan::new();
+        self.list = LaneList::new();
         self.now = None;
         let mut cmds = vec![Cmd::new("TIME"), retention::read(&self.keys, &["done_ms"])];
-        cmds.extend(self.scan.cmds(&self.keys));
+        cmds.extend(LaneList::cmds(&self.keys));
         Step::Read { watch: vec![], cmds }
     }
 
     fn feed(&mut self, replies: &[Reply]) -> Result<Step<Counts>> {
-        let scans = if self.now.is_none() {
-            let [time, policy, scans @ ..] = replies else {
-                return Err(Error::server(COUNTS, "wrong number of replies"));
-            };
-            self.now = Some(parse_time(time).ok_or_else(|| Error::server(COUNTS, "TIME gave no clock"))?);
-            self.done_ms = Retention::from_reply(COUNTS, &self.keys, &["done_ms"], policy)?.done_ms;
-            scans
-        } else {
-            replies
+        let [time, policy, lanes] = replies else {
+            return Err(Error::server(COUNTS, "wrong number of replies"));
         };
-        if self.scan.feed(COUNTS, &self.keys, scans)? {
-            return Ok(self.count_cmds());
-        }
-        Ok(Step::Read { watch: vec![], cmds: self.scan.cmds(&self.keys) })
+        self.now = Some(parse_time(time).ok_or_else(|| Error::server(COUNTS, "TIME gave no clock"))?);
+        self.done_ms = Retention::from_reply(COUNTS, &self.keys, &["done_ms"], policy)?.done_ms;
+        self.list.feed(COUNTS, &self.keys, std::slice::from_ref(lanes))?;
+        Ok(self.count_cmds())
     }
 
     fn finish(&mut self, exec: &[Reply]) -> Result<Counts> {
@@ -141,8 +134,8 @@ mod tests {
         Reply::Bulk(s.as_bytes().to_vec())
     }
 
-    fn scan(cursor: &str, keys: &[&str]) -> Reply {
-        Reply::Array(vec![bulk(cursor), Reply::Array(keys.iter().map(|k| bulk(k)).collect())])
+    fn members(names: &[&str]) -> Reply {
+        Reply::Array(names.iter().map(|n| bulk(n)).collect())
     }
 
     fn wrongtype() -> Reply {
@@ -153,9 +146,10 @@ mod tests {
     fn counts_read_done_rows_still_kept() {
         let mut c = CountsRead::new(Keys::new(b"q"));
         let Step::Read { cmds, .. } = c.start() else { panic!() };
-        assert_eq!(cmds.len(), 4);
+        assert_eq!(cmds.len(), 3);
+        assert_eq!(cmds[2], Cmd::from_args(["SMEMBERS", "emq:{q}:lanes"]));
         let time = Reply::Array(vec![bulk("1700000000"), bulk("123456")]);
-        let step = c.feed(&[time, Reply::Array(vec![bulk("1000")]), scan("0", &["emq:{q}:lane:L"]), scan("0", &[])]).unwrap();
+        let step = c.feed(&[time, Reply::Array(vec![bulk("1000")]), members(&["L"])]).unwrap();
         let Step::Snapshot(cmds) = step else { panic!("{step:?}") };
         assert_eq!(cmds[4], Cmd::from_args(["ZCOUNT", "emq:{q}:done", "(1699999999123", "+inf"]));
         assert_eq!(cmds[6], Cmd::from_args(["ZCOUNT", "emq:{q}:cancelled", "(1699999999123", "+inf"]));
@@ -170,7 +164,7 @@ mod tests {
         let mut c = CountsRead::new(Keys::new(b"q"));
         c.start();
         let time = Reply::Array(vec![bulk("1700000000"), bulk("123456")]);
-        c.feed(&[time, Reply::Array(vec![bulk("-1")]), scan("0", &[]), scan("0", &[])]).unwrap();
+        c.feed(&[time, Reply::Array(vec![bulk("-1")]), members(&[])]).unwrap();
         let e =
             c.finish(&[Reply::Int(1), wrongtype(), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap_err();
         assert_eq!(e.kind, crate::error::ErrorKind::Layout);

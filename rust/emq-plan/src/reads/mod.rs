@@ -10,4 +10,4 @@ pub mod lane_names;
 
 pub use counts::{Counts, CountsRead, COUNTS};
 pub use job_row::{Get, JobRow, Status, GET, ROW_FIELDS, STATUS, STATUS_MAX};
-pub use lane_names::{glob_escape, Lanes, LANES};
+pub use lane_names::{Lanes, LANES};

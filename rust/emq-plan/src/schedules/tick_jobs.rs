@@ -134,6 +134,7 @@ impl TickAdds {
                 lane: j.lane,
                 keep: None,
                 unique: None,
+                wait: None,
             };
             w.push(Write::SetRow { id: a.id.clone(), fields: RowFields::New(Box::new(new)) });
             match &a.job.lane {
@@ -162,6 +163,10 @@ impl TickAdds {
             w.push(Write::MakeReady { lane: Some(l.to_vec()), ids: Members::of(ids) });
         }
         offers.writes(w);
+        if !by_lane.is_empty() {
+            let used: Vec<&[u8]> = by_lane.iter().map(|(l, _)| *l).collect();
+            w.push(Write::ListLanes(Members::of(&used)));
+        }
         Ok(added)
     }
 }

@@ -44,6 +44,8 @@ pub fn plan(read: &Read, max_stalled: Option<u64>) -> Result<Plan> {
             notices.add(id, ending);
             rows.push(Write::SetRow { id: id.clone(), fields: RowFields::Stalled { stalls, dead: true } });
             rows.push(Write::DropLease { id: id.clone() });
+            // Its error is `stalled`: an earlier attempt's type and traceback are not this ending's.
+            rows.push(Write::DropErrorDetail { id: id.clone() });
         } else {
             recovered.push(id.clone());
             rows.push(Write::SetRow { id: id.clone(), fields: RowFields::Stalled { stalls, dead: false } });

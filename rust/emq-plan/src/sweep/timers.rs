@@ -247,6 +247,7 @@ mod tests {
     use crate::protocol::write::{NewRow, RowFields};
     use crate::schedules::record::TickJob;
     use crate::schedules::Missed;
+    use jiff::Timestamp;
 
     fn keys() -> Keys {
         Keys::new(b"q")
@@ -391,6 +392,7 @@ mod tests {
             lane: None,
             keep: None,
             unique: None,
+            wait: None,
         };
         assert_eq!(w[0], Write::SetRow { id: b"schedule:s:2000".to_vec(), fields: RowFields::New(Box::new(want)) });
     }
@@ -475,6 +477,160 @@ mod tests {
         let first = 1_761_438_600_000;
         let (_, w, _) = run(first + 3_600_000 + 5, &[("tick:s", first)], &[Some(rec)], Some(&[false]));
         assert_eq!(new_rows(&w), vec![(tick_id(b"s", first), first)], "the second pass is no tick of its own");
+    }
+
+    /// One TIMERS call at `now` on the one timer `tick:s` at `timer` (no row
+    /// exists): the ticks it enqueued and the timer it leaves (`None`: removed).
+    fn sweep(now: i64, timer: i64, rec: &Record) -> (Vec<i64>, Option<i64>) {
+        let mut t = Timers::new(keys(), 100);
+        t.start();
+        let mut step = t.feed(&[time(now), timers(&[("tick:s", timer)])]).unwrap();
+        if let Step::Read { .. } = step {
+            step = t.feed(&[Reply::Array(vec![bulk(&rec.to_json())])]).unwrap();
+        }
+        if let Step::Read { watch, .. } = step {
+            step = t.feed(&rows(&vec![false; watch.len()])).unwrap();
+        }
+        let writes = match step {
+            Step::Done(_) => return (vec![], Some(timer)),
+            Step::Exec(w) => w,
+            other => panic!("{other:?}"),
+        };
+        let ticks = new_rows(&writes).into_iter().map(|(_, due)| due).collect();
+        (ticks, moved(&writes).first().map(|(at, _)| *at))
+    }
+
+    /// Sweeps from `from` to `to` every `step_ms`, and at `to` (a clock this test moves), the
+    /// timer set as SCHEDULE sets it at `from` and fed back from each call: every
+    /// tick enqueued, in order.
+    fn walk(rec: &Record, from: &str, to: &str, step_ms: i64) -> Vec<String> {
+        let (from, to) = (ms(from), ms(to));
+        let mut timer = rec.spec().unwrap().next_after(from);
+        let mut ticks = vec![];
+        let mut now = from;
+        while let Some(at) = timer {
+            let (got, next) = sweep(now, at, rec);
+            ticks.extend(got);
+            timer = next;
+            if now == to {
+                break;
+            }
+            now = (now + step_ms).min(to);
+        }
+        ticks.iter().map(|&t| Timestamp::from_millisecond(t).unwrap().to_string()).collect()
+    }
+
+    fn ms(s: &str) -> i64 {
+        s.parse::<Timestamp>().unwrap().as_millisecond()
+    }
+
+    fn utc(times: &[&str]) -> Vec<String> {
+        times.iter().map(|s| s.parse::<Timestamp>().unwrap().to_string()).collect()
+    }
+
+    fn cron(expr: &str, tz: &str, missed: Missed) -> Record {
+        Record { cron: Some(expr.into()), tz: tz.into(), every_ms: None, ..every(1, missed, false) }
+    }
+
+    #[test]
+    fn sweeps_through_each_change_night_enqueue_each_local_time_once() {
+        // A clock moved a minute at a time through the nights of 2025's changes in
+        // Berlin and New York, and again with sweeps 50 minutes apart (several
+        // ticks due at once, `all`): the same ticks, the rules of SPEC §14. A
+        // sweep that recomputed from the local time it last ran, or kept the
+        // repeated hour's second pass, enqueues a tick twice; one that skipped
+        // the gap loses the missing time's tick.
+        let every_half_hour = [
+            (
+                "Europe/Berlin",
+                "2025-03-30T00:10+01:00",
+                "2025-03-30T04:10+02:00",
+                &[
+                    "2025-03-30T00:30+01:00",
+                    "2025-03-30T01:00+01:00",
+                    "2025-03-30T01:30+01:00",
+                    "2025-03-30T03:00+02:00",
+                    "2025-03-30T03:30+02:00",
+                    "2025-03-30T04:00+02:00",
+                ][..],
+            ),
+            (
+                "Europe/Berlin",
+                "2025-10-26T01:10+02:00",
+                "2025-10-26T04:10+01:00",
+                &[
+                    "2025-10-26T01:30+02:00",
+                    "2025-10-26T02:00+02:00",
+                    "2025-10-26T02:30+02:00",
+                    "2025-10-26T03:00+01:00",
+                    "2025-10-26T03:30+01:00",
+                    "2025-10-26T04:00+01:00",
+                ][..],
+            ),
+            (
+                "America/New_York",
+                "2025-03-09T00:10-05:00",
+                "2025-03-09T04:10-04:00",
+                &[
+                    "2025-03-09T00:30-05:00",
+                    "2025-03-09T01:00-05:00",
+                    "2025-03-09T01:30-05:00",
+                    "2025-03-09T03:00-04:00",
+                    "2025-03-09T03:30-04:00",
+                    "2025-03-09T04:00-04:00",
+                ][..],
+            ),
+            (
+                "America/New_York",
+                "2025-11-02T00:10-04:00",
+                "2025-11-02T03:10-05:00",
+                &[
+                    "2025-11-02T00:30-04:00",
+                    "2025-11-02T01:00-04:00",
+                    "2025-11-02T01:30-04:00",
+                    "2025-11-02T02:00-05:00",
+                    "2025-11-02T02:30-05:00",
+                    "2025-11-02T03:00-05:00",
+                ][..],
+            ),
+        ];
+        for (zone, from, to, expected) in every_half_hour {
+            let rec = cron("*/30 * * * *", zone, Missed::All { max_missed: 100 });
+            assert_eq!(walk(&rec, from, to, 60_000), utc(expected), "{zone} {from}, a sweep a minute");
+            assert_eq!(walk(&rec, from, to, 50 * 60_000), utc(expected), "{zone} {from}, a sweep every 50 minutes");
+        }
+        // A daily time in the changed hour, over three days around each change.
+        let daily = [
+            (
+                "30 2 * * *",
+                "Europe/Berlin",
+                "2025-03-29T00:00+01:00",
+                ["2025-03-29T02:30+01:00", "2025-03-30T03:00+02:00", "2025-03-31T02:30+02:00"],
+            ),
+            (
+                "30 2 * * *",
+                "Europe/Berlin",
+                "2025-10-25T00:00+02:00",
+                ["2025-10-25T02:30+02:00", "2025-10-26T02:30+02:00", "2025-10-27T02:30+01:00"],
+            ),
+            (
+                "30 2 * * *",
+                "America/New_York",
+                "2025-03-08T00:00-05:00",
+                ["2025-03-08T02:30-05:00", "2025-03-09T03:00-04:00", "2025-03-10T02:30-04:00"],
+            ),
+            (
+                "30 1 * * *",
+                "America/New_York",
+                "2025-11-01T00:00-04:00",
+                ["2025-11-01T01:30-04:00", "2025-11-02T01:30-04:00", "2025-11-03T01:30-05:00"],
+            ),
+        ];
+        for (expr, zone, from, expected) in daily {
+            let rec = cron(expr, zone, Missed::Latest);
+            let to = Timestamp::from_millisecond(ms(from) + 3 * 86_400_000 - 1).unwrap().to_string();
+            assert_eq!(walk(&rec, from, &to, 60_000), utc(&expected), "{zone} {expr} from {from}");
+        }
     }
 }
 
