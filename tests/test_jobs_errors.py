@@ -184,7 +184,8 @@ def test_add_data_of_the_wrong_type(seeded, r, data):
 def test_add_many_item_shapes(seeded, r):
     q, _ = seeded
     check(r, lambda: q.add_many([b"fine", {"lane": "A"}]), "Queue.add_many", "data")
-    check(r, lambda: q.add_many([b"fine", {"data": "x", "priority": 1}]), "Queue.add_many", "priority")
+    check(r, lambda: q.add_many([b"fine", {"data": "x", "weight": 1}]), "Queue.add_many", "weight")
+    check(r, lambda: q.add_many([b"fine", {"data": "x", "priority": 10}]), "Queue.add_many", "priority")
     check(r, lambda: q.add_many([{"data": "x", "id": "k"}, {"data": "y", "id": "k"}]), "Queue.add_many", "id")
     check(r, lambda: q.add_many([b"fine", 42]), "Queue.add_many", "data")
     check(r, lambda: q.add_many(5), "Queue.add_many", "jobs")

@@ -2,7 +2,8 @@
 //! later or at any time, flat or in lanes: see `emq_fuzz` for the properties.
 //! An `HGET` of a row's digest sometimes gives back the request's own digest, so
 //! adds that already landed are reached too; jobs with their own keep and with
-//! uniqueness keys (whose `GET` may name a job that exists or not) too.
+//! uniqueness keys (whose `GET` may name a job that exists or not) too, and
+//! jobs of any priority level (and one past the last).
 
 #![no_main]
 
@@ -27,6 +28,8 @@ fuzz_target!(|data: &[u8]| {
             },
             lane: u.arbitrary::<bool>().unwrap_or(false).then(|| name(&mut u)),
             max_attempts: u.arbitrary().unwrap_or(1),
+            // 10 is out of range: the add refuses it before anything is read.
+            priority: u.int_in_range(0..=10u8).unwrap_or(0),
             keep: u.arbitrary::<bool>().unwrap_or(false).then(|| u.int_in_range(-1..=5000i64).unwrap_or(-1)),
             unique: u.arbitrary::<bool>().unwrap_or(false).then(|| Unique {
                 key: format!("k{}", u.int_in_range(0..=1u8).unwrap_or(0) + j as u8).into_bytes(),

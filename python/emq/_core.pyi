@@ -120,6 +120,7 @@ class Job:
     cancel_requested: bool
     keep_ms: int | None
     unique_key: str | None
+    priority: int | None
     @property
     def result(self) -> bytes | None: ...
     @property
@@ -150,6 +151,7 @@ class Job:
         cancel_requested: bool = False,
         keep_ms: int | None = None,
         unique_key: str | None = None,
+        priority: int | None = None,
     ) -> Job: ...
     def __eq__(self, other: object, /) -> bool: ...
     def __hash__(self) -> int: ...
@@ -200,6 +202,7 @@ class QueueCore:
         lane: str | None,
         max_attempts: int,
         keep: _Keep | None,
+        priority: int | None,
         inbox: str | None,
     ) -> tuple[str, bool]: ...
     def add_unique(
@@ -213,6 +216,7 @@ class QueueCore:
         lane: str | None,
         max_attempts: int,
         keep: _Keep | None,
+        priority: int | None,
         inbox: str | None,
     ) -> UniqueAdd: ...
     def add_many(self, jobs: Iterable[Mapping[str, Any] | bytes | str], max_attempts: int) -> list[str]: ...

@@ -138,6 +138,7 @@ class Queue:
         lane: str | None = None,
         max_attempts: int = 3,
         keep: Keep | None = None,
+        priority: int = 0,
         inbox: str | None = None,
     ) -> str:
         """Adds a job; returns its id (generated ids are unique and sort by
@@ -145,11 +146,13 @@ class Queue:
         when due now; else it waits in `schedule`. An id that exists raises
         `emq.DuplicateJobError`. `keep`: how long the job's row is kept once it
         is done or cancelled, in place of the queue's `keep_done` (0: deleted
-        at once; `"forever"`). `inbox`: a waiter's inbox (as `watch` takes it)
-        registered with the job in the add's own transaction, so its outcome is
-        pushed there with no `watch` (a given id that had landed already is
-        not registered: `add_waited` says so)."""
-        return self._core.add(data, id, delay, at, lane, max_attempts, keep, inbox)[0]
+        at once; `"forever"`). `priority`: 0 (first, the default) to 9; a claim
+        takes the lowest level first, and the oldest ready within a level.
+        `inbox`: a waiter's inbox (as `watch` takes it) registered with the job
+        in the add's own transaction, so its outcome is pushed there with no
+        `watch` (a given id that had landed already is not registered:
+        `add_waited` says so)."""
+        return self._core.add(data, id, delay, at, lane, max_attempts, keep, priority, inbox)[0]
 
     def add_waited(
         self,
@@ -162,11 +165,12 @@ class Queue:
         lane: str | None = None,
         max_attempts: int = 3,
         keep: Keep | None = None,
+        priority: int = 0,
     ) -> tuple[str, bool]:
         """`add(..., inbox=inbox)`, and whether the call wrote the job (and so
         registered `inbox` with it): False for a given id that had landed
         already (a retry), whose waiter must `watch` it."""
-        return self._core.add(data, id, delay, at, lane, max_attempts, keep, inbox)
+        return self._core.add(data, id, delay, at, lane, max_attempts, keep, priority, inbox)
 
     def add_unique(
         self,
@@ -180,6 +184,7 @@ class Queue:
         lane: str | None = None,
         max_attempts: int = 3,
         keep: Keep | None = None,
+        priority: int = 0,
         inbox: str | None = None,
     ) -> UniqueAdd:
         """Adds a job once per `unique_key` and window: while the job a key
@@ -189,12 +194,14 @@ class Queue:
         and holds the key for it for `unique_for` (`created=True`). Atomic
         across processes: producers racing on a key make exactly one job.
         `inbox`, as `add` takes it: registered only when `created`."""
-        return self._core.add_unique(data, unique_key, unique_for, id, delay, at, lane, max_attempts, keep, inbox)
+        return self._core.add_unique(
+            data, unique_key, unique_for, id, delay, at, lane, max_attempts, keep, priority, inbox
+        )
 
     def add_many(self, jobs: Iterable[Mapping[str, Any] | bytes | str], *, max_attempts: int = 3) -> list[str]:
         """Adds many jobs in one guarded transaction (all or none). Each item is
         the data, or a dict of `add`'s arguments (`{"data": …, "lane": …}`,
-        and `keep`, `unique_key` and `unique_for` as `add_unique` takes them:
+        `priority`, and `keep`, `unique_key` and `unique_for` as `add_unique` takes them:
         such a job is answered with the id its key names);
         `max_attempts` is for the items that name none."""
         return self._core.add_many(jobs, max_attempts)

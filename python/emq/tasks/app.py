@@ -196,8 +196,8 @@ class App:
         of the backoff), `timeout` (how long a run may take: past it the run
         fails with `emq.TaskTimeout` and is retried by its policy; docs/tasks.md,
         "Timeouts"), `keep_result` (how long a done or cancelled job's row, and
-        so its result, is kept). `priority` (0 first, to 9) is checked and
-        kept, and changes nothing until the core has priorities.
+        so its result, is kept). `priority` (0 first, the default, to 9):
+        a claim takes the lowest level first (SPEC §15).
 
         A function whose first parameter is annotated `emq.Context` gets its job's
         context there (the task is a `ContextTask`)."""

@@ -67,10 +67,9 @@ def options_of(verb: str, accepted: Any, given: Mapping[str, Any]) -> Options:
 class Options:
     """Options as given; None: not given (the task's, else the queue's default).
 
-    `queue`, `delay`, `at`, `id`, `lane`, `max_attempts` and `keep_result` (as
-    `keep`) go to `Queue.add`, `unique_for` makes it `Queue.add_unique`.
-    `priority` is checked and kept, and changes nothing until the core has
-    priorities. `retry_in` and `timeout` are the task's, which the worker's
+    `queue`, `delay`, `at`, `id`, `lane`, `max_attempts`, `priority` and
+    `keep_result` (as `keep`) go to `Queue.add`, `unique_for` makes it
+    `Queue.add_unique`. `retry_in` and `timeout` are the task's, which the worker's
     task runner applies (the wait before a retry; how long a run may take)."""
 
     queue: str | None = None
@@ -113,7 +112,7 @@ class Options:
         """The keyword arguments of `Queue.add` that these options give (the others
         take `Queue.add`'s defaults)."""
         out: dict[str, Any] = {}
-        for name in ("id", "delay", "at", "lane", "max_attempts"):
+        for name in ("id", "delay", "at", "lane", "max_attempts", "priority"):
             value = getattr(self, name)
             if value is not None:
                 out[name] = value

@@ -86,6 +86,8 @@ class JobStatus:
     """When it came to its outcome."""
     cancel_requested: bool = False
     """It was asked to stop while it ran (`Handle.cancel`)."""
+    priority: int = 0
+    """Its priority level: 0 (first, the default) to 9."""
 
     @classmethod
     def unknown(cls, id: str, queue: str) -> JobStatus:
@@ -116,6 +118,7 @@ class JobStatus:
             started=_when(row.started_ms),
             finished=_when(row.finished_ms),
             cancel_requested=row.cancel_requested,
+            priority=row.priority or 0,
         )
 
 

@@ -136,8 +136,8 @@ class Task(Generic[P, R]):
         with an `id`, an enqueue with that id is answered with the job that
         has it while its row is kept); `keep_result` (how long its row,
         and so its result, is kept once done or cancelled, in place of the
-        queue's retention). `priority` (0 first, to 9) is checked and kept, and
-        changes nothing until the core has priorities (SPEC §15)."""
+        queue's retention). `priority` (0 first, the default, to 9): a
+        claim takes the lowest level first (SPEC §15)."""
         verb = f"{self.name}.options"
         given = options_of(verb, EnqueueOptions, options)
         return TaskOptions(self, self._options.merged(verb, given))
@@ -201,7 +201,6 @@ def add_job(app: TaskOwner, verb: str, options: Options, data: bytes, *, task: s
     job_id: str | None = None
     created = False
     try:
-        # `priority` is not passed: Queue.add has no priorities yet (SPEC §15).
         inbox = collector.inbox if collector is not None else None
         if options.unique_for is not None:
             key = options.id if options.id is not None else "call:" + hashlib.sha256(data).hexdigest()

@@ -44,3 +44,35 @@ local function now_ms()
   local t = redis.call('TIME')
   return t[1] * 1000 + math.floor(t[2] / 1000)
 end
+-- P promotions at or above this says the queue uses priorities (SPEC §15).
+local LEVELS_IN_USE = 1099511627776
+-- A row's priority level (SPEC §15): its `priority` field, one digit; else 0.
+local function level_of(v)
+  if v and string.match(v, '^%d$') then return tonumber(v) end
+  return 0
+end
+-- Ready ids of priority 1 to 9, grouped by their level's list (P pending:<p>,
+-- P plane:<p>:L) in order of first id; level_writes pushes each group and marks
+-- its level in the control hash (lvl:<p> of P flatctl or P lanectl:L).
+local function level_push(groups, p, lane, lvl, id)
+  local key = lane and (p .. 'plane:' .. lvl .. ':' .. lane) or (p .. 'pending:' .. lvl)
+  local g = groups[key]
+  if not g then
+    g = {ctl = lane and (p .. 'lanectl:' .. lane) or (p .. 'flatctl'), field = 'lvl:' .. lvl, ids = {}}
+    groups[key] = g
+    groups[#groups + 1] = key
+  end
+  g.ids[#g.ids + 1] = id
+end
+local function level_writes(groups)
+  for _, key in ipairs(groups) do
+    local g = groups[key]
+    push('RPUSH', key, g.ids)
+    redis.call('HSET', g.ctl, g.field, '1')
+  end
+end
+-- Whether a lane's control says a level 1 to 9 holds work (fields 5 to 13 of its HMGET).
+local function has_levels(f)
+  for i = 5, 13 do if f[i] then return true end end
+  return false
+end

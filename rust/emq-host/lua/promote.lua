@@ -12,15 +12,27 @@ local now = now_ms()
 local due = redis.call('ZRANGEBYSCORE', schedule, '-inf', now, 'LIMIT', 0, batch)
 if #due == 0 then return 0 end
 
-local live, flat, lanes, by_lane = {}, {}, {}, {}
+-- Rows' priority is read only where P promotions says the queue uses them (SPEC §15).
+local promotions = p .. 'promotions'
+local uses_levels = typ(promotions) == 'string' and (tonumber(redis.call('GET', promotions)) or 0) >= LEVELS_IN_USE
+local live, flat, lanes, by_lane, levels, flat_levels = {}, {}, {}, {}, {}, false
 for _, id in ipairs(due) do
   local jk = p .. 'job:' .. id
   local ty = typ(jk)
   if ty == 'hash' then
     live[#live + 1] = jk
-    local lane = redis.call('HGET', jk, 'lane')
-    if lane then
-      if not by_lane[lane] then by_lane[lane] = {}; lanes[#lanes + 1] = lane end
+    local lane, lvl
+    if uses_levels then
+      local f = redis.call('HMGET', jk, 'lane', 'priority')
+      lane, lvl = f[1], level_of(f[2])
+    else
+      lane, lvl = redis.call('HGET', jk, 'lane'), 0
+    end
+    if lane and not by_lane[lane] then by_lane[lane] = {}; lanes[#lanes + 1] = lane end
+    if lvl > 0 then
+      level_push(levels, p, lane, lvl, id)
+      if not lane then flat_levels = true end
+    elseif lane then
       local ids = by_lane[lane]
       ids[#ids + 1] = id
     else
@@ -43,7 +55,7 @@ for _, lane in ipairs(lanes) do
   local serve = f[1] ~= '1' and (limit <= 0 or active < limit)
   if serve and f[4] ~= '1' then ring[#ring + 1] = lane; tokens[#tokens + 1] = lane end
 end
-if #flat > 0 then tokens[#tokens + 1] = '' end
+if #flat > 0 or flat_levels then tokens[#tokens + 1] = '' end
 local pt, rt, wt = typ(pending), typ(p .. 'ring'), typ(p .. 'wake')
 -- pending is typed on every call that selected members (SPEC §5 step 5)
 if (pt ~= 'list' and pt ~= 'none') or (#ring > 0 and rt ~= 'list' and rt ~= 'none')
@@ -54,6 +66,7 @@ end
 push('ZREM', schedule, due)
 push('RPUSH', pending, flat)
 for _, lane in ipairs(lanes) do push('RPUSH', p .. 'lane:' .. lane, by_lane[lane]) end
+level_writes(levels)
 for _, jk in ipairs(live) do redis.call('HSET', jk, 'state', 'pending') end
 for _, lane in ipairs(ring) do redis.call('HSET', p .. 'lanectl:' .. lane, 'ring', '1') end
 push('RPUSH', p .. 'ring', ring)

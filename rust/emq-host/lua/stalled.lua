@@ -43,11 +43,13 @@ end
 -- per lane: recovered ids and rows that left active; per inbox: the ids it is told of.
 local rows, recovered, died, flat, lanes, by_lane = {}, {}, {}, {}, {}, {}
 local cancelled, inboxes, told, checked = {}, {}, {}, {}
+local levels, flat_levels = {}, false
 for _, id in ipairs(expired) do
   local jk = p .. 'job:' .. id
   local ty = typ(jk)
   if ty == 'hash' then
-    local f = redis.call('HMGET', jk, 'lane', 'stalls', 'wait', 'cancel', 'keep')
+    local f = redis.call('HMGET', jk, 'lane', 'stalls', 'wait', 'cancel', 'keep', 'priority')
+    local lvl = level_of(f[6])
     local stalls = int(f[2]) + 1
     local cancel = f[4] == '1'
     local dies = not cancel and max_stalled ~= nil and stalls > max_stalled
@@ -70,10 +72,18 @@ for _, id in ipairs(expired) do
     end
     local lane = f[1]
     if lane then
-      if not by_lane[lane] then by_lane[lane] = {ids = {}, left = 0}; lanes[#lanes + 1] = lane end
+      if not by_lane[lane] then by_lane[lane] = {ids = {}, left = 0, leveled = 0}; lanes[#lanes + 1] = lane end
       local l = by_lane[lane]
       l.left = l.left + 1
-      if not dies and not cancel then l.ids[#l.ids + 1] = id end
+      if not dies and not cancel and lvl > 0 then
+        level_push(levels, p, lane, lvl, id)
+        l.leveled = l.leveled + 1
+      elseif not dies and not cancel then
+        l.ids[#l.ids + 1] = id
+      end
+    elseif not dies and not cancel and lvl > 0 then
+      level_push(levels, p, nil, lvl, id)
+      flat_levels = true
     elseif not dies and not cancel then
       flat[#flat + 1] = id
     end
@@ -103,15 +113,17 @@ for _, lane in ipairs(lanes) do
   if (ct ~= 'hash' and ct ~= 'none') or (lt ~= 'list' and lt ~= 'none') then
     return layout(lk .. ' or its control has the wrong type')
   end
-  local f = redis.call('HMGET', ctl, 'paused', 'limit', 'active', 'ring')
+  local f = redis.call('HMGET', ctl, 'paused', 'limit', 'active', 'ring',
+    'lvl:1', 'lvl:2', 'lvl:3', 'lvl:4', 'lvl:5', 'lvl:6', 'lvl:7', 'lvl:8', 'lvl:9')
   local limit = int(f[2])
   l.active = math.max(0, int(f[3]) - l.left)
   local serve = f[1] ~= '1' and (limit <= 0 or l.active < limit)
-  if redis.call('LLEN', lk) + #l.ids > 0 and serve and f[4] ~= '1' then
+  local work = redis.call('LLEN', lk) + #l.ids + l.leveled > 0 or has_levels(f)
+  if work and serve and f[4] ~= '1' then
     ring[#ring + 1] = lane; tokens[#tokens + 1] = lane
   end
 end
-if #flat > 0 then tokens[#tokens + 1] = '' end
+if #flat > 0 or flat_levels then tokens[#tokens + 1] = '' end
 local pt, dt, rt, wt = typ(pending), typ(dead), typ(p .. 'ring'), typ(p .. 'wake')
 -- pending is typed on every call that selected members (SPEC §5 step 5)
 if (pt ~= 'list' and pt ~= 'none') or (#died > 0 and dt ~= 'zset' and dt ~= 'none')
@@ -184,6 +196,7 @@ for _, lane in ipairs(lanes) do
   push('RPUSH', p .. 'lane:' .. lane, l.ids)
   redis.call('HSET', p .. 'lanectl:' .. lane, 'active', string.format('%d', l.active))
 end
+level_writes(levels)
 for _, lane in ipairs(ring) do redis.call('HSET', p .. 'lanectl:' .. lane, 'ring', '1') end
 push('RPUSH', p .. 'ring', ring)
 push('RPUSH', p .. 'wake', tokens)

@@ -43,6 +43,9 @@ pub struct Conn {
     /// The server refused a sorted selection's `SORT_RO … GET` (an ACL user without
     /// access to every key, a cluster): this connection reads rows one by one.
     pub sort_refused: bool,
+    /// The last promote on this connection found its queue using priorities:
+    /// a sorted selection asks for the rows' `priority` too (`Sweep::levels_hint`).
+    pub levels: bool,
     /// The longest a read waited in the last sweep of each backend and kind
     /// on this connection (`sweeping`); zero: none yet.
     sweep_waits: [Duration; SWEEP_SLOTS],
@@ -99,6 +102,7 @@ impl Conn {
             queue_ahead: true,
             backlog: false,
             sort_refused: false,
+            levels: false,
             sweep_waits: [Duration::ZERO; SWEEP_SLOTS],
         })
     }
@@ -120,6 +124,7 @@ impl Conn {
             queue_ahead: true,
             backlog: false,
             sort_refused: false,
+            levels: false,
             sweep_waits: [Duration::ZERO; SWEEP_SLOTS],
         }
     }

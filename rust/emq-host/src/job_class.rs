@@ -60,6 +60,10 @@ pub struct Job {
     pub keep_ms: Option<i64>,
     #[pyo3(get)]
     pub unique_key: Option<String>,
+    /// Its priority level, 0 to 9, as its row says (`None` on a claimed job:
+    /// a claim does not read it).
+    #[pyo3(get)]
+    pub priority: Option<i64>,
 }
 
 const VERB: &str = "emq.Job";
@@ -109,6 +113,7 @@ impl Job {
             cancel_requested: false,
             keep_ms: None,
             unique_key: None,
+            priority: None,
         }
     }
 
@@ -135,6 +140,7 @@ impl Job {
             cancel_requested: r.cancel,
             keep_ms: r.keep,
             unique_key: r.unique.map(text),
+            priority: Some(i64::from(r.priority)),
         }
     }
 }
@@ -145,7 +151,7 @@ impl Job {
     #[pyo3(signature = (
         id, data=None, lane=None, attempts=None, max_attempts=None, token=None, lease_deadline_ms=None, state=None, due_ms=None,
         stalls=None, error=None, *, result=None, error_type=None, traceback=None, progress=None, created_ms=None, started_ms=None,
-        finished_ms=None, cancel_requested=false, keep_ms=None, unique_key=None
+        finished_ms=None, cancel_requested=false, keep_ms=None, unique_key=None, priority=None
     ))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -170,6 +176,7 @@ impl Job {
         cancel_requested: bool,
         keep_ms: Option<&Bound<'_, PyAny>>,
         unique_key: Option<&Bound<'_, PyAny>>,
+        priority: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Job> {
         let bytes = |v: Option<&Bound<'_, PyAny>>, name: &str| -> PyResult<Option<Vec<u8>>> {
             match v.filter(|d| !d.is_none()) {
@@ -202,6 +209,7 @@ impl Job {
             cancel_requested,
             keep_ms: int(keep_ms, "keep_ms")?,
             unique_key: opt_text(unique_key, "unique_key")?,
+            priority: int(priority, "priority")?,
         })
     }
 

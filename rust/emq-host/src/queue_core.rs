@@ -174,9 +174,10 @@ impl QueueCore {
     /// ADD (SPEC §7) of one job: its id. `delay` and `at` (at most one of them)
     /// in ms as every duration and time is (`arguments::Span::ms`, `instant`);
     /// `keep`, the job's own retention (`None`: the queue's; `"forever"`);
-    /// `inbox`, a waiter registered with the job in the add's transaction
-    /// (`None`: none). Whether this call wrote the job comes with its id
-    /// (`false`: it had landed, so no waiter was registered).
+    /// `priority`, 0 (first, the default) to 9; `inbox`, a waiter registered
+    /// with the job in the add's transaction (`None`: none). Whether this call
+    /// wrote the job comes with its id (`false`: it had landed, so no waiter
+    /// was registered).
     #[allow(clippy::too_many_arguments)]
     fn add(
         &self,
@@ -188,11 +189,12 @@ impl QueueCore {
         lane: &Bound<'_, PyAny>,
         max_attempts: &Bound<'_, PyAny>,
         keep: &Bound<'_, PyAny>,
+        priority: &Bound<'_, PyAny>,
         inbox: &Bound<'_, PyAny>,
     ) -> PyResult<(String, bool)> {
         const CALL: &str = "Queue.add";
         let none = py.None().into_bound(py);
-        let job = [arguments::new_job(CALL, data, id, delay, at, lane, max_attempts, Some([keep, &none, &none]))?];
+        let job = [arguments::new_job(CALL, data, id, delay, at, lane, max_attempts, Some([keep, &none, &none, priority]))?];
         let inbox = if inbox.is_none() { None } else { Some(arguments::inbox(CALL, inbox)?) };
         let (ids, created) = self.added(py, self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &job, inbox.as_deref())))?;
         Ok((ids.into_iter().next().map(py_values::text).unwrap_or_default(), created.first().copied().unwrap_or(false)))
@@ -214,13 +216,14 @@ impl QueueCore {
         lane: &Bound<'py, PyAny>,
         max_attempts: &Bound<'py, PyAny>,
         keep: &Bound<'py, PyAny>,
+        priority: &Bound<'py, PyAny>,
         inbox: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyAny>> {
         const CALL: &str = "Queue.add_unique";
         if unique_key.is_none() || unique_for.is_none() {
             return Err(arguments::refused(CALL, "unique_key and unique_for are needed"));
         }
-        let job = [arguments::new_job(CALL, data, id, delay, at, lane, max_attempts, Some([keep, unique_key, unique_for]))?];
+        let job = [arguments::new_job(CALL, data, id, delay, at, lane, max_attempts, Some([keep, unique_key, unique_for, priority]))?];
         let inbox = if inbox.is_none() { None } else { Some(arguments::inbox(CALL, inbox)?) };
         let (ids, created) = self.added(py, self.job_op(py, CALL, |b, c, k| b.add(c, CALL, k, &job, inbox.as_deref())))?;
         py_values::unique_add(py, ids.into_iter().next().unwrap_or_default(), created.first().copied().unwrap_or(false))

@@ -120,15 +120,22 @@ pub fn run_plan_timed(
     // A backlog's promote reads its rows with its selection (`Sweep::sorted_selection`,
     // which applies only over a bare selection: a promote of one transaction).
     let sorted = conn.backlog && batch >= BARE_SELECTION_MIN && !conn.sort_refused;
-    let (mut next, mut refused, mut timer) = (None, false, None);
+    let (mut next, mut refused, mut timer, mut levels) = (None, false, None, conn.levels);
+    let hint = conn.levels;
     let make = || {
-        Ok(Sweep::grouped(kind, keys.clone(), batch, rows).watch_cap(cap).bare_selection(bare).sorted_selection(sorted).timers_head(timers))
+        Ok(Sweep::grouped(kind, keys.clone(), batch, rows)
+            .watch_cap(cap)
+            .bare_selection(bare)
+            .sorted_selection(sorted)
+            .levels_hint(hint)
+            .timers_head(timers))
     };
     let in_s = |us: f64, replied: std::time::Instant| (us / 1e6 - replied.elapsed().as_secs_f64()).max(0.0);
     let outcome = drive_timed(conn, call, make, |s, replied| {
         next = s.next_in_us().map(|us| in_s(us, replied));
         timer = s.next_timer_in_us().map(|us| (us == 0.0, in_s(us, replied)));
         refused = s.sort_refused();
+        levels = s.levels_in_use();
     })?;
     if let Some((due, mut timer_in)) = timer {
         if due {
@@ -141,6 +148,9 @@ pub fn run_plan_timed(
         }
     }
     conn.sort_refused |= refused;
+    if kind == Kind::Promote {
+        conn.levels = levels;
+    }
     if let Outcome::Promoted(n) = outcome {
         conn.backlog = n.unsigned_abs() >= batch;
     }

@@ -217,7 +217,9 @@ impl Host {
                     Some(r) => r,
                     None => self.call_write(keys, w),
                 },
-                Write::DeleteRows(_) | Write::CountPromotion | Write::ExtendLeases { .. } => self.call_write(keys, w),
+                Write::DeleteRows(_) | Write::CountPromotion | Write::MarkLevelsInUse | Write::ExtendLeases { .. } => {
+                    self.call_write(keys, w)
+                }
                 // A schedule's writes, a few a tick: the command itself.
                 Write::SetTimers(_) | Write::DropTimers(_) | Write::SetSchedule { .. } | Write::DropSchedule { .. } => {
                     self.call_write(keys, w)
@@ -263,6 +265,10 @@ impl Host {
                 Write::TrimWake => self.list_trim(&key, (-WAKE_MAX, -1)),
                 Write::TakePending { count: 0 } => self.call_write(keys, w),
                 Write::TakePending { count } => self.list_pop(&key, Some(*count)),
+                // The writes of priorities (SPEC §15), as the commands they are.
+                Write::ReadyAt { .. } | Write::TakeAt { .. } | Write::MarkLevel { .. } | Write::ClearLevel { .. } => {
+                    self.call_write(keys, w)
+                }
                 Write::TakeLaneHead { .. } | Write::DropRingHead => self.list_pop(&key, None),
                 Write::MarkLease { .. } => match self.set_px(&key, LEASE_MARK_VALUE, LEASE_MARK_KEEP_MS) {
                     Some(r) => r,

@@ -65,9 +65,32 @@ pub mod kind {
     pub const SCHEDULES: &[u8] = b"schedules";
     pub const INBOX: &[u8] = b"inbox:";
     pub const UNIQUE: &[u8] = b"unique:";
+    /// The flat list's control hash (`P flatctl`: which priority levels hold work).
+    pub const FLATCTL: &[u8] = b"flatctl";
+    /// The flat list of priority level `p` (`P pending:<p>`), by `p`; level 0 is `P pending`.
+    pub const PENDING_AT: [&[u8]; 10] = [
+        b"pending",
+        b"pending:1",
+        b"pending:2",
+        b"pending:3",
+        b"pending:4",
+        b"pending:5",
+        b"pending:6",
+        b"pending:7",
+        b"pending:8",
+        b"pending:9",
+    ];
+    /// The kind of lane `L`'s list of priority level `p` (`P plane:<p>:L`), by `p`;
+    /// level 0 is `P lane:L`. No lane name makes one from another: `lane:` and
+    /// `plane:` differ in their first byte, and `<p>:` is one digit and a colon.
+    pub const LANE_AT: [&[u8]; 10] =
+        [b"lane:", b"plane:1:", b"plane:2:", b"plane:3:", b"plane:4:", b"plane:5:", b"plane:6:", b"plane:7:", b"plane:8:", b"plane:9:"];
     /// The per-minute counters of settled jobs (`P stats:<minute>`).
     pub const STATS: &[u8] = b"stats:";
 }
+
+/// The priority levels (SPEC §15): 0 first, the default; 9 last.
+pub const LEVELS: u8 = 10;
 
 /// The tag of the registry's keys, `R = "emq:{emq registry}:"` (SPEC §2): a
 /// queue name has no whitespace (SPEC §1), so no queue's keys can share it.
@@ -184,6 +207,18 @@ impl Keys {
     pub fn lanectl(&self, lane: &[u8]) -> Vec<u8> {
         self.key2(kind::LANECTL, lane)
     }
+    /// `P flatctl`: the flat list's control hash (`lvl:<p>` fields, SPEC §15).
+    pub fn flatctl(&self) -> Vec<u8> {
+        self.key(kind::FLATCTL)
+    }
+    /// The ready list of level `level` of `lane` (`None`: the flat list):
+    /// `P pending`, `P pending:<p>`, `P lane:L` or `P plane:<p>:L`.
+    pub fn ready_at(&self, lane: Option<&[u8]>, level: u8) -> Vec<u8> {
+        match lane {
+            None => self.key(kind::PENDING_AT[usize::from(level)]),
+            Some(l) => self.key2(kind::LANE_AT[usize::from(level)], l),
+        }
+    }
     /// `P lanes` (set): the names of the lanes used, read instead of a `SCAN`.
     pub fn lanes(&self) -> Vec<u8> {
         self.key(kind::LANES)
@@ -234,5 +269,12 @@ mod tests {
         assert_eq!(queue_of_prefix(b"emq:{a}b}:"), None);
         assert_eq!(queue_of_prefix(b"emq:orders:"), None);
         assert_eq!(Keys::new(b"q").lanectl(b"a:b"), b"emq:{q}:lanectl:a:b".to_vec());
+        let k = Keys::new(b"q");
+        assert_eq!(k.ready_at(None, 0), k.pending());
+        assert_eq!(k.ready_at(Some(b"L"), 0), k.lane(b"L"));
+        assert_eq!(k.ready_at(None, 3), b"emq:{q}:pending:3".to_vec());
+        assert_eq!(k.ready_at(Some(b"a:b"), 9), b"emq:{q}:plane:9:a:b".to_vec());
+        // A lane named like a level's list never shares a key with one.
+        assert_ne!(k.lane(b"3:L"), k.ready_at(Some(b"L"), 3));
     }
 }

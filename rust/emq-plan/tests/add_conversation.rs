@@ -11,13 +11,14 @@ use emq_plan::{ErrorKind, Keys, Reply};
 use support::*;
 
 fn new_job(lane: Option<&str>, when: When) -> NewJob {
-    NewJob { id: None, data: id("d"), when, lane: lane.map(id), max_attempts: 3, keep: None, unique: None }
+    NewJob { priority: 0, id: None, data: id("d"), when, lane: lane.map(id), max_attempts: 3, keep: None, unique: None }
 }
 
 /// The row ADD writes for `job` under id `i`, due at `due`.
 fn new_row(i: &[u8], job: &NewJob, due: i64) -> Write {
     let digest: [u8; 32] = digest(job).into_bytes().try_into().unwrap();
     let fields = RowFields::New(Box::new(NewRow {
+        priority: 0,
         ready: due <= NOW,
         data: job.data.clone(),
         due,
@@ -56,7 +57,7 @@ fn ready_jobs_go_to_pending_or_their_lane_and_later_ones_to_schedule() {
     let mut a = Add::new(Keys::new(b"q"), jobs.clone(), (1, 0)).unwrap();
     let (watch, cmds) = read(a.start());
     assert_eq!(watch, vec![key("lanectl:L")], "the control of the lane it may offer; no row (no id given)");
-    assert_eq!(cmds[1..3], [cmd(&["HMGET", "emq:{q}:lanectl:L", "paused", "limit", "active", "ring"]), cmd(&["LLEN", "emq:{q}:lane:L"])]);
+    assert_eq!(cmds[1..3], [lanectl_read("L"), cmd(&["LLEN", "emq:{q}:lane:L"])]);
     let w = exec(a.feed(&replies(&[(ctl(false, 0, 0, false), 0)], Reply::Array(vec![]))).unwrap());
     let ids: Vec<Vec<u8>> = (0..3).map(|i| generated_id(NOW, 1, i)).collect();
     let want = vec![

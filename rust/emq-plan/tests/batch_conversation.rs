@@ -176,6 +176,7 @@ fn complete_and_claim_reads_once_for_both_and_writes_the_claim_first() {
             cmd(&["TIME"]),
             cmd(&["LRANGE", "emq:{q}:pending", "0", "1"]),
             cmd(&["LLEN", "emq:{q}:ring"]),
+            cmd(&["HMGET", "emq:{q}:flatctl", "lvl:1", "lvl:2", "lvl:3", "lvl:4", "lvl:5", "lvl:6", "lvl:7", "lvl:8", "lvl:9"]),
             cmd(&["HMGET", "emq:{q}:job:a", "state", "token", "lane", "lease", "wait", "cancel", "keep"]),
             cmd(&["LLEN", "emq:{q}:wake"]),
             cmd(&["ZCARD", "emq:{q}:active"]),
@@ -183,7 +184,17 @@ fn complete_and_claim_reads_once_for_both_and_writes_the_claim_first() {
             cmd(&["ZCARD", "emq:{q}:done"]),
         ]
     );
-    let r = [time(), list(&["x"]), Reply::Int(0), held_row(None, 7), Reply::Int(0), Reply::Int(1), fields(&[Some("0")]), Reply::Int(0)];
+    let r = [
+        time(),
+        list(&["x"]),
+        Reply::Int(0),
+        Reply::Array(vec![Reply::Nil; 9]),
+        held_row(None, 7),
+        Reply::Int(0),
+        Reply::Int(1),
+        fields(&[Some("0")]),
+        Reply::Int(0),
+    ];
     let (watch, _) = read(both.feed(&r).unwrap());
     assert_eq!(watch, vec![key("job:x")]);
     let claimed = fields(&[Some("pending"), Some("0"), Some("3"), Some("d")]);

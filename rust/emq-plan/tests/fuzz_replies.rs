@@ -238,6 +238,7 @@ fn no_conversation_panics_on_any_reply() {
             2 => {
                 let jobs: Vec<NewJob> = (0..=rng.below(3))
                     .map(|j| NewJob {
+                        priority: 0,
                         id: (j % 2 == 0).then(|| format!("id{j}").into_bytes()),
                         data: vec![],
                         when: if rng.below(2) == 0 { When::Delay(rng.below(3)) } else { When::At(rng.below(3) as i64) },

@@ -31,6 +31,7 @@ fn cmd(parts: &[&str]) -> Cmd {
 
 fn job(id: Option<&str>, data: &str, lane: Option<&str>, max_attempts: u32, when: When) -> NewJob {
     NewJob {
+        priority: 0,
         id: id.map(|s| s.as_bytes().to_vec()),
         data: data.as_bytes().to_vec(),
         when,

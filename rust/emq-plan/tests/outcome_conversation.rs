@@ -72,7 +72,20 @@ fn a_complete_nobody_waits_for_writes_what_it_wrote_before_and_its_result() {
     let (_, cmds) = read(s.start());
     assert_eq!(
         cmds[1],
-        cmd(&["HMGET", "emq:{q}:job:a", "state", "token", "lane", "attempts", "max_attempts", "lease", "wait", "cancel", "keep"])
+        cmd(&[
+            "HMGET",
+            "emq:{q}:job:a",
+            "state",
+            "token",
+            "lane",
+            "attempts",
+            "max_attempts",
+            "lease",
+            "wait",
+            "cancel",
+            "keep",
+            "priority"
+        ])
     );
     let with_counts = |mut w: Vec<Write>| {
         w.extend(counted(&[(Counted::Completed, 1)]));
@@ -298,9 +311,9 @@ fn the_stalled_check_cancels_rows_asked_to_stop_and_tells_the_dead() {
     s.start();
     let sel = Reply::Array(["x", "5", "y", "6"].iter().map(|v| bulk(v)).collect());
     let (_, cmds) = read(s.feed(&[time(), sel.clone()]).unwrap());
-    assert_eq!(cmds[1], cmd(&["HMGET", "emq:{q}:job:x", "lane", "stalls", "wait", "cancel", "keep"]));
-    let x = fields(&[None, None, Some("w1"), Some("1"), None]);
-    let y = fields(&[None, None, Some("w1"), None, None]);
+    assert_eq!(cmds[1], cmd(&["HMGET", "emq:{q}:job:x", "lane", "stalls", "wait", "cancel", "keep", "priority"]));
+    let x = fields(&[None, None, Some("w1"), Some("1"), None, None]);
+    let y = fields(&[None, None, Some("w1"), None, None, None]);
     let (_, cmds) = read(s.feed(&[sel, x, y, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
     assert_eq!(cmds[0], cmd(&["LLEN", "emq:{q}:inbox:w1"]), "the extras first");
     // The extras, then the dead step's trim reads.
@@ -318,7 +331,7 @@ fn the_stalled_check_cancels_rows_asked_to_stop_and_tells_the_dead() {
     s.start();
     let sel = Reply::Array(["y", "6"].iter().map(|v| bulk(v)).collect());
     s.feed(&[time(), sel.clone()]).unwrap();
-    let y = fields(&[None, None, Some("w1"), None, None]);
+    let y = fields(&[None, None, Some("w1"), None, None, None]);
     read(s.feed(&[sel, y, Reply::Int(1), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
     let w = exec(s.feed(&[Reply::Int(0)]).unwrap());
     assert!(!w.iter().any(|x| matches!(x, Write::Notify { .. })), "{w:?}");

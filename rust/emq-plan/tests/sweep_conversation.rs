@@ -25,9 +25,14 @@ fn wrongtype() -> Reply {
     Reply::Error { code: "WRONGTYPE".into(), message: "WRONGTYPE Operation against a key".into() }
 }
 
-/// An `HGET` reply: the value or nil.
-fn field(value: Option<&str>) -> Reply {
+/// A value or nil.
+fn opt(value: Option<&str>) -> Reply {
     value.map(bulk).unwrap_or(Reply::Nil)
+}
+
+/// A promote's row as it reads it where the queue uses no priority (`HGET lane`).
+fn field(lane: Option<&str>) -> Reply {
+    opt(lane)
 }
 
 /// An `HMGET` reply of optional values.
@@ -35,10 +40,15 @@ fn fields(values: &[Option<&str>]) -> Reply {
     Reply::Array(values.iter().map(|v| v.map(bulk).unwrap_or(Reply::Nil)).collect())
 }
 
-/// A stalled check's row as it reads it (`lane stalls wait cancel keep`): its
+/// A stalled check's row as it reads it (`lane stalls wait cancel keep priority`): its
 /// `lane` and `stalls`, no waiters, no cancel.
 fn row(lane_stalls: &[Option<&str>; 2]) -> Reply {
-    fields(&[lane_stalls[0], lane_stalls[1], None, None, None])
+    fields(&[lane_stalls[0], lane_stalls[1], None, None, None, None])
+}
+
+/// `HMGET P lanectl:L` of every control field a sweep reads (`CTL_FIELDS`).
+fn lanectl_read(lane: &str) -> Cmd {
+    Cmd::new("HMGET").arg(format!("emq:{{q}}:lanectl:{lane}")).args(emq_plan::lanes::offer::CTL_FIELDS)
 }
 
 fn cmd(parts: &[&str]) -> Cmd {
@@ -129,7 +139,7 @@ fn promote_to_plan(lanectl: Reply, lane_len: i64) -> Vec<Cmd> {
     let replies = [Reply::Status("hash".into()), Reply::Status("none".into())];
     let (watch, cmds) = read(s.feed(&replies).unwrap());
     assert_eq!(watch, vec![b"emq:{q}:lanectl:L".to_vec()], "the lanes it decides on are watched");
-    assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:lanectl:L", "paused", "limit", "active", "ring"]));
+    assert_eq!(cmds[0], lanectl_read("L"));
     writes(s.feed(&[lanectl, Reply::Int(lane_len)]).unwrap())
 }
 
@@ -267,7 +277,7 @@ fn stalled_check_counts_stalls_recovers_and_kills() {
     let x = row(&[None, None]);
     let y = row(&[Some("L"), Some("1")]);
     let (_, cmds) = read(s.feed(&[again, x, y, Reply::Int(2), Reply::Int(0), Reply::Int(0), Reply::Int(0), Reply::Int(0)]).unwrap());
-    assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:lanectl:L", "paused", "limit", "active", "ring"]));
+    assert_eq!(cmds[0], lanectl_read("L"));
     let (watch, cmds) = read(s.feed(&[fields(&[None, Some("1"), Some("1"), None]), Reply::Int(3)]).unwrap());
     assert_eq!(watch, vec![b"emq:{q}:dead".to_vec()], "one died: dead is watched for the trim");
     assert_eq!(
@@ -538,7 +548,7 @@ fn in_the_server_a_sweep_reads_once_and_watches_nothing() {
     s.start();
     let (watch, cmds) = read(s.feed(&[time(), sel()]).unwrap());
     assert!(watch.is_empty());
-    assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:job:a", "lane", "stalls", "wait", "cancel", "keep"]), "no ZRANGE again first");
+    assert_eq!(cmds[0], cmd(&["HMGET", "emq:{q}:job:a", "lane", "stalls", "wait", "cancel", "keep", "priority"]), "no ZRANGE again first");
 }
 
 // -- a bare selection (`Sweep::bare_selection`) -------------------------------------
@@ -664,7 +674,7 @@ fn sorted(batch: u64) -> Sweep {
 
 /// `SORT_RO … GET # GET …->state GET …->lane` of `(member, state, lane)`.
 fn sorted_rows(items: &[(&str, Option<&str>, Option<&str>)]) -> Reply {
-    Reply::Array(items.iter().flat_map(|(m, st, l)| [bulk(m), field(*st), field(*l)]).collect())
+    Reply::Array(items.iter().flat_map(|(m, st, l)| [bulk(m), opt(*st), opt(*l)]).collect())
 }
 
 /// Feeds a sorted selection; the lists' types all right. Gives the next step.

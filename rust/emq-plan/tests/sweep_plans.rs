@@ -12,7 +12,7 @@ use emq_plan::ErrorKind;
 use support::*;
 
 fn live(lane: Option<&str>, stalls: i64) -> Row {
-    Row::Live { lane: lane.map(id), stalls, ending: Default::default() }
+    Row::Live { lane: lane.map(id), stalls, ending: Default::default(), priority: 0 }
 }
 
 fn read_of(rows: &[(&str, f64, Row)], lanes: Vec<Lane>) -> Read {
@@ -134,4 +134,58 @@ fn stalled_names_the_empty_lanes_it_relies_on() {
     let mut bad = dying.clone();
     bad.types.dead = false;
     assert_eq!(stalled::plan(&bad, Some(1)).unwrap_err().kind, ErrorKind::Layout, "a death writes dead: typed");
+}
+
+fn at_level(lane: Option<&str>, stalls: i64, priority: u8) -> Row {
+    Row::Live { lane: lane.map(id), stalls, ending: Default::default(), priority }
+}
+
+/// Priorities (SPEC §15): a promoted row of level `p > 0` joins its level's list
+/// and marks the level; a lane that gets only such rows is still offered (its
+/// work counts, wherever it lies), and a flat one still wakes a worker. A promote
+/// that pushed every row to level 0, or offered only lanes with level-0 rows,
+/// fails here.
+#[test]
+fn promote_keeps_each_rows_level() {
+    let r = read_of(
+        &[("a", 1.0, at_level(None, 0, 3)), ("b", 2.0, at_level(Some("L"), 0, 9)), ("c", 3.0, live(None, 0))],
+        vec![lane_read("L", LaneCtl::default(), 0)],
+    );
+    let plan = promote::plan(&r).unwrap();
+    assert_eq!(
+        plan.writes,
+        vec![
+            Write::Unschedule(members(&["a", "b", "c"])),
+            Write::MakeReady { lane: None, ids: members(&["c"]) },
+            Write::ReadyAt { lane: None, level: 3, ids: members(&["a"]) },
+            Write::MarkLevel { lane: None, level: 3 },
+            Write::ReadyAt { lane: Some(id("L")), level: 9, ids: members(&["b"]) },
+            Write::MarkLevel { lane: Some(id("L")), level: 9 },
+            row("a", RowFields::Ready),
+            row("b", RowFields::Ready),
+            row("c", RowFields::Ready),
+            lane("L", LaneField::InRing(true)),
+            Write::JoinRing(members(&["L"])),
+            Write::Wake(members(&["L", ""])),
+            Write::TrimWake,
+            Write::CountPromotion,
+        ]
+    );
+}
+
+/// A recovered row goes back to its own level; a lane whose list is empty but
+/// whose control marks a level is offered (it has work), and is not one whose
+/// emptiness the plan relies on.
+#[test]
+fn a_recovery_keeps_the_level_and_a_marked_lane_counts_as_work() {
+    let r = read_of(&[("a", 1.0, at_level(None, 0, 2))], vec![]);
+    let plan = stalled::plan(&r, None).unwrap();
+    assert!(plan.writes.contains(&Write::ReadyAt { lane: None, level: 2, ids: members(&["a"]) }));
+    assert!(plan.writes.contains(&Write::MarkLevel { lane: None, level: 2 }));
+    assert!(!plan.writes.iter().any(|w| matches!(w, Write::MakeReady { .. })));
+    let marked = LaneCtl { levels: 1 << 4, active: 1, ..LaneCtl::default() };
+    let r = read_of(&[("b", 1.0, live(Some("L"), 5))], vec![lane_read("L", marked, 0)]);
+    let plan = stalled::plan(&r, Some(0)).unwrap();
+    assert!(plan.writes.contains(&Write::JoinRing(members(&["L"]))), "{:?}", plan.writes);
+    assert!(empty_lanes_relied_on(&r, Some(0)).is_empty());
 }

@@ -142,8 +142,8 @@ fn unique_of(call: &str, key: &Bound<'_, PyAny>, window: &Bound<'_, PyAny>) -> P
     }
 }
 
-/// One job to add: `add`'s arguments; `extra`, its own retention and its
-/// uniqueness key and window (`None`: none of them).
+/// One job to add: `add`'s arguments; `extra`, its own retention, its
+/// uniqueness key and window, and its priority (`None`: none of them).
 #[allow(clippy::too_many_arguments)]
 pub fn new_job(
     call: &str,
@@ -153,7 +153,7 @@ pub fn new_job(
     at: &Bound<'_, PyAny>,
     lane: &Bound<'_, PyAny>,
     max_attempts: &Bound<'_, PyAny>,
-    extra: Option<[&Bound<'_, PyAny>; 3]>,
+    extra: Option<[&Bound<'_, PyAny>; 4]>,
 ) -> PyResult<NewJob> {
     let id = optional_name(call, "id", id)?;
     let lane = optional_name(call, "lane", lane)?;
@@ -168,15 +168,23 @@ pub fn new_job(
         When::At(at)
     };
     let max_attempts = integer(call, "max_attempts", max_attempts, 1, MAX_ATTEMPTS)? as u32;
-    let (keep, unique) = match extra {
-        Some([keep, key, window]) => (keep_of(call, keep)?, unique_of(call, key, window)?),
-        None => (None, None),
+    let (keep, unique, priority) = match extra {
+        Some([keep, key, window, priority]) => (keep_of(call, keep)?, unique_of(call, key, window)?, priority_of(call, priority)?),
+        None => (None, None, 0),
     };
-    Ok(NewJob { id, data: data(call, "data", data_arg)?, when, lane, max_attempts, keep, unique })
+    Ok(NewJob { id, data: data(call, "data", data_arg)?, when, lane, max_attempts, keep, unique, priority })
+}
+
+/// A job's priority level (SPEC §15): `None` or 0 (first, the default) to 9.
+fn priority_of(call: &str, v: &Bound<'_, PyAny>) -> PyResult<u8> {
+    if v.is_none() {
+        return Ok(0);
+    }
+    Ok(integer(call, "priority", v, 0, 9)? as u8)
 }
 
 /// The fields of an `add_many` item given as a dict: `add`'s keyword arguments.
-const JOB_FIELDS: [&str; 9] = ["data", "id", "delay", "at", "lane", "max_attempts", "keep", "unique_key", "unique_for"];
+const JOB_FIELDS: [&str; 10] = ["data", "id", "delay", "at", "lane", "max_attempts", "keep", "unique_key", "unique_for", "priority"];
 
 /// Refuses a dict whose keys are not all `allowed`, naming the unknown ones
 /// (sorted) and the fields there are (`what` the item, `whose` its owner).
@@ -230,7 +238,7 @@ pub fn new_jobs<'py>(call: &str, v: &Bound<'py, PyAny>, max_attempts: &Bound<'py
             &field("at", &none)?,
             &field("lane", &none)?,
             &field("max_attempts", max_attempts)?,
-            Some([&field("keep", &none)?, &field("unique_key", &none)?, &field("unique_for", &none)?]),
+            Some([&field("keep", &none)?, &field("unique_key", &none)?, &field("unique_for", &none)?, &field("priority", &none)?]),
         )?);
     }
     Ok(jobs)

@@ -18,7 +18,7 @@ use crate::jobs::counters::Tally;
 use crate::jobs::ending::{cancelled_writes, Ending, Extras, ExtrasRead, Notices, ENDING_FIELDS};
 use crate::jobs::retention::{self, DoneRow, Retention};
 use crate::jobs::settle::{check_outcome, fail_writes, Fail, Failed, Settled, COMPLETE, FAIL};
-use crate::lanes::offer::{schedule_head, Offers};
+use crate::lanes::offer::{level, schedule_head, Offers};
 use crate::names::Keys;
 use crate::numbers::field_int;
 use crate::protocol::cmd::Cmd;
@@ -77,8 +77,8 @@ enum Waiting {
 
 /// The row fields read for each job (FAIL's: the attempts decide retry or dead),
 /// then its ending fields.
-const ROW: [&str; 9] =
-    ["state", "token", "lane", "attempts", "max_attempts", "lease", ENDING_FIELDS[0], ENDING_FIELDS[1], ENDING_FIELDS[2]];
+const ROW: [&str; 10] =
+    ["state", "token", "lane", "attempts", "max_attempts", "lease", ENDING_FIELDS[0], ENDING_FIELDS[1], ENDING_FIELDS[2], "priority"];
 
 /// Replies after the rows and lanes: ring, wake, active, the retention of done
 /// rows, done, pending, the head of schedule, dead.
@@ -271,7 +271,7 @@ impl SettleMany {
                 Fate::Fail { error, retry_in_ms, jitter, detail, retry } => {
                     let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: *jitter, detail: detail.as_deref(), retry: *retry };
                     let tries = (field(3).and_then(field_int).unwrap_or(0), field(4).and_then(field_int).unwrap_or(0));
-                    match fail_writes(&j.id, j.lane.as_deref(), &fail, tries, now, &mut w) {
+                    match fail_writes(&j.id, (j.lane.as_deref(), level(field(9))), &fail, tries, now, &mut w) {
                         Failed::Ready => {
                             if (j.lane.is_none() && pending.is_wrongtype()) || wake.is_wrongtype() {
                                 return Err(Error::layout(FAIL, "pending or wake has the wrong type"));

@@ -18,8 +18,8 @@
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
 use crate::jobs::ending::inbox_problem;
-use crate::lanes::offer::{new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
-use crate::names::{id_problem, Keys};
+use crate::lanes::offer::{levels_in_use, new_head, schedule_head, LaneCtl, Levels, Offers, CTL_FIELDS};
+use crate::names::{id_problem, Keys, LEVELS};
 use crate::numbers::{later, Decimal, HEX, MAX_MS};
 use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
@@ -49,6 +49,8 @@ pub struct NewJob {
     pub keep: Option<i64>,
     /// Added only if no job holds this uniqueness key.
     pub unique: Option<Unique>,
+    /// Its priority level, 0 (first, the default) to 9 (SPEC §15).
+    pub priority: u8,
 }
 
 /// A uniqueness key and how long it holds (ms): a second add under the key
@@ -63,7 +65,7 @@ pub struct Unique {
 impl NewJob {
     /// A job of `data`, ready at once, flat, with 3 attempts and nothing else.
     pub fn of(data: &[u8]) -> Self {
-        NewJob { id: None, data: data.to_vec(), when: When::Delay(0), lane: None, max_attempts: 3, keep: None, unique: None }
+        NewJob { priority: 0, id: None, data: data.to_vec(), when: When::Delay(0), lane: None, max_attempts: 3, keep: None, unique: None }
     }
 }
 
@@ -74,6 +76,9 @@ pub struct Add {
     gen: (u32, u64),
     /// Lanes of jobs that may be ready at once, in order of first job.
     lanes: Vec<Vec<u8>>,
+    /// The (lane, level) lists of priority 1 to 9 that jobs may be ready in
+    /// at once: their types (and `P flatctl`'s, for flat ones) are read.
+    levels: Vec<(Option<Vec<u8>>, u8)>,
     ids: Vec<Vec<u8>>,
     /// Whether this call wrote each job (`false`: it had landed, or its
     /// uniqueness key names another job, whose id `ids` holds).
@@ -111,6 +116,9 @@ impl Add {
             if j.max_attempts == 0 {
                 return Err(Error::argument(ADD, "max_attempts", "must be a positive integer"));
             }
+            if j.priority >= LEVELS {
+                return Err(Error::argument(ADD, "priority", "must be an integer from 0 to 9"));
+            }
             if let Some(k) = j.keep {
                 if !(-1..=MAX_MS).contains(&k) {
                     return Err(Error::argument(ADD, "keep", format!("must be -1 (forever) or from 0 to {MAX_MS} ms")));
@@ -136,7 +144,14 @@ impl Add {
                 }
             }
         }
-        Ok(Add { keys, jobs, gen, lanes, ids: vec![], created: vec![], started: false, refused: None, first: None, inbox: None })
+        let mut levels: Vec<(Option<Vec<u8>>, u8)> = vec![];
+        for j in &jobs {
+            let at = (j.lane.clone(), j.priority);
+            if j.priority > 0 && !matches!(j.when, When::Delay(d) if d > 0) && !levels.contains(&at) {
+                levels.push(at);
+            }
+        }
+        Ok(Add { keys, jobs, gen, lanes, levels, ids: vec![], created: vec![], started: false, refused: None, first: None, inbox: None })
     }
 
     /// Registers `inbox` (`ending::inbox_problem`) as the waiter of every job
@@ -147,6 +162,17 @@ impl Add {
         }
         self.inbox = Some(inbox);
         Ok(self)
+    }
+
+    /// How many replies the reads of the priority levels give.
+    fn level_reads(&self) -> usize {
+        self.levels.len() + usize::from(self.levels.iter().any(|(l, _)| l.is_none())) + usize::from(self.any_priority())
+    }
+
+    /// Whether a job has a priority: the add then reads `P promotions`, and
+    /// marks the queue as using priorities there if it does not say so yet.
+    fn any_priority(&self) -> bool {
+        self.jobs.iter().any(|j| j.priority > 0)
     }
 
     fn given_ids(&self) -> impl Iterator<Item = &Vec<u8>> {
@@ -171,7 +197,7 @@ impl Add {
 /// variable parts are length-prefixed:
 /// `emq.add.v1` `d<len>:<data>` (`l<len>:<lane>` or `n`) `m<max_attempts>;`
 /// (`D<delay ms>;` or `A<due ms>;`), then, only when given, `k<keep ms>;` and
-/// `u<len>:<key>w<window ms>;` (so the digest of a request without them is
+/// `u<len>:<key>w<window ms>;` and `p<priority>;` (so the digest of a request without them is
 /// what it always was). An add that finds a row with its own digest under the
 /// id it names has already landed (a retry after a lost reply).
 pub fn digest(job: &NewJob) -> String {
@@ -220,6 +246,11 @@ pub fn digest_hex(job: &NewJob) -> [u8; 32] {
         buf.extend_from_slice(&u.key);
         buf.push(b'w');
         buf.extend_from_slice(Decimal::uint(u.window_ms).as_bytes());
+        buf.push(b';');
+    }
+    if job.priority > 0 {
+        buf.push(b'p');
+        buf.extend_from_slice(Decimal::uint(u64::from(job.priority)).as_bytes());
         buf.push(b';');
     }
     let full = sha1_smol::Sha1::from(&buf).digest().bytes();
@@ -275,6 +306,17 @@ impl Conversation for Add {
         cmds.push(schedule_head(k));
         cmds.push(Cmd::new("LLEN").arg(k.ring()));
         cmds.push(Cmd::new("LLEN").arg(k.wake()));
+        // Only an add of jobs with a priority reads these (SPEC §15).
+        for (lane, level) in &self.levels {
+            cmds.push(Cmd::new("LLEN").arg(k.ready_at(lane.as_deref(), *level)));
+        }
+        if self.levels.iter().any(|(l, _)| l.is_none()) {
+            cmds.push(Cmd::new("HLEN").arg(k.flatctl()));
+        }
+        // Unwatched: two adds that both find no mark both add it, which still says so.
+        if self.any_priority() {
+            cmds.push(Cmd::new("GET").arg(k.promotions()));
+        }
         Step::Read { watch, cmds }
     }
 
@@ -304,7 +346,7 @@ impl Conversation for Add {
         }
         let given = 2 * self.given_ids().count();
         let uniques = self.unique_keys().count();
-        if replies.len() != 1 + given + uniques + 2 * self.lanes.len() + 4 {
+        if replies.len() != 1 + given + uniques + 2 * self.lanes.len() + 4 + self.level_reads() {
             return Err(Error::server(ADD, "wrong number of replies"));
         }
         // The jobs the uniqueness keys name: each is read (and watched) before the plan.
@@ -389,6 +431,10 @@ impl Add {
         let t = &replies[1 + given + uniques + 2 * self.lanes.len()..];
         let (pending_ok, schedule_ok, ring_ok, wake_ok) =
             (!t[0].is_wrongtype(), !t[1].is_wrongtype(), !t[2].is_wrongtype(), !t[3].is_wrongtype());
+        if t[4..].iter().any(Reply::is_wrongtype) {
+            return Err(Error::layout(ADD, "a priority level's list, flatctl or promotions has the wrong type"));
+        }
+        let mark_levels = self.any_priority() && !t.last().is_some_and(levels_in_use);
 
         let (tag, seq) = self.gen;
         self.ids = self
@@ -403,6 +449,10 @@ impl Add {
         let mut w = vec![];
         let (mut flat, mut scheduled): (Vec<&[u8]>, Scored) = (vec![], Scored::new());
         let mut by_lane: Vec<(&[u8], Vec<&[u8]>)> = vec![];
+        // Asked before the loop, whose lanes borrow the jobs to the end (`P lanes`).
+        let created_priority = self.jobs.iter().zip(&self.created).any(|(j, &c)| c && j.priority > 0);
+        // Jobs of priority 1 to 9 ready at once, by (lane, level), in order of first job.
+        let mut by_level = Levels::default();
         // Every lane a new row names, due now or later, in `P lanes` (the counts' list).
         let mut used_lanes: Vec<&[u8]> = vec![];
         for ((j, id), _) in self.jobs.iter_mut().zip(&self.ids).zip(&self.created).filter(|(_, &c)| c) {
@@ -420,6 +470,7 @@ impl Add {
                 uniques_set.push(Write::ClaimUnique { key: u.key.clone(), id: id.clone(), ttl_ms: u.window_ms });
             }
             let new = NewRow {
+                priority: j.priority,
                 ready,
                 data,
                 due,
@@ -438,8 +489,21 @@ impl Add {
                     used_lanes.push(l);
                 }
             }
+            if ready && j.priority > 0 {
+                by_level.push(j.lane.as_deref(), j.priority, id);
+                if j.lane.is_none() {
+                    continue;
+                }
+            }
+            let level0 = j.priority == 0;
             match (&j.lane, ready) {
                 (_, false) => scheduled.push(due, id),
+                (Some(l), true) if !level0 => {
+                    // Offered below with the lane's other jobs; pushed to its level.
+                    if !by_lane.iter().any(|(name, _)| name == l) {
+                        by_lane.push((l, vec![]));
+                    }
+                }
                 (None, true) => flat.push(id),
                 (Some(l), true) => match by_lane.iter_mut().find(|(name, _)| name == l) {
                     Some((_, ids)) => ids.push(id),
@@ -455,9 +519,10 @@ impl Add {
                 return Err(Error::server(ADD, "a job is ready in a lane it did not read"));
             };
             let (ctl, len) = &ctls[i];
-            offers.offer(l, len.saturating_add(ids.len() as i64), ctl);
+            offers.offer(l, len.saturating_add((ids.len() + by_level.count_in(l)) as i64), ctl);
         }
-        let ready = !flat.is_empty() || !by_lane.is_empty();
+        let flat_levels = by_level.any_flat();
+        let ready = !flat.is_empty() || !by_lane.is_empty() || flat_levels;
         if (!flat.is_empty() && !pending_ok)
             || (!scheduled.is_empty() && !schedule_ok)
             || (offers.offered_any() && !ring_ok)
@@ -473,9 +538,15 @@ impl Add {
             w.push(Write::MakeReady { lane: None, ids: Members::of(&flat) });
         }
         for (l, ids) in &by_lane {
-            w.push(Write::MakeReady { lane: Some(l.to_vec()), ids: Members::of(ids) });
+            if !ids.is_empty() {
+                w.push(Write::MakeReady { lane: Some(l.to_vec()), ids: Members::of(ids) });
+            }
         }
-        if !flat.is_empty() || woke {
+        by_level.writes(&mut w);
+        if mark_levels && created_priority {
+            w.push(Write::MarkLevelsInUse);
+        }
+        if !flat.is_empty() || flat_levels || woke {
             offers.wake_flat();
         }
         if woke && !wake_ok {
@@ -550,7 +621,16 @@ mod tests {
                     When::At(i64::MAX),
                 ] {
                     for max_attempts in [1, 3, u32::MAX] {
-                        let j = NewJob { id: None, data: data.to_vec(), when, lane: lane.clone(), max_attempts, keep: None, unique: None };
+                        let j = NewJob {
+                            priority: 0,
+                            id: None,
+                            data: data.to_vec(),
+                            when,
+                            lane: lane.clone(),
+                            max_attempts,
+                            keep: None,
+                            unique: None,
+                        };
                         assert_eq!(digest(&j), digest_as_written(&j), "{j:?}");
                     }
                 }

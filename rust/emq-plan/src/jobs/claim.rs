@@ -1,6 +1,16 @@
 //! CLAIM (SPEC §7): up to `n` ready ids, flat ones first from the head of
 //! `pending`, then lanes round-robin from the head of the ring.
 //!
+//! Priorities (SPEC §15): level 0 is `pending` and `lane:L`; levels 1 to 9
+//! are lists of their own, used only where `lvl:<p>` of `P flatctl` (read
+//! with the heads) or of `P lanectl:L` (read with the lane's control) says
+//! so. A claim takes the flat list's levels in order, and each lane's turn
+//! takes the head of its lowest non-empty level; it reads a level's list
+//! only when the levels before it hold fewer ids than it may take, so its
+//! cost does not grow with the backlog or the levels in use. A level whose
+//! field is set but whose list is empty has its field cleared, the list
+//! watched and read again (a producer's push there aborts the claim).
+//!
 //! The guard: the rows of the ids it takes; when it serves lanes, the ring
 //! (every claim that takes from a lane rotates it, so it also guards the lane
 //! heads); and, for each lane it drops from the ring, that lane's control hash
@@ -12,8 +22,8 @@
 
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
-use crate::lanes::offer::{LaneCtl, CTL_FIELDS};
-use crate::names::Keys;
+use crate::lanes::offer::{levels_of, LaneCtl, CTL_FIELDS, LEVEL_FIELDS};
+use crate::names::{Keys, LEVELS};
 use crate::numbers::{field_int, later};
 use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
@@ -47,8 +57,37 @@ struct LaneRead {
     ctl: LaneCtl,
     /// `active` is absent or an integer `HINCRBY` can add to.
     active_ok: bool,
+    /// How many ids the lane holds, every level read together.
     len: i64,
+    /// The ids read from its head, levels in order (a level's ids follow
+    /// only when every level before it was read whole).
     head: Vec<Vec<u8>>,
+    /// The levels of `head`, in order: (level, how many of its ids).
+    segs: Vec<(u8, usize)>,
+    /// Levels 1 to 9 whose lists were read (so the control's levels are known).
+    levels_read: bool,
+    /// Levels whose field is set and whose list was found empty.
+    empty_levels: Vec<u8>,
+}
+
+impl LaneRead {
+    /// The level of the id at `at` in `head`.
+    fn level_at(&self, at: usize) -> u8 {
+        let mut end = 0;
+        for &(level, n) in &self.segs {
+            end += n;
+            if at < end {
+                return level;
+            }
+        }
+        0
+    }
+
+    /// Whether a turn may need the ids of its levels 1 to 9: some level is
+    /// set and its level 0 was read whole, with fewer ids than `slots`.
+    fn needs_levels(&self, slots: usize) -> bool {
+        !self.levels_read && self.ctl.levels != 0 && (self.head.len() as i64) == self.len && self.head.len() < slots
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,6 +100,10 @@ enum Visit {
 
 enum Stage {
     Heads,
+    /// The flat levels' lists, read when `pending` holds fewer than it may take.
+    FlatLevels,
+    /// The levels' lists of the lanes that may need them.
+    LaneLevels(Vec<usize>),
     /// The heads and the hinted rows, read together under the hint's watch.
     Hinted,
     Rows,
@@ -81,6 +124,12 @@ pub struct Claim {
     stage: Stage,
     now: i64,
     flat: Vec<Vec<u8>>,
+    /// The levels of `flat`, in order: (level, how many of its ids); level 0 first.
+    flat_segs: Vec<(u8, usize)>,
+    /// The flat levels 1 to 9 whose fields are set (bit `p`).
+    flat_levels: u16,
+    /// Flat levels whose field is set and whose list was found empty.
+    flat_empty: Vec<u8>,
     /// `pending` held more ids than it may take.
     pending_more: bool,
     ring: Vec<Vec<u8>>,
@@ -124,6 +173,9 @@ impl Claim {
             stage: Stage::Heads,
             now: 0,
             flat: vec![],
+            flat_segs: vec![],
+            flat_levels: 0,
+            flat_empty: vec![],
             pending_more: false,
             ring: vec![],
             ring_len: 0,
@@ -212,10 +264,56 @@ impl Claim {
     }
 
     fn heads_read(&mut self, replies: &[Reply]) -> Result<Step<Vec<Claimed>>> {
-        let [time, pending, ring] = replies else {
+        let [time, pending, ring, flatctl] = replies else {
             return Err(Error::server(CLAIM, "wrong number of replies"));
         };
-        self.heads(time, pending, ring)?;
+        self.heads(time, pending, ring, flatctl)?;
+        if let Some(step) = self.flat_levels_step() {
+            return Ok(step);
+        }
+        self.rows_step()
+    }
+
+    /// The flat levels it may take from, when `pending` holds fewer ids than
+    /// it may take: each set level's head (`LRANGE`, as many as it may take
+    /// and one more), in order.
+    fn flat_levels_step(&mut self) -> Option<Step<Vec<Claimed>>> {
+        if self.flat_levels == 0 || self.flat.len() >= self.n {
+            return None;
+        }
+        let k = &self.keys;
+        let cmds = (1..LEVELS)
+            .filter(|p| self.flat_levels & (1 << p) != 0)
+            .map(|p| Cmd::new("LRANGE").arg(k.ready_at(None, p)).arg("0").arg((self.n - self.flat.len()).to_string()))
+            .collect();
+        self.stage = Stage::FlatLevels;
+        Some(Step::Read { watch: vec![], cmds })
+    }
+
+    /// The set flat levels' heads: the ids it may take, level by level, after
+    /// those of `pending`.
+    fn flat_levels_read(&mut self, replies: &[Reply]) -> Result<Step<Vec<Claimed>>> {
+        let set: Vec<u8> = (1..LEVELS).filter(|p| self.flat_levels & (1 << p) != 0).collect();
+        if replies.len() != set.len() {
+            return Err(Error::server(CLAIM, "wrong number of replies"));
+        }
+        self.beyond.clear();
+        for (&p, r) in set.iter().zip(replies) {
+            let mut ids = Self::list(r, &self.keys.ready_at(None, p))?;
+            if ids.is_empty() {
+                self.flat_empty.push(p);
+                continue;
+            }
+            let room = self.n - self.flat.len();
+            if ids.len() > room {
+                self.pending_more = true;
+                ids.truncate(room);
+            }
+            if !ids.is_empty() {
+                self.flat_segs.push((p, ids.len()));
+                self.flat.extend(ids);
+            }
+        }
         self.rows_step()
     }
 
@@ -224,19 +322,22 @@ impl Claim {
     fn hinted_read(&mut self, replies: &[Reply]) -> Result<Step<Vec<Claimed>>> {
         let k = self.keys.clone();
         let row_replies = rows::reply_count(self.hint.len());
-        if replies.len() != 3 + row_replies + 2 {
+        if replies.len() != 4 + row_replies + 2 {
             return Err(Error::server(CLAIM, "wrong number of replies"));
         }
-        self.heads(&replies[0], &replies[1], &replies[2])?;
+        self.heads(&replies[0], &replies[1], &replies[2], &replies[3])?;
+        if let Some(step) = self.flat_levels_step() {
+            return Ok(step);
+        }
         if self.flat.is_empty() {
             return Ok(Step::Done(vec![]));
         }
         if self.flat != self.hint {
             return self.rows_step();
         }
-        let (rows, unsure) = rows::parse(CLAIM, &k, &self.flat, &replies[3..3 + row_replies], FIELDS.len())?;
+        let (rows, unsure) = rows::parse(CLAIM, &k, &self.flat, &replies[4..4 + row_replies], FIELDS.len())?;
         self.flat_rows = rows;
-        let at = 3 + row_replies;
+        let at = 4 + row_replies;
         self.flat_rows_read(&replies[at], &replies[at + 1], unsure)
     }
 
@@ -253,14 +354,22 @@ impl Claim {
         self.flat_known()
     }
 
-    /// The clock, the ids it may take from `pending` (and those past them), the ring.
-    fn heads(&mut self, time: &Reply, pending: &Reply, ring: &Reply) -> Result<()> {
+    /// The clock, the ids it may take from `pending` (and those past them),
+    /// the ring, the flat levels set.
+    fn heads(&mut self, time: &Reply, pending: &Reply, ring: &Reply, flatctl: &Reply) -> Result<()> {
         let k = self.keys.clone();
         self.now = parse_time(time).ok_or_else(|| Error::server(CLAIM, "TIME gave no clock"))?;
+        if flatctl.is_wrongtype() {
+            return Err(Self::layout(&k.flatctl()));
+        }
+        self.flat_levels = levels_of(&flatctl.fields());
         // Ids past those it may take tell whether work is left.
         self.flat = Self::list(pending, &k.pending())?;
         self.pending_more = self.flat.len() > self.n;
         self.beyond = self.flat.split_off(self.n.min(self.flat.len()));
+        self.flat_segs = vec![(0, self.flat.len())];
+        // Levels it will not read (`pending` fills the claim) hold work, as far as it knows.
+        self.pending_more |= self.flat_levels != 0 && self.flat.len() >= self.n;
         if self.flat_only {
             if ring.is_wrongtype() {
                 return Err(Self::layout(&k.ring()));
@@ -279,11 +388,12 @@ impl Claim {
     fn rows_step(&mut self) -> Result<Step<Vec<Claimed>>> {
         let k = self.keys.clone();
         let lanes = self.considered();
-        if self.flat.is_empty() && lanes == 0 {
+        if self.flat.is_empty() && lanes == 0 && self.flat_empty.is_empty() {
             return Ok(Step::Done(vec![]));
         }
         let mut watch: Vec<Vec<u8>> = self.flat.iter().map(|id| k.job(id)).collect();
         let mut cmds = vec![Cmd::new("LRANGE").arg(k.pending()).arg("0").arg((self.n - 1).to_string())];
+        self.flat_level_confirms(&mut watch, &mut cmds);
         cmds.extend(rows::reads(&k, &self.flat, &FIELDS));
         if lanes > 0 {
             watch.push(k.ring());
@@ -300,24 +410,64 @@ impl Claim {
         Ok(Step::Read { watch, cmds })
     }
 
+    /// The flat levels' lists it takes from or clears, watched (the ids
+    /// taken are watched by their rows) and read again: `LRANGE` of each level
+    /// it takes ids from, `LLEN` of each it found empty.
+    fn flat_level_confirms(&self, watch: &mut Vec<Vec<u8>>, cmds: &mut Vec<Cmd>) {
+        let k = &self.keys;
+        for &(p, n) in self.flat_segs.iter().skip(1) {
+            cmds.push(Cmd::new("LRANGE").arg(k.ready_at(None, p)).arg("0").arg((n - 1).to_string()));
+        }
+        for &p in &self.flat_empty {
+            watch.push(k.ready_at(None, p));
+            cmds.push(Cmd::new("LLEN").arg(k.ready_at(None, p)));
+        }
+    }
+
+    /// How many replies [`Claim::flat_level_confirms`] gives.
+    fn flat_confirm_count(&self) -> usize {
+        self.flat_segs.len() - 1 + self.flat_empty.len()
+    }
+
+    /// Checks the replies of `LRANGE pending` and [`Claim::flat_level_confirms`]:
+    /// each level it takes from still leads with the ids it read, each level
+    /// it found empty is empty still.
+    fn flat_confirmed(&self, replies: &[Reply]) -> Result<()> {
+        let k = &self.keys;
+        let mut at = 0;
+        let mut from = 0;
+        for (i, &(p, n)) in self.flat_segs.iter().enumerate() {
+            let again = Self::list(&replies[i], &k.ready_at(None, p))?;
+            if again.len() < n || again[..n] != self.flat[from..from + n] {
+                return Err(Error::conflict(CLAIM, "pending changed before the watch"));
+            }
+            from += n;
+            at = i + 1;
+        }
+        for r in &replies[at..] {
+            if r.as_int() != Some(0) {
+                return Err(Error::conflict(CLAIM, "a priority level it found empty got work before the watch"));
+            }
+        }
+        Ok(())
+    }
+
     fn rows_read(&mut self, replies: &[Reply]) -> Result<Step<Vec<Claimed>>> {
         let k = self.keys.clone();
         let lanes = self.considered();
         let nf = self.flat.len();
         let row_replies = rows::reply_count(nf);
-        let expected = 1 + row_replies + if lanes > 0 { 1 + 3 * lanes } else { 0 } + 2;
+        let confirms = 1 + self.flat_confirm_count();
+        let expected = confirms + row_replies + if lanes > 0 { 1 + 3 * lanes } else { 0 } + 2;
         if replies.len() != expected {
             return Err(Error::server(CLAIM, "wrong number of replies"));
         }
         // What was read before the watch, again under it. Producers may have
         // appended to `pending` since: only the ids it read must still lead it.
-        let again = Self::list(&replies[0], &k.pending())?;
-        if again.len() < nf || again[..nf] != self.flat[..] {
-            return Err(Error::conflict(CLAIM, "pending changed before the watch"));
-        }
-        let (rows, unsure) = rows::parse(CLAIM, &k, &self.flat, &replies[1..=row_replies], FIELDS.len())?;
+        self.flat_confirmed(&replies[..confirms])?;
+        let (rows, unsure) = rows::parse(CLAIM, &k, &self.flat, &replies[confirms..confirms + row_replies], FIELDS.len())?;
         self.flat_rows = rows;
-        let mut at = 1 + row_replies;
+        let mut at = confirms + row_replies;
         if lanes > 0 {
             let ring = Self::list(&replies[at], &k.ring())?;
             if ring[..] != self.ring[..] {
@@ -333,7 +483,9 @@ impl Claim {
                 let head = Self::list(&chunk[2], &k.lane(&name))?;
                 let active_ok = f.get(2).copied().flatten().is_none_or(|a| field_int(a).is_some());
                 let ctl = LaneCtl::from_fields(&f);
-                self.lanes.push(LaneRead { name, ctl, active_ok, len: chunk[1].as_int().unwrap_or(0), head });
+                let len = chunk[1].as_int().unwrap_or(0);
+                let segs = vec![(0, head.len())];
+                self.lanes.push(LaneRead { name, ctl, active_ok, len, head, segs, levels_read: false, empty_levels: vec![] });
             }
             at += 3 * lanes;
         }
@@ -352,7 +504,13 @@ impl Claim {
         }
         let k = &self.keys;
         self.stage = Stage::PendingConfirm;
-        Ok(Step::Read { watch: vec![k.pending()], cmds: vec![Cmd::new("LRANGE").arg(k.pending()).arg("0").arg((self.n - 1).to_string())] })
+        let mut watch = vec![k.pending()];
+        let mut cmds = vec![Cmd::new("LRANGE").arg(k.pending()).arg("0").arg((self.n - 1).to_string())];
+        for &(p, _) in self.flat_segs.iter().skip(1) {
+            watch.push(k.ready_at(None, p));
+        }
+        self.flat_level_confirms(&mut watch, &mut cmds);
+        Ok(Step::Read { watch, cmds })
     }
 
     /// Round-robin over the lanes read: one id per lane per turn. When the
@@ -399,7 +557,66 @@ impl Claim {
         self.visits.iter().filter_map(|v| if let Visit::Drop(i, empty) = v { Some((*i, *empty)) } else { None }).collect()
     }
 
+    /// The levels' lists of each lane read whose turns may need them: for each
+    /// set level, `LLEN` and its head (as many ids as there are slots).
+    fn lane_levels_step(&mut self) -> Option<Step<Vec<Claimed>>> {
+        let slots = self.slots();
+        let which: Vec<usize> = (0..self.lanes.len()).filter(|&i| self.lanes[i].needs_levels(slots)).collect();
+        if which.is_empty() {
+            return None;
+        }
+        let k = &self.keys;
+        let mut cmds = vec![];
+        for &i in &which {
+            let l = &self.lanes[i];
+            for p in (1..LEVELS).filter(|p| l.ctl.levels & (1 << p) != 0) {
+                let key = k.ready_at(Some(&l.name), p);
+                cmds.push(Cmd::new("LLEN").arg(key.clone()));
+                cmds.push(Cmd::new("LRANGE").arg(key).arg("0").arg((slots - 1).to_string()));
+            }
+        }
+        self.stage = Stage::LaneLevels(which);
+        Some(Step::Read { watch: vec![], cmds })
+    }
+
+    fn lane_levels_read(&mut self, which: &[usize], replies: &[Reply]) -> Result<Step<Vec<Claimed>>> {
+        let k = self.keys.clone();
+        let mut r = replies.iter();
+        for &i in which {
+            let l = &mut self.lanes[i];
+            l.levels_read = true;
+            for p in (1..LEVELS).filter(|p| l.ctl.levels & (1 << p) != 0) {
+                let key = k.ready_at(Some(&l.name), p);
+                let (Some(len), Some(head)) = (r.next(), r.next()) else {
+                    return Err(Error::server(CLAIM, "wrong number of replies"));
+                };
+                if len.is_wrongtype() {
+                    return Err(Self::layout(&key));
+                }
+                let len = len.as_int().unwrap_or(0);
+                let head = Self::list(head, &key)?;
+                if len == 0 {
+                    l.empty_levels.push(p);
+                    continue;
+                }
+                // Ids of a level follow only while every level before it was read whole.
+                if l.head.len() as i64 == l.len {
+                    l.segs.push((p, head.len()));
+                    l.head.extend(head);
+                }
+                l.len = l.len.saturating_add(len);
+            }
+        }
+        if r.next().is_some() {
+            return Err(Error::server(CLAIM, "wrong number of replies"));
+        }
+        self.lanes_step()
+    }
+
     fn lanes_step(&mut self) -> Result<Step<Vec<Claimed>>> {
+        if let Some(step) = self.lane_levels_step() {
+            return Ok(step);
+        }
         self.simulate();
         let drops = self.drops();
         if self.lane_ids.is_empty() && drops.is_empty() {
@@ -410,34 +627,55 @@ impl Claim {
         let mut watch: Vec<Vec<u8>> = ids.iter().map(|id| k.job(id)).collect();
         let mut cmds = rows::reads(&k, &ids, &FIELDS);
         // What a drop decided on, watched and read again: the control hash of a
-        // lane it could not serve, the list of a lane it found empty.
+        // lane it could not serve, the list and the control (whose levels say
+        // where else a producer pushed) of a lane it found empty.
         for &(i, empty) in &drops {
             let name = &self.lanes[i].name;
             if empty {
                 watch.push(k.lane(name));
                 cmds.push(Cmd::new("LLEN").arg(k.lane(name)));
-            } else {
-                watch.push(k.lanectl(name));
-                cmds.push(Cmd::new("HMGET").arg(k.lanectl(name)).args(CTL_FIELDS));
             }
+            watch.push(k.lanectl(name));
+            cmds.push(Cmd::new("HMGET").arg(k.lanectl(name)).args(CTL_FIELDS));
+        }
+        // The levels it clears, found empty: watched and read again.
+        for (l, p) in self.lane_clears() {
+            let key = k.ready_at(Some(&self.lanes[l].name), p);
+            watch.push(key.clone());
+            cmds.push(Cmd::new("LLEN").arg(key));
         }
         self.stage = Stage::LaneRows;
         Ok(Step::Read { watch, cmds })
+    }
+
+    /// The (lane, level) lists it clears: levels found empty, of lanes read.
+    fn lane_clears(&self) -> Vec<(usize, u8)> {
+        self.lanes.iter().enumerate().flat_map(|(i, l)| l.empty_levels.iter().map(move |&p| (i, p))).collect()
     }
 
     fn lane_rows_read(&mut self, replies: &[Reply]) -> Result<Step<Vec<Claimed>>> {
         let ids: Vec<Vec<u8>> = self.lane_ids.iter().map(|(_, id)| id.clone()).collect();
         let row_replies = rows::reply_count(ids.len());
         let drops = self.drops();
-        if replies.len() != row_replies + drops.len() {
+        let empties = drops.iter().filter(|(_, empty)| *empty).count();
+        let clears = self.lane_clears();
+        if replies.len() != row_replies + drops.len() + empties + clears.len() {
             return Err(Error::server(CLAIM, "wrong number of replies"));
         }
-        for (&(i, empty), r) in drops.iter().zip(&replies[row_replies..]) {
+        let mut r = replies[row_replies..].iter();
+        for &(i, empty) in &drops {
             let l = &self.lanes[i];
-            let same = if empty { r.as_int() == Some(l.len) } else { LaneCtl::from_reply(r) == l.ctl };
-            if !same {
+            // An empty lane's level 0 is its whole length when it has no level (or they were read empty).
+            let level0 = l.segs.first().map_or(0, |s| s.1) as i64;
+            if empty && r.next().and_then(Reply::as_int) != Some(level0) {
                 return Err(Error::conflict(CLAIM, "a lane it drops changed before the watch"));
             }
+            if r.next().map(LaneCtl::from_reply).as_ref() != Some(&l.ctl) {
+                return Err(Error::conflict(CLAIM, "a lane it drops changed before the watch"));
+            }
+        }
+        if r.any(|len| len.as_int() != Some(0)) {
+            return Err(Error::conflict(CLAIM, "a priority level it found empty got work before the watch"));
         }
         let (rows, unsure) = rows::parse(CLAIM, &self.keys, &ids, &replies[..row_replies], FIELDS.len())?;
         self.lane_rows = rows;
@@ -491,8 +729,15 @@ impl Claim {
             return Err(Error::layout(CLAIM, "wake or active has the wrong type"));
         }
         let mut w = vec![];
-        if !self.flat.is_empty() {
-            w.push(Write::TakePending { count: self.flat.len() });
+        for &(p, count) in &self.flat_segs {
+            match p {
+                0 if count > 0 => w.push(Write::TakePending { count }),
+                0 => {}
+                _ => w.push(Write::TakeAt { lane: None, level: p, count }),
+            }
+        }
+        for &p in &self.flat_empty {
+            w.push(Write::ClearLevel { lane: None, level: p });
         }
         let flat = std::mem::take(&mut self.flat);
         let flat_rows = std::mem::take(&mut self.flat_rows);
@@ -505,13 +750,18 @@ impl Claim {
         }
         // Lane visits, in order: the visited lane is always at the ring's head.
         let mut served = self.lane_ids.clone().into_iter().zip(std::mem::take(&mut self.lane_rows));
+        let mut taken_in = vec![0usize; self.lanes.len()];
         let mut claimed_in = vec![0i64; self.lanes.len()];
         let mut dropped = vec![false; self.lanes.len()];
         for v in self.visits.clone() {
             match v {
                 Visit::Serve(i) => {
                     let name = self.lanes[i].name.clone();
-                    w.push(Write::TakeLaneHead { lane: name.clone() });
+                    match self.lanes[i].level_at(taken_in[i]) {
+                        0 => w.push(Write::TakeLaneHead { lane: name.clone() }),
+                        p => w.push(Write::TakeAt { lane: Some(name.clone()), level: p, count: 1 }),
+                    }
+                    taken_in[i] += 1;
                     w.push(Write::RotateRing);
                     let ((_, id), row) = served.next().expect("one id per serve");
                     let again = self.out.iter().any(|c| c.id == id);
@@ -539,6 +789,15 @@ impl Claim {
             }
             if dropped[i] {
                 w.push(Write::SetLane { lane: l.name.clone(), field: LaneField::InRing(false) });
+            }
+            // A lane dropped as empty had every marked level read and taken whole, under
+            // the watch of its control (which a producer's push to a level writes): its
+            // marks go with it. Otherwise only the levels it found empty.
+            let empty_drop = self.visits.contains(&Visit::Drop(i, true));
+            for p in (1..LEVELS).filter(|p| l.ctl.levels & (1 << p) != 0) {
+                if l.empty_levels.contains(&p) || empty_drop {
+                    w.push(Write::ClearLevel { lane: Some(l.name.clone()), level: p });
+                }
             }
         }
         if !self.out.is_empty() {
@@ -578,6 +837,7 @@ impl Conversation for Claim {
             } else {
                 Cmd::new("LRANGE").arg(k.ring()).arg("0").arg((RING_READ - 1).to_string())
             },
+            Cmd::new("HMGET").arg(k.flatctl()).args(LEVEL_FIELDS),
         ];
         if self.hint.is_empty() {
             self.stage = Stage::Heads;
@@ -601,16 +861,14 @@ impl Conversation for Claim {
                 self.flat_known()
             }
             Stage::PendingConfirm => {
-                let k = self.keys.clone();
-                let again = match replies {
-                    [r] => Self::list(r, &k.pending())?,
-                    _ => return Err(Error::server(CLAIM, "wrong number of replies")),
-                };
-                if again.len() < self.flat.len() || again[..self.flat.len()] != self.flat[..] {
-                    return Err(Error::conflict(CLAIM, "pending changed before the watch"));
+                if replies.len() != 1 + self.flat_confirm_count() {
+                    return Err(Error::server(CLAIM, "wrong number of replies"));
                 }
+                self.flat_confirmed(replies)?;
                 self.lanes_step()
             }
+            Stage::FlatLevels => self.flat_levels_read(replies),
+            Stage::LaneLevels(which) => self.lane_levels_read(&which, replies),
             Stage::LaneRows => self.lane_rows_read(replies),
             Stage::LaneTypes(unsure) => {
                 let ids: Vec<Vec<u8>> = self.lane_ids.iter().map(|(_, id)| id.clone()).collect();

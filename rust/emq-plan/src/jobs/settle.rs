@@ -13,7 +13,7 @@ use crate::jobs::ending::{
     cancelled_writes, check_size, Ending, Extras, ExtrasRead, Notices, ENDING_FIELDS, ERROR_TYPE_MAX, RESULT_MAX, TRACEBACK_MAX,
 };
 use crate::jobs::retention::{self, DoneRow, Retention};
-use crate::lanes::offer::{new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
+use crate::lanes::offer::{level, new_head, schedule_head, LaneCtl, Offers, CTL_FIELDS};
 use crate::names::Keys;
 use crate::numbers::{field_int, later};
 use crate::protocol::cmd::Cmd;
@@ -119,7 +119,7 @@ pub enum Failed {
 /// call (`Settle`) and the batch (`settle_many`).
 pub fn fail_writes(
     id: &[u8],
-    lane: Option<&[u8]>,
+    (lane, level): (Option<&[u8]>, u8),
     fail: &Fail<'_>,
     (attempts, max_attempts): (i64, i64),
     now: i64,
@@ -141,7 +141,13 @@ pub fn fail_writes(
     let due = later(now, delay);
     w.push(Write::SetRow { id: id.to_vec(), fields: RowFields::Retry { ready: delay == 0, error, due, detail } });
     if delay == 0 {
-        w.push(Write::MakeReady { lane: lane.map(<[u8]>::to_vec), ids: Members::one(id) });
+        // Back at its own priority level (SPEC §15).
+        if level > 0 {
+            w.push(Write::ReadyAt { lane: lane.map(<[u8]>::to_vec), level, ids: Members::one(id) });
+            w.push(Write::MarkLevel { lane: lane.map(<[u8]>::to_vec), level });
+        } else {
+            w.push(Write::MakeReady { lane: lane.map(<[u8]>::to_vec), ids: Members::one(id) });
+        }
         Failed::Ready
     } else {
         w.push(Write::Schedule(Scored::from_iter([(due, id)])));
@@ -187,9 +193,10 @@ enum Held {
 }
 
 const ROW: [&str; 6] = ["state", "token", "lane", "attempts", "max_attempts", "lease"];
-/// A complete's and a fail's: the row's, then its ending fields (`ending::ENDING_FIELDS`).
-const ROW_ENDING: [&str; 9] =
-    ["state", "token", "lane", "attempts", "max_attempts", "lease", ENDING_FIELDS[0], ENDING_FIELDS[1], ENDING_FIELDS[2]];
+/// A complete's and a fail's: the row's, then its ending fields (`ending::ENDING_FIELDS`),
+/// then `priority` (the level a retry at once goes back to).
+const ROW_ENDING: [&str; 10] =
+    ["state", "token", "lane", "attempts", "max_attempts", "lease", ENDING_FIELDS[0], ENDING_FIELDS[1], ENDING_FIELDS[2], "priority"];
 
 impl Settle {
     pub fn new(keys: Keys, id: Vec<u8>, token: Vec<u8>, lane: Option<Vec<u8>>, action: Action, jitter: f64) -> Result<Self> {
@@ -422,7 +429,8 @@ impl Settle {
             Action::Fail { error, retry_in_ms, detail, retry } => {
                 w.push(Write::LeaveActive(Members::one(&self.id)));
                 let fail = Fail { error, retry_in_ms: *retry_in_ms, jitter: self.jitter, detail: detail.as_deref(), retry: *retry };
-                match fail_writes(&self.id, self.lane.as_deref(), &fail, (attempts, max_attempts), now, &mut w) {
+                let at = (self.lane.as_deref(), level(field(9)));
+                match fail_writes(&self.id, at, &fail, (attempts, max_attempts), now, &mut w) {
                     Failed::Ready => {
                         if (self.lane.is_none() && !pending_ok) || !wake_ok {
                             return Err(Error::layout(verb, "pending or wake has the wrong type"));

@@ -8,8 +8,8 @@ use crate::names::Keys;
 use crate::numbers::field_int;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::reply::Reply;
-pub use crate::protocol::write::WAKE_MAX;
 use crate::protocol::write::{LaneField, Members, Write};
+pub use crate::protocol::write::{LEVELS_IN_USE, WAKE_MAX};
 
 /// The fields of `P lanectl:L` that decide whether a lane can be served.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -19,10 +19,23 @@ pub struct LaneCtl {
     pub limit: i64,
     pub active: i64,
     pub in_ring: bool,
+    /// Bit `p` set: field `lvl:<p>` says priority level `p` (1 to 9) holds
+    /// work (SPEC §15); a level found empty has its field cleared by a claim.
+    pub levels: u16,
 }
 
-/// The fields a plan reads with `HMGET P lanectl:L`, in this order.
-pub const CTL_FIELDS: [&str; 4] = ["paused", "limit", "active", "ring"];
+/// The fields a plan reads with `HMGET P lanectl:L`, in this order: the
+/// serving fields, then `lvl:1` to `lvl:9`.
+pub const CTL_FIELDS: [&str; 13] =
+    ["paused", "limit", "active", "ring", "lvl:1", "lvl:2", "lvl:3", "lvl:4", "lvl:5", "lvl:6", "lvl:7", "lvl:8", "lvl:9"];
+
+/// The fields a claim reads with `HMGET P flatctl`: `lvl:1` to `lvl:9`.
+pub const LEVEL_FIELDS: [&str; 9] = ["lvl:1", "lvl:2", "lvl:3", "lvl:4", "lvl:5", "lvl:6", "lvl:7", "lvl:8", "lvl:9"];
+
+/// The levels set in `f`, the values of [`LEVEL_FIELDS`] in order: bit `p` for `lvl:<p>`.
+pub fn levels_of(f: &[Option<&[u8]>]) -> u16 {
+    f.iter().take(9).enumerate().filter(|(_, v)| v.is_some()).fold(0, |acc, (i, _)| acc | (1 << (i + 1)))
+}
 
 impl LaneCtl {
     /// From the `HMGET` reply values (absent fields are `None`).
@@ -34,6 +47,7 @@ impl LaneCtl {
             limit: int(f.get(1).copied().flatten()),
             active: int(f.get(2).copied().flatten()),
             in_ring: flag(f.get(3).copied().flatten()),
+            levels: levels_of(f.get(4..).unwrap_or_default()),
         }
     }
 
@@ -58,10 +72,12 @@ pub struct Offers {
 }
 
 impl Offers {
-    /// offer(L): `len` is the lane list's length after this plan's pushes.
+    /// offer(L): `len` is the lane list's length after this plan's pushes
+    /// (those to any level); a lane whose control says a level holds work has
+    /// work too (a level found empty later costs a claim its turn, never a job).
     /// Returns whether the lane joined the ring.
     pub fn offer(&mut self, lane: &[u8], len: i64, ctl: &LaneCtl) -> bool {
-        if len > 0 && ctl.can_serve() && !ctl.in_ring && !self.ring.iter().any(|l| l == lane) {
+        if (len > 0 || ctl.levels != 0) && ctl.can_serve() && !ctl.in_ring && !self.ring.iter().any(|l| l == lane) {
             self.ring.push(lane.to_vec());
             self.tokens.push(lane.to_vec());
             return true;
@@ -90,6 +106,60 @@ impl Offers {
             out.push(Write::Wake(Members::of(&self.tokens)));
         }
         out.push(Write::TrimWake);
+    }
+}
+
+/// Whether `P promotions`, as read (`GET`), says the queue uses priorities.
+pub fn levels_in_use(promotions: &Reply) -> bool {
+    promotions.as_bytes().and_then(field_int).is_some_and(|n| n >= LEVELS_IN_USE)
+}
+
+/// A row's priority level from its `priority` field (SPEC §15): absent, or
+/// anything but one digit, is 0.
+pub fn level(v: Option<&[u8]>) -> u8 {
+    match v {
+        Some([d @ b'0'..=b'9']) => d - b'0',
+        _ => 0,
+    }
+}
+
+/// Ready ids of priority 1 to 9 by (lane, level), in order of first id: each
+/// group is pushed to its level's list and marks its level in the control
+/// (`lvl:<p>` of `P flatctl` or `P lanectl:L`), SPEC §15. Level 0 is the
+/// plans' own `pending` and lane pushes, unchanged.
+#[derive(Default)]
+pub struct Levels<'a> {
+    groups: Vec<LevelGroup<'a>>,
+}
+
+/// The ids of one (lane, level) list, in order.
+type LevelGroup<'a> = ((Option<&'a [u8]>, u8), Vec<&'a [u8]>);
+
+impl<'a> Levels<'a> {
+    pub fn push(&mut self, lane: Option<&'a [u8]>, level: u8, id: &'a [u8]) {
+        match self.groups.iter_mut().find(|(at, _)| *at == (lane, level)) {
+            Some((_, ids)) => ids.push(id),
+            None => self.groups.push(((lane, level), vec![id])),
+        }
+    }
+
+    /// Whether a flat id is pushed (the flat wake token is then due).
+    pub fn any_flat(&self) -> bool {
+        self.groups.iter().any(|((lane, _), _)| lane.is_none())
+    }
+
+    /// How many ids of `lane` it pushes.
+    pub fn count_in(&self, lane: &[u8]) -> usize {
+        self.groups.iter().filter(|((l, _), _)| *l == Some(lane)).map(|(_, ids)| ids.len()).sum()
+    }
+
+    /// `RPUSH` of each group to its level's list and `HSET lvl:<p> 1`.
+    pub fn writes(&self, out: &mut Vec<Write>) {
+        for ((lane, level), ids) in &self.groups {
+            let lane = lane.map(<[u8]>::to_vec);
+            out.push(Write::ReadyAt { lane: lane.clone(), level: *level, ids: Members::of(ids) });
+            out.push(Write::MarkLevel { lane, level: *level });
+        }
     }
 }
 

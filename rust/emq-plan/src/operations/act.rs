@@ -19,7 +19,7 @@
 
 use crate::clock::parse_time;
 use crate::error::{Error, Result};
-use crate::lanes::offer::{LaneCtl, Offers, CTL_FIELDS};
+use crate::lanes::offer::{level, LaneCtl, Levels, Offers, CTL_FIELDS};
 use crate::names::{id_problem, Keys};
 use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::{Conversation, Step};
@@ -85,6 +85,8 @@ struct Chosen {
     now: i64,
     /// The jobs acted on, in order.
     jobs: Vec<Moved>,
+    /// Each job's priority level (SPEC §15), as `jobs`.
+    levels: Vec<u8>,
 }
 
 pub struct Act {
@@ -165,7 +167,7 @@ impl Act {
         let watch: Vec<Vec<u8>> = self.ids.iter().map(|id| k.job(id)).collect();
         let mut cmds = vec![Cmd::new("TIME")];
         cmds.extend(type_reads(k));
-        cmds.extend(watch.iter().map(|row| Cmd::new("HMGET").arg(row).arg("state").arg("lane")));
+        cmds.extend(watch.iter().map(|row| Cmd::new("HMGET").arg(row).arg("state").arg("lane").arg("priority")));
         Step::Read { watch, cmds }
     }
 
@@ -183,6 +185,7 @@ impl Act {
             check_error(verb, key, r)?;
         }
         let mut jobs = vec![];
+        let mut levels = vec![];
         self.answers.clear();
         for (id, r) in self.ids.iter().zip(&replies[1 + places..]) {
             check_error(verb, &k.job(id), r)?;
@@ -210,8 +213,9 @@ impl Act {
                 }
             }
             jobs.push((id.clone(), state.to_vec(), lane));
+            levels.push(level(fields.get(2).copied().flatten()));
         }
-        self.chosen = Some(Chosen { now, jobs });
+        self.chosen = Some(Chosen { now, jobs, levels });
         if self.chosen.as_ref().is_some_and(|c| c.jobs.is_empty()) {
             return Ok(Step::Done(std::mem::take(&mut self.answers)));
         }
@@ -284,17 +288,40 @@ impl Act {
                     w.push(Write::CountPromotion);
                 }
                 let mut offers = Offers::default();
-                let flat = ids(&|_, l| l.is_none());
+                // Jobs of priority 1 to 9 go back to their level's list (SPEC §15).
+                let mut levels = Levels::default();
+                let mut at_level0 = vec![true; chosen.jobs.len()];
+                for (i, ((id, _, lane), &p)) in chosen.jobs.iter().zip(&chosen.levels).enumerate() {
+                    if p > 0 {
+                        levels.push(lane.as_deref(), p, id);
+                        at_level0[i] = false;
+                    }
+                }
+                let level0 = |f: Pick<'_>| -> Members {
+                    chosen
+                        .jobs
+                        .iter()
+                        .zip(&at_level0)
+                        .filter(|((_, s, l), &z)| z && f(s, l.as_deref()))
+                        .map(|((id, _, _), _)| id.as_slice())
+                        .collect()
+                };
+                let flat = level0(&|_, l| l.is_none());
                 if !flat.is_empty() {
                     w.push(Write::MakeReady { lane: None, ids: flat });
+                }
+                if levels.any_flat() || chosen.jobs.iter().zip(&at_level0).any(|((_, _, l), &z)| z && l.is_none()) {
                     offers.wake_flat();
                 }
                 for (lane, (ctl, len)) in self.lanes.iter().zip(ctls) {
-                    let pushed = ids(&|_, l| l == Some(lane.as_slice()));
-                    let len = len + pushed.len() as i64;
-                    w.push(Write::MakeReady { lane: Some(lane.clone()), ids: pushed });
+                    let pushed = level0(&|_, l| l == Some(lane.as_slice()));
+                    let len = len + (pushed.len() + levels.count_in(lane)) as i64;
+                    if !pushed.is_empty() {
+                        w.push(Write::MakeReady { lane: Some(lane.clone()), ids: pushed });
+                    }
                     offers.offer(lane, len, ctl);
                 }
+                levels.writes(&mut w);
                 offers.writes(&mut w);
             }
         }

@@ -41,7 +41,7 @@ impl Conversation for LaneControls {
         if self.lanes.is_empty() {
             return Step::Done(vec![]);
         }
-        let cmds = self.lanes.iter().map(|l| Cmd::new("HMGET").arg(self.keys.lanectl(l)).args(CTL_FIELDS)).collect();
+        let cmds = self.lanes.iter().map(|l| Cmd::new("HMGET").arg(self.keys.lanectl(l)).args(&CTL_FIELDS[..4])).collect();
         Step::Read { watch: vec![], cmds }
     }
 
@@ -79,7 +79,7 @@ mod tests {
         let a = Reply::Array(vec![bulk("1"), bulk("5"), bulk("2"), Reply::Nil]);
         let none = Reply::Array(vec![Reply::Nil, Reply::Nil, Reply::Nil, Reply::Nil]);
         let Step::Done(out) = c.feed(&[a, none]).unwrap() else { panic!() };
-        assert_eq!(out[0], LaneCtl { paused: true, limit: 5, active: 2, in_ring: false });
+        assert_eq!(out[0], LaneCtl { paused: true, limit: 5, active: 2, in_ring: false, levels: 0 });
         assert_eq!(out[1], LaneCtl::default());
         let wrongtype = Reply::Error { code: "WRONGTYPE".into(), message: "WRONGTYPE x".into() };
         assert_eq!(c.feed(&[Reply::Array(vec![]), wrongtype]).unwrap_err().kind, crate::error::ErrorKind::Layout);

@@ -118,7 +118,7 @@ pub use crate::protocol::write::LEASE_MARK_KEEP_MS;
 /// meantime offers nothing (the lane could not be served then, or was in the
 /// ring), and the plan would leave a non-empty, servable lane out of the ring.
 pub fn relies_on_empty(len: i64, ctl: &LaneCtl) -> bool {
-    len <= 0 && ctl.can_serve() && !ctl.in_ring
+    len <= 0 && ctl.levels == 0 && ctl.can_serve() && !ctl.in_ring
 }
 
 /// The step that watches lane lists a plan found empty and relies on staying

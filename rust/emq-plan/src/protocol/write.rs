@@ -33,6 +33,13 @@ pub const LEASE_MARK_VALUE: &[u8] = b"1";
 /// an inbox nobody pops any more goes by itself an hour later.
 pub const INBOX_KEEP_MS: u64 = 3_600_000;
 
+/// What an add of a job with a priority adds to `P promotions` once (SPEC §15):
+/// a value of at least this says the queue's rows may hold `priority`, so its
+/// promotes read that field. A promote reads `P promotions` anyway, so a queue
+/// that uses no priority reads, per row, only `lane`, as it always did; counts
+/// of promotes (`INCR`) never reach it.
+pub const LEVELS_IN_USE: i64 = 1 << 40;
+
 /// One write of a plan. Each variant's doc gives the command it is.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Write {
@@ -91,6 +98,16 @@ pub enum Write {
     TakePending { count: usize },
     /// `LPOP P lane:L`: the head id a claim takes from a lane.
     TakeLaneHead { lane: Vec<u8> },
+    /// `RPUSH P pending:<p> id…` (`lane: None`) or `RPUSH P plane:<p>:L id…`:
+    /// jobs of priority `level` (1 to 9) ready to claim (SPEC §15).
+    ReadyAt { lane: Option<Vec<u8>>, level: u8, ids: Members },
+    /// `LPOP P pending:<p> count` or `LPOP P plane:<p>:L count`: ids a claim
+    /// takes from the head of level `level` (1 to 9).
+    TakeAt { lane: Option<Vec<u8>>, level: u8, count: usize },
+    /// `HSET P flatctl|lanectl:L lvl:<p> 1`: level `level` holds work.
+    MarkLevel { lane: Option<Vec<u8>>, level: u8 },
+    /// `HDEL P flatctl|lanectl:L lvl:<p>`: level `level` was found empty.
+    ClearLevel { lane: Option<Vec<u8>>, level: u8 },
     /// `RPUSH P ring lane…`: lanes offered to the ring.
     JoinRing(Members),
     /// `LMOVE P ring P ring LEFT RIGHT`: the lane a claim served goes to the back.
@@ -119,6 +136,9 @@ pub enum Write {
     MarkLease { second: i64 },
     /// `INCR P promotions`: a promote that took members.
     CountPromotion,
+    /// `INCRBY P promotions LEVELS_IN_USE`: an add of a job with a priority
+    /// where `P promotions` did not yet say the queue uses them (SPEC §15).
+    MarkLevelsInUse,
 
     // -- the timers and schedules, `P timers` and `P schedules` (SPEC §14)
     /// `ZADD P timers at member…`: timers set (or moved) to their times.
@@ -257,6 +277,8 @@ pub struct NewRow {
     pub keep: Option<i64>,
     /// The uniqueness key it was added under.
     pub unique: Option<Vec<u8>>,
+    /// Its priority level (SPEC §15): written only when not 0.
+    pub priority: u8,
     /// The inbox of a waiter registered by the add itself (SPEC §13).
     pub wait: Option<Vec<u8>>,
 }
@@ -490,6 +512,7 @@ mod word {
     pub const LTRIM: Word = Word::new("LTRIM");
     pub const SET: Word = Word::new("SET");
     pub const INCR: Word = Word::new("INCR");
+    pub const INCRBY: Word = Word::new("INCRBY");
 
     pub const STATE: Word = Word::new("state");
     pub const DATA: Word = Word::new("data");
@@ -506,6 +529,19 @@ mod word {
     pub const ERROR: Word = Word::new("error");
     pub const FINISHED: Word = Word::new("finished");
     pub const ACTIVE: Word = Word::new("active");
+    /// `lvl:<p>`, by `p` (index 0 unused: level 0 is always looked at).
+    pub const LEVEL_FIELDS: [Word; 10] = [
+        Word::new("lvl:0"),
+        Word::new("lvl:1"),
+        Word::new("lvl:2"),
+        Word::new("lvl:3"),
+        Word::new("lvl:4"),
+        Word::new("lvl:5"),
+        Word::new("lvl:6"),
+        Word::new("lvl:7"),
+        Word::new("lvl:8"),
+        Word::new("lvl:9"),
+    ];
     pub const RING: Word = Word::new("ring");
     pub const PAUSED: Word = Word::new("paused");
     pub const LIMIT: Word = Word::new("limit");
@@ -535,6 +571,7 @@ mod word {
     pub const CANCEL: Word = Word::new("cancel");
     pub const KEEP: Word = Word::new("keep");
     pub const UNIQUE: Word = Word::new("unique");
+    pub const PRIORITY: Word = Word::new("priority");
     pub const CANCELLED: Word = Word::new("cancelled");
     pub const COMPLETED: Word = Word::new("completed");
     pub const RETRIED: Word = Word::new("retried");
@@ -549,6 +586,7 @@ impl RowFields {
                 7 + usize::from(new.lane.is_some())
                     + usize::from(new.keep.is_some())
                     + usize::from(new.unique.is_some())
+                    + usize::from(new.priority > 0)
                     + usize::from(new.wait.is_some())
             }
             RowFields::Claimed { .. } => 5,
@@ -566,7 +604,7 @@ impl RowFields {
         let state = |ready: bool| Arg::Word(if ready { &word::PENDING } else { &word::SCHEDULED });
         match self {
             RowFields::New(new) => {
-                let NewRow { ready, data, due, max_attempts, created, digest, lane, keep, unique, wait } = &**new;
+                let NewRow { ready, data, due, max_attempts, created, digest, lane, keep, unique, priority, wait } = &**new;
                 f(&word::STATE, state(*ready));
                 f(&word::DATA, Arg::Bytes(data));
                 f(&word::DUE, Arg::Int(*due));
@@ -582,6 +620,9 @@ impl RowFields {
                 }
                 if let Some(u) = unique {
                     f(&word::UNIQUE, Arg::Bytes(u));
+                }
+                if *priority > 0 {
+                    f(&word::PRIORITY, Arg::Uint(u64::from(*priority)));
                 }
                 if let Some(w) = wait {
                     f(&word::WAIT, Arg::Bytes(w));
@@ -672,6 +713,10 @@ impl Write {
             Write::PersistRow { .. } => &word::PERSIST,
             Write::DeleteRows(_) | Write::DeleteWorker(_) => &word::DEL,
             Write::TakeSlots { .. } | Write::Count { .. } => &word::HINCRBY,
+            Write::ReadyAt { .. } => &word::RPUSH,
+            Write::TakeAt { .. } => &word::LPOP,
+            Write::MarkLevel { .. } => &word::HSET,
+            Write::ClearLevel { .. } => &word::HDEL,
             Write::Schedule(_)
             | Write::Lease { .. }
             | Write::ExtendLeases { .. }
@@ -703,6 +748,7 @@ impl Write {
             Write::TrimWake => &word::LTRIM,
             Write::MarkLease { .. } => &word::SET,
             Write::CountPromotion => &word::INCR,
+            Write::MarkLevelsInUse => &word::INCRBY,
         }
     }
 
@@ -739,12 +785,20 @@ impl Write {
             Write::MakeReady { lane: Some(lane), .. } | Write::TakeLaneHead { lane } | Write::Dequeue { lane: Some(lane), .. } => {
                 f(keys.parts(kind::LANE, lane))
             }
+            Write::ReadyAt { lane: None, level, .. } | Write::TakeAt { lane: None, level, .. } => {
+                f(own(kind::PENDING_AT[usize::from(*level)]))
+            }
+            Write::ReadyAt { lane: Some(lane), level, .. } | Write::TakeAt { lane: Some(lane), level, .. } => {
+                f(keys.parts(kind::LANE_AT[usize::from(*level)], lane))
+            }
+            Write::MarkLevel { lane: None, .. } | Write::ClearLevel { lane: None, .. } => f(own(kind::FLATCTL)),
+            Write::MarkLevel { lane: Some(lane), .. } | Write::ClearLevel { lane: Some(lane), .. } => f(keys.parts(kind::LANECTL, lane)),
             Write::Notify { inbox, .. } | Write::KeepInbox { inbox } => f(keys.parts(kind::INBOX, inbox)),
             Write::ClaimUnique { key, .. } => f(keys.parts(kind::UNIQUE, key)),
             Write::JoinRing(_) | Write::RotateRing | Write::DropRingHead => f(own(kind::RING)),
             Write::Wake(_) | Write::TrimWake => f(own(kind::WAKE)),
             Write::MarkLease { second } => f(keys.parts(kind::LEASES, Decimal::int(*second).as_bytes())),
-            Write::CountPromotion => f(own(kind::PROMOTIONS)),
+            Write::CountPromotion | Write::MarkLevelsInUse => f(own(kind::PROMOTIONS)),
             Write::Count { minute, .. } | Write::KeepCounts { minute } => f(keys.parts(kind::STATS, Decimal::int(*minute).as_bytes())),
             Write::SetRetention(_) => f(own(kind::RETENTION)),
             Write::SetTimers(_) | Write::DropTimers(_) => f(own(kind::TIMERS)),
@@ -864,8 +918,15 @@ impl Write {
                 f(Arg::Word(&word::PX));
                 f(Arg::Uint(*ttl_ms));
             }
-            Write::TakePending { count } => f(Arg::Uint(*count as u64)),
+            Write::TakePending { count } | Write::TakeAt { count, .. } => f(Arg::Uint(*count as u64)),
+            Write::ReadyAt { ids, .. } => ids.iter().for_each(|id| f(Arg::Bytes(id))),
+            Write::MarkLevel { level, .. } => {
+                f(Arg::Word(level_field(*level)));
+                f(Arg::Word(&word::ONE));
+            }
+            Write::ClearLevel { level, .. } => f(Arg::Word(level_field(*level))),
             Write::TakeLaneHead { .. } | Write::DropRingHead | Write::CountPromotion => {}
+            Write::MarkLevelsInUse => f(Arg::Int(LEVELS_IN_USE)),
             Write::RotateRing => {
                 self.key(keys, |parts| f(Arg::Key(parts)));
                 f(Arg::Word(&word::LEFT));
@@ -908,8 +969,11 @@ impl Write {
             | Write::ListWorker { .. }
             | Write::TrimWorkers { .. }
             | Write::SetSchedule { .. }
+            | Write::MarkLevel { .. }
             | Write::DropFinished { .. }
             | Write::Count { .. } => 4,
+            Write::TakeAt { .. } | Write::ClearLevel { .. } => 3,
+            Write::ReadyAt { ids, .. } => 2 + ids.len(),
             Write::ExpireRow { .. }
             | Write::TakePending { .. }
             | Write::KeepInbox { .. }
@@ -943,6 +1007,7 @@ impl Write {
             | Write::DropTimers(ids)
             | Write::Notify { ids, .. } => 2 + ids.len(),
             Write::TakeLaneHead { .. } | Write::DropRingHead | Write::CountPromotion => 2,
+            Write::MarkLevelsInUse => 3,
             Write::SetRetention(fields) => 2 + 2 * fields.len(),
         }
     }
@@ -987,6 +1052,11 @@ impl Write {
         });
         Cmd::from_encoded(argc, buf)
     }
+}
+
+/// The control field that says priority level `level` holds work: `lvl:<p>`.
+pub fn level_field(level: u8) -> &'static Word {
+    &word::LEVEL_FIELDS[usize::from(level.min(9))]
 }
 
 /// `score member` for each of `ids`, all at one score.
@@ -1220,6 +1290,7 @@ mod tests {
         vec![
             (
                 row(RowFields::New(Box::new(NewRow {
+                    priority: 0,
                     ready: true,
                     data: b"d\r\n\xff".to_vec(),
                     due: 5,
@@ -1260,6 +1331,7 @@ mod tests {
             ),
             (
                 row(RowFields::New(Box::new(NewRow {
+                    priority: 0,
                     ready: false,
                     data: vec![],
                     due: 9,
@@ -1378,6 +1450,13 @@ mod tests {
             (Write::MakeReady { lane: Some(b"L".to_vec()), ids: ids(&["a"]) }, cmd(&["RPUSH", "emq:{q}:lane:L", "a"])),
             (Write::TakePending { count: 12 }, cmd(&["LPOP", "emq:{q}:pending", "12"])),
             (Write::TakeLaneHead { lane: b"L".to_vec() }, cmd(&["LPOP", "emq:{q}:lane:L"])),
+            (Write::ReadyAt { lane: None, level: 2, ids: ids(&["a"]) }, cmd(&["RPUSH", "emq:{q}:pending:2", "a"])),
+            (Write::ReadyAt { lane: Some(b"L".to_vec()), level: 9, ids: ids(&["a", "b"]) }, cmd(&["RPUSH", "emq:{q}:plane:9:L", "a", "b"])),
+            (Write::TakeAt { lane: None, level: 1, count: 3 }, cmd(&["LPOP", "emq:{q}:pending:1", "3"])),
+            (Write::TakeAt { lane: Some(b"L".to_vec()), level: 4, count: 1 }, cmd(&["LPOP", "emq:{q}:plane:4:L", "1"])),
+            (Write::MarkLevel { lane: None, level: 5 }, cmd(&["HSET", "emq:{q}:flatctl", "lvl:5", "1"])),
+            (Write::MarkLevel { lane: Some(b"L".to_vec()), level: 5 }, cmd(&["HSET", "emq:{q}:lanectl:L", "lvl:5", "1"])),
+            (Write::ClearLevel { lane: None, level: 7 }, cmd(&["HDEL", "emq:{q}:flatctl", "lvl:7"])),
             (Write::JoinRing(ids(&["L", "M"])), cmd(&["RPUSH", "emq:{q}:ring", "L", "M"])),
             (Write::RotateRing, cmd(&["LMOVE", "emq:{q}:ring", "emq:{q}:ring", "LEFT", "RIGHT"])),
             (Write::DropRingHead, cmd(&["LPOP", "emq:{q}:ring"])),
@@ -1385,6 +1464,7 @@ mod tests {
             (Write::TrimWake, cmd(&["LTRIM", "emq:{q}:wake", "-64", "-1"])),
             (Write::MarkLease { second: 1_700_000 }, cmd(&["SET", "emq:{q}:leases:1700000", "1", "PX", "60000"])),
             (Write::CountPromotion, cmd(&["INCR", "emq:{q}:promotions"])),
+            (Write::MarkLevelsInUse, cmd(&["INCRBY", "emq:{q}:promotions", "1099511627776"])),
             (
                 Write::Count { minute: 28_333_333, kind: Counted::Recovered, by: 100 },
                 cmd(&["HINCRBY", "emq:{q}:stats:28333333", "recovered", "100"]),

@@ -45,6 +45,8 @@ pub struct JobRow {
     pub unique: Option<Vec<u8>>,
     /// Its waiters' inboxes, space-separated.
     pub wait: Option<Vec<u8>>,
+    /// Its priority level (SPEC §15; absent: 0).
+    pub priority: u8,
 }
 
 /// Every field of a row but `data`: what a registration reads of each row.
@@ -125,6 +127,7 @@ impl JobRow {
                 b"keep" => row.keep = int(),
                 b"unique" => row.unique = Some(v.to_vec()),
                 b"wait" => row.wait = Some(v.to_vec()),
+                b"priority" => row.priority = crate::lanes::offer::level(Some(v)),
                 _ => {}
             }
         }

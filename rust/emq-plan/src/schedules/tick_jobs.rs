@@ -114,6 +114,7 @@ impl TickAdds {
             }
             let due = a.tick.min(MAX_MS);
             let j = NewJob {
+                priority: 0,
                 id: Some(a.id.clone()),
                 data: a.job.data.clone(),
                 when: When::At(a.tick),
@@ -123,6 +124,7 @@ impl TickAdds {
                 unique: None,
             };
             let new = NewRow {
+                priority: 0,
                 ready: due <= now,
                 digest: digest_hex(&j),
                 data: j.data,

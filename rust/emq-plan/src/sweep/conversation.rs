@@ -153,6 +153,12 @@ pub struct Sweep {
     /// and what it read.
     pub(super) timers_head: bool,
     pub(super) timers_next: Option<i64>,
+    /// Whether the rows' `priority` is read: a stalled check always; a promote
+    /// once `P promotions`, read beside its selection, says the queue uses
+    /// priorities (`offer::levels_in_use`), so one that uses none reads `lane` only.
+    pub(super) levels: bool,
+    /// A sorted selection's `SORT_RO` gets `priority` too (`levels_hint`).
+    pub(super) levels_hint: bool,
 }
 
 impl Sweep {
@@ -187,6 +193,8 @@ impl Sweep {
             sort_refused: false,
             timers_head: false,
             timers_next: None,
+            levels: !matches!(kind, Kind::Promote),
+            levels_hint: false,
         }
     }
 
@@ -222,7 +230,8 @@ impl Sweep {
     /// A bare selection (`bare_selection`, called first) that reads every
     /// member's row with it, in one command the server loops over itself:
     /// `WATCH P promotions`, then `TIME`, `SORT_RO P schedule BY nosort LIMIT 0
-    /// batch GET # GET P job:*->state GET P job:*->lane`, the three probes, `P
+    /// batch GET # GET P job:*->state GET P job:*->lane` (and `GET P
+    /// job:*->priority` with `levels_hint`), the three probes, `P
     /// promotions` and the lists' types. Everything is read under the watch, so
     /// no second read is needed: a call of two round trips where the bare one
     /// takes three, and one command for a thousand rows where it sends a
@@ -243,6 +252,21 @@ impl Sweep {
     pub fn sorted_selection(mut self, on: bool) -> Self {
         self.sorted = on && self.bare && !self.keys.prefix.contains(&b'*');
         self
+    }
+
+    /// A sorted selection's `SORT_RO` also gets every row's `priority`: the
+    /// host's guess that the queue uses priorities (the last promote on its
+    /// connection found it so). Without it, a selection of a queue that does is
+    /// read again as a bare one (`P promotions` tells, in the same pipeline).
+    #[must_use]
+    pub fn levels_hint(mut self, on: bool) -> Self {
+        self.levels_hint = on;
+        self
+    }
+
+    /// Whether this promote found the queue using priorities (`levels_hint`).
+    pub fn levels_in_use(&self) -> bool {
+        self.levels
     }
 
     /// A worker's promote (its beat form) reads the head of `P timers` in its
@@ -313,8 +337,9 @@ impl Sweep {
     /// are told from ghosts by the `EXISTS` count (see `rows`).
     pub(super) fn fields(&self) -> &'static [&'static str] {
         match self.kind {
+            Kind::Promote if self.levels => &["lane", "priority"],
             Kind::Promote => &["lane"],
-            Kind::Stalled { .. } => &["lane", "stalls", "wait", "cancel", "keep"],
+            Kind::Stalled { .. } => &["lane", "stalls", "wait", "cancel", "keep", "priority"],
         }
     }
 

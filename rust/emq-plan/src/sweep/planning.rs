@@ -151,7 +151,7 @@ impl Sweep {
     pub(super) fn guess_plan(&mut self, first: bool) {
         let r = self.groups[self.current].clone();
         let rows = if first {
-            vec![Row::Live { lane: None, stalls: 0, ending: Ending::default() }; r.len()]
+            vec![Row::Live { lane: None, stalls: 0, ending: Ending::default(), priority: 0 }; r.len()]
         } else {
             self.read.rows[r.clone()].to_vec()
         };

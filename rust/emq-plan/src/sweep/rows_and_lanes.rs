@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::jobs::ending::Ending;
-use crate::lanes::offer::{LaneCtl, CTL_FIELDS};
+use crate::lanes::offer::{level, LaneCtl, CTL_FIELDS};
 use crate::numbers::field_int;
 use crate::protocol::cmd::Cmd;
 use crate::protocol::guard::{still_selected, RE_READ_SLACK};
@@ -100,13 +100,17 @@ impl Sweep {
         }
     }
 
-    /// A live row from its fields as read (`lane`, then for a stalled check
-    /// `stalls` and the ending fields `wait`, `cancel`, `keep`).
+    /// A live row from its fields as read (a promote's `lane`, `priority`; a
+    /// stalled check's `lane`, `stalls`, the ending fields `wait`, `cancel`,
+    /// `keep`, then `priority`).
     pub(super) fn row(fields: &[Option<&[u8]>]) -> Row {
         let field = |i: usize| fields.get(i).copied().flatten();
+        if fields.len() <= 2 {
+            return Row::Live { lane: field(0).map(<[u8]>::to_vec), stalls: 0, ending: Ending::default(), priority: level(field(1)) };
+        }
         let stalls = field(1).and_then(field_int).unwrap_or(0);
-        let ending = if fields.len() > 2 { Ending::from_fields(field(2), field(3), field(4)) } else { Ending::default() };
-        Row::Live { lane: field(0).map(<[u8]>::to_vec), stalls, ending }
+        let ending = Ending::from_fields(field(2), field(3), field(4));
+        Row::Live { lane: field(0).map(<[u8]>::to_vec), stalls, ending, priority: level(field(5)) }
     }
 
     /// Settles the rows whose `EXISTS` count left them unsure, from their `TYPE`.

@@ -6,6 +6,7 @@ use std::ops::Range;
 use crate::clock::parse_clock;
 use crate::error::Result;
 use crate::jobs::ending::Ending;
+use crate::lanes::offer::{level, levels_in_use};
 use crate::protocol::cmd::Cmd;
 use crate::protocol::conversation::Conversation;
 use crate::protocol::guard::stalled_watch;
@@ -21,14 +22,18 @@ impl Sweep {
         if self.sorted {
             self.stage = Stage::SelectSorted;
             let field = |f: &[u8]| [&self.keys.prefix[..], b"job:*->", f].concat();
-            cmds.extend([Cmd::new("SORT_RO")
+            let mut sort = Cmd::new("SORT_RO")
                 .arg(self.zset())
                 .args(["BY", "nosort", "LIMIT", "0"])
                 .arg(self.batch.to_string())
                 .args(["GET", "#", "GET"])
                 .arg(field(b"state"))
                 .arg("GET")
-                .arg(field(b"lane"))]);
+                .arg(field(b"lane"));
+            if self.levels_hint {
+                sort = sort.arg("GET").arg(field(b"priority"));
+            }
+            cmds.push(sort);
             cmds.extend(self.probes(&last));
             cmds.extend([
                 Cmd::new("GET").arg(self.keys.promotions()),
@@ -74,6 +79,7 @@ impl Sweep {
     /// `P promotions` as read beside the selection.
     fn promoted_so_far(&mut self, promotions: &Reply) -> Result<()> {
         self.check(promotions, &self.keys.promotions())?;
+        self.levels = levels_in_use(promotions);
         self.promotions = Some(promotions.clone());
         Ok(())
     }
@@ -155,15 +161,22 @@ impl Sweep {
             return Ok(self.start());
         }
         self.promoted_so_far(promotions)?;
+        if self.levels && !self.levels_hint {
+            // The queue uses priorities and the rows came without them: read as a
+            // bare selection (the watch stays); the host asks for them next time.
+            self.sorted = false;
+            return Ok(self.start());
+        }
         for r in [sorted, first, last, tail] {
             self.check(r, &self.zset())?;
         }
         self.clock(time)?;
-        let items = sorted.as_array().filter(|a| a.len() % 3 == 0).ok_or_else(|| self.host_error("SORT_RO gave no rows"))?;
-        let mut ids = Vec::with_capacity(items.len() / 3);
-        let mut rows = Vec::with_capacity(items.len() / 3);
+        let width = 3 + usize::from(self.levels_hint);
+        let items = sorted.as_array().filter(|a| a.len() % width == 0).ok_or_else(|| self.host_error("SORT_RO gave no rows"))?;
+        let mut ids = Vec::with_capacity(items.len() / width);
+        let mut rows = Vec::with_capacity(items.len() / width);
         let mut unsure = vec![];
-        for (i, t) in items.chunks_exact(3).enumerate() {
+        for (i, t) in items.chunks_exact(width).enumerate() {
             let id = t[0].as_bytes().ok_or_else(|| self.host_error("SORT_RO gave no member"))?;
             ids.push(id.to_vec());
             let (state, lane) = (t[1].as_bytes(), t[2].as_bytes());
@@ -171,7 +184,8 @@ impl Sweep {
                 // A ghost, a key of another type, or a hash without either: TYPE tells.
                 unsure.push(i);
             }
-            rows.push(Row::Live { lane: lane.map(<[u8]>::to_vec), stalls: 0, ending: Ending::default() });
+            let priority = if self.levels { level(t.get(3).and_then(Reply::as_bytes)) } else { 0 };
+            rows.push(Row::Live { lane: lane.map(<[u8]>::to_vec), stalls: 0, ending: Ending::default(), priority });
         }
         match self.probed(ids, [first, last, tail]) {
             Some(true) => {}

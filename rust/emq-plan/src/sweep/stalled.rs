@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::jobs::counters::Tally;
 use crate::jobs::ending::{cancelled_writes, Notices};
 use crate::jobs::retention::DONE_MS;
-use crate::lanes::offer::Offers;
+use crate::lanes::offer::{Levels, Offers};
 use crate::protocol::guard::{lease_marks, relies_on_empty};
 use crate::protocol::write::{LaneField, Members, RowFields, Write};
 use crate::sweep::types::{Outcome, Plan, Read, Row, STALLED};
@@ -23,13 +23,15 @@ pub fn plan(read: &Read, max_stalled: Option<u64>) -> Result<Plan> {
     let mut flat: Vec<&[u8]> = vec![];
     // Per lane, in the order of its first live row.
     let mut by_lane: Vec<LaneTally<'_>> = vec![];
+    // Recovered rows of priority 1 to 9 join their level's list (SPEC §15).
+    let mut levels = Levels::default();
     let mut rows = Vec::with_capacity(2 * read.ids.len());
     let mut cancelled: Vec<(&[u8], i64)> = vec![];
     let mut notices = Notices::default();
     let done_ms = read.extras.map_or(DONE_MS, |e| e.done_ms);
 
     for (id, row) in read.ids.iter().zip(&read.rows) {
-        let Row::Live { lane, stalls, ending } = row else { continue };
+        let Row::Live { lane, stalls, ending, priority } = row else { continue };
         let stalls = stalls.saturating_add(1);
         let dies = dies(stalls, max_stalled);
         // Leaves for good: dead, or cancelled (asked to stop; never recovered).
@@ -50,6 +52,7 @@ pub fn plan(read: &Read, max_stalled: Option<u64>) -> Result<Plan> {
             rows.push(Write::DropLease { id: id.clone() });
         }
         match lane {
+            None if !gone && *priority > 0 => levels.push(None, *priority, id),
             None if !gone => flat.push(id),
             None => {}
             Some(l) => {
@@ -61,7 +64,9 @@ pub fn plan(read: &Read, max_stalled: Option<u64>) -> Result<Plan> {
                     }
                 };
                 by_lane[i].2 += 1;
-                if !gone {
+                if !gone && *priority > 0 {
+                    levels.push(Some(l), *priority, id);
+                } else if !gone {
                     by_lane[i].1.push(id);
                 }
             }
@@ -75,7 +80,7 @@ pub fn plan(read: &Read, max_stalled: Option<u64>) -> Result<Plan> {
         let mut ctl = lane.ctl.clone();
         ctl.active = (ctl.active - left).max(0);
         actives.push(ctl.active);
-        offers.offer(name, lane.len.saturating_add(ids.len() as i64), &ctl);
+        offers.offer(name, lane.len.saturating_add((ids.len() + levels.count_in(name)) as i64), &ctl);
     }
     let t = read.types;
     // `pending` is typed on every call that selected members (SPEC §5 step 5), as
@@ -97,6 +102,8 @@ pub fn plan(read: &Read, max_stalled: Option<u64>) -> Result<Plan> {
     cancelled_writes(&cancelled, read.now, true, &mut w);
     if !flat.is_empty() {
         w.push(Write::MakeReady { lane: None, ids: Members::of(&flat) });
+    }
+    if !flat.is_empty() || levels.any_flat() {
         offers.wake_flat();
     }
     for ((name, ids, _), active) in by_lane.into_iter().zip(actives) {
@@ -105,6 +112,7 @@ pub fn plan(read: &Read, max_stalled: Option<u64>) -> Result<Plan> {
         }
         w.push(Write::SetLane { lane: name.to_vec(), field: LaneField::Active(active) });
     }
+    levels.writes(&mut w);
     offers.writes(&mut w);
     notices.writes(&mut w);
     let tally = Tally { dead: dead.len() as i64, cancelled: cancelled.len() as i64, recovered: recovered.len() as i64, ..Tally::default() };
@@ -120,7 +128,7 @@ pub fn empty_lanes_relied_on(read: &Read, max_stalled: Option<u64>) -> Vec<Vec<u
         .filter(|lane| {
             let (mut left, mut pushed) = (0, 0);
             for row in &read.rows {
-                if let Row::Live { lane: Some(l), stalls, ending } = row {
+                if let Row::Live { lane: Some(l), stalls, ending, .. } = row {
                     if *l == lane.name {
                         left += 1;
                         pushed += i64::from(!dies(stalls.saturating_add(1), max_stalled) && !ending.cancel);

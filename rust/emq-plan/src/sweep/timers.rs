@@ -372,6 +372,7 @@ mod tests {
     fn the_row_is_the_one_add_writes_for_the_id_due_at_the_tick() {
         let (_, w, _) = run(2_000, &[("tick:s", 2_000)], &[Some(every(1_000, Missed::Latest, false))], Some(&[false]));
         let job = NewJob {
+            priority: 0,
             id: Some(b"schedule:s:2000".to_vec()),
             data: b"d".to_vec(),
             when: When::At(2_000),
@@ -381,6 +382,7 @@ mod tests {
             unique: None,
         };
         let want = NewRow {
+            priority: 0,
             ready: true,
             data: b"d".to_vec(),
             due: 2_000,

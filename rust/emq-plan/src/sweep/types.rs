@@ -50,6 +50,8 @@ pub enum Row {
         lane: Option<Vec<u8>>,
         stalls: i64,
         ending: Ending,
+        /// Its priority level (SPEC §15: the row's `priority`, absent: 0).
+        priority: u8,
     },
 }
 

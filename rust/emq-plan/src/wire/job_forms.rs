@@ -261,8 +261,17 @@ fn parse_add(queue: Vec<u8>, argv: &[&[u8]], shape: &str) -> Result<JobRequest> 
                 _ => None,
             };
             let when = when.ok_or_else(|| Error::argument(ADD, "when", "must be d<delay ms> or a<due ms>"))?;
-            let max_attempts = count_arg(j[4], true).and_then(|n| u32::try_from(n).ok());
+            // `<max_attempts>`, or `<max_attempts>:<priority>` for a priority other than 0.
+            let (attempts, priority) = match j[4].iter().position(|&b| b == b':') {
+                Some(at) => (&j[4][..at], Some(&j[4][at + 1..])),
+                None => (j[4], None),
+            };
+            let max_attempts = count_arg(attempts, true).and_then(|n| u32::try_from(n).ok());
             let max_attempts = max_attempts.ok_or_else(|| Error::argument(ADD, "max_attempts", "must be a positive integer"))?;
+            let priority = match priority {
+                None => 0,
+                Some(p) => decimal::<u8>(p).ok_or_else(|| Error::argument(ADD, "priority", "must be an integer from 0 to 9"))?,
+            };
             let keep = match j[5] {
                 b"" => None,
                 k => Some(signed_decimal(k).ok_or_else(|| Error::argument(ADD, "keep", "must be empty or an integer (ms, -1: forever)"))?),
@@ -283,6 +292,7 @@ fn parse_add(queue: Vec<u8>, argv: &[&[u8]], shape: &str) -> Result<JobRequest> 
                 max_attempts,
                 keep,
                 unique,
+                priority,
             })
         })
         .collect::<Result<Vec<_>>>()?;
@@ -300,7 +310,7 @@ pub fn add_cmd(keys: &Keys, gen: (u32, u64), jobs: &[NewJob]) -> Cmd {
             When::At(ms) => format!("a{ms}"),
         };
         c = c.arg(j.id.as_deref().unwrap_or_default()).arg(&j.data).arg(when).arg(j.lane.as_deref().unwrap_or_default());
-        c = c.arg_int(i64::from(j.max_attempts));
+        c = if j.priority > 0 { c.arg(format!("{}:{}", j.max_attempts, j.priority)) } else { c.arg_int(i64::from(j.max_attempts)) };
         c = match j.keep {
             Some(k) => c.arg_int(k),
             None => c.arg(""),
@@ -389,6 +399,7 @@ mod tests {
     fn an_add_parses_as_the_host_builds_it_whatever_its_values() {
         let keys = Keys::new(b"orders");
         let job = |id: Option<&[u8]>, when, lane: Option<&[u8]>| NewJob {
+            priority: 0,
             id: id.map(<[u8]>::to_vec),
             data: b"d \xff".to_vec(),
             when,

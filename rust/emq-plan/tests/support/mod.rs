@@ -76,6 +76,13 @@ pub fn exec<T: std::fmt::Debug>(step: Step<T>) -> Vec<Write> {
     }
 }
 
+/// `HMGET P lanectl:L` of every control field a plan reads (`CTL_FIELDS`: the
+/// serving fields, then `lvl:1` to `lvl:9`).
+pub fn lanectl_read(lane: &str) -> Cmd {
+    let key = format!("emq:{{q}}:lanectl:{lane}");
+    Cmd::new("HMGET").arg(key).args(emq_plan::lanes::offer::CTL_FIELDS)
+}
+
 /// The per-minute counters' writes of a call at `NOW` (`jobs::counters`): one
 /// increment per kind present, then the expiry.
 pub fn counted(kinds: &[(Counted, i64)]) -> Vec<Write> {
