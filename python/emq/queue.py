@@ -194,9 +194,7 @@ class Queue:
         and holds the key for it for `unique_for` (`created=True`). Atomic
         across processes: producers racing on a key make exactly one job.
         `inbox`, as `add` takes it: registered only when `created`."""
-        return self._core.add_unique(
-            data, unique_key, unique_for, id, delay, at, lane, max_attempts, keep, priority, inbox
-        )
+        return self._core.add_unique(data, unique_key, unique_for, id, delay, at, lane, max_attempts, keep, priority, inbox)
 
     def add_many(self, jobs: Iterable[Mapping[str, Any] | bytes | str], *, max_attempts: int = 3) -> list[str]:
         """Adds many jobs in one guarded transaction (all or none). Each item is
