@@ -230,8 +230,8 @@ fn keys_of(cmd: &Cmd) -> Vec<&[u8]> {
         "WATCH" | "EXISTS" | "DEL" => args[1..].to_vec(),
         "LMOVE" => args[1..3].to_vec(),
         "ZRANGE" | "ZREM" | "ZADD" | "ZCARD" | "ZCOUNT" | "ZREMRANGEBYSCORE" | "HGET" | "HMGET" | "HSET" | "HDEL" | "HGETALL"
-        | "HINCRBY" | "LLEN" | "LRANGE" | "LPOP" | "RPUSH" | "LTRIM" | "TYPE" | "PEXPIREAT" | "INCR" | "GET" | "ZMSCORE" | "HLEN"
-        | "SET" | "SORT_RO" | "PEXPIRE" | "LREM" | "SADD" | "SMEMBERS" => args[1..2].to_vec(),
+        | "HINCRBY" | "INCRBY" | "PERSIST" | "LLEN" | "LRANGE" | "LPOP" | "RPUSH" | "LTRIM" | "TYPE" | "PEXPIREAT" | "INCR" | "GET"
+        | "ZMSCORE" | "HLEN" | "SET" | "SORT_RO" | "PEXPIRE" | "LREM" | "SADD" | "SMEMBERS" => args[1..2].to_vec(),
         other => panic!("a command the fuzz targets do not know: {other}; add its keys to keys_of"),
     }
 }
